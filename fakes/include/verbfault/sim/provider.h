@@ -1,0 +1,82 @@
+// The simulated RDMA provider's entry points.
+//
+// The front door (harness/frontdoor) calls these for every verbs call whose
+// object belongs to a simulated device; they have the exact signatures and
+// return conventions of the libibverbs calls they implement (see the man
+// page of each ibv_* call). Nothing else in the process reaches the device
+// model: this header is the contract between the two layers.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace verbfault::sim {
+
+// ---- devices -------------------------------------------------------------
+// The simulated devices (vfsim0, vfsim1, ...), created once per process from
+// VERBFAULT_SIM_DEVICES (default 1). An invalid value is reported on stderr
+// and the default is used.
+std::span<ibv_device* const> devices();
+bool owns(const ibv_device* device);
+bool owns(const ibv_context* context);
+// Node GUID in network byte order, as ibv_get_device_guid(3) returns it.
+__be64 device_guid(const ibv_device* device);
+int device_index(const ibv_device* device);
+// Contents of a virtual sysfs attribute of a simulated device's ibdev_path
+// (e.g. "node_desc", "fw_ver"); returns bytes written or -1 with errno.
+int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
+bool owns_sysfs_path(const char* dir);
+
+ibv_context* open_device(ibv_device* device);
+int close_device(ibv_context* context);
+int query_device(ibv_context* context, ibv_device_attr* attr);
+int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr);
+int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid);
+int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
+                 uint32_t flags, size_t entry_size);
+ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
+                        uint32_t flags, size_t entry_size);
+int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type);
+int query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey);
+int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey);
+
+// ---- resources -----------------------------------------------------------
+ibv_pd* alloc_pd(ibv_context* context);
+int dealloc_pd(ibv_pd* pd);
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access);
+int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
+int dereg_mr(ibv_mr* mr);
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
+int init_ah_from_wc(ibv_context* context, uint8_t port, const ibv_wc* wc, const ibv_grh* grh,
+                    ibv_ah_attr* attr);
+
+ibv_comp_channel* create_comp_channel(ibv_context* context);
+int destroy_comp_channel(ibv_comp_channel* channel);
+ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector);
+int resize_cq(ibv_cq* cq, int cqe);
+int destroy_cq(ibv_cq* cq);
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
+void ack_cq_events(ibv_cq* cq, unsigned int nevents);
+
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+int destroy_srq(ibv_srq* srq);
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+int destroy_qp(ibv_qp* qp);
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp);
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+
+int get_async_event(ibv_context* context, ibv_async_event* event);
+void ack_async_event(ibv_async_event* event);
+
+}  // namespace verbfault::sim

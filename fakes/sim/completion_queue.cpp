@@ -1,0 +1,94 @@
+#include "completion_queue.h"
+
+#include "completion_channel.h"
+#include "context.h"
+#include "queue_pair.h"
+#include "shared_receive_queue.h"
+
+#include <cerrno>
+
+namespace verbfault::sim {
+
+CompletionQueue::CompletionQueue(Context& context, int capacity, void* cq_context,
+                                 CompletionChannel* channel)
+    : context_(context), channel_(channel), capacity_(capacity) {
+  handle_.owner = this;
+  ibv_cq_ex& cq = handle_.verbs;
+  cq.context = context.verbs();
+  cq.channel = channel ? channel->verbs() : nullptr;
+  cq.cq_context = cq_context;
+  cq.cqe = capacity;
+  pthread_mutex_init(&cq.mutex, nullptr);
+  pthread_cond_init(&cq.cond, nullptr);
+}
+
+CompletionQueue::~CompletionQueue() {
+  pthread_cond_destroy(&handle_.verbs.cond);
+  pthread_mutex_destroy(&handle_.verbs.mutex);
+}
+
+bool CompletionQueue::push(const Completion& completion) {
+  if (in_error_) return false;
+  if (static_cast<int>(entries_.size()) >= capacity_) {
+    // ibv_create_cq(3): the CQ overflowed; the caller raises the events.
+    in_error_ = true;
+    return false;
+  }
+  entries_.push_back(completion);
+  // IBA 11.4.2.2: an armed CQ raises one event for the next completion, or
+  // with solicited_only for the next solicited or unsuccessful one.
+  bool fire = arm_ == Arm::kNextCompletion ||
+              (arm_ == Arm::kSolicited &&
+               (completion.solicited || completion.wc.status != IBV_WC_SUCCESS));
+  if (fire && channel_ != nullptr) {
+    arm_ = Arm::kNone;
+    channel_->notify(this);
+  }
+  return true;
+}
+
+int CompletionQueue::poll(int n, ibv_wc* wc) {
+  if (in_error_) return -EIO;
+  int polled = 0;
+  while (polled < n && !entries_.empty()) {
+    Completion& c = entries_.front();
+    wc[polled++] = c.wc;
+    if (c.qp != nullptr) {
+      if (c.send_queue)
+        c.qp->release_send_slots(c.sq_seq);
+      else if (c.srq == nullptr)
+        c.qp->release_recv_slot();
+    }
+    if (c.srq != nullptr) c.srq->release_slot();
+    entries_.pop_front();
+  }
+  return polled;
+}
+
+void CompletionQueue::arm(bool solicited_only) {
+  // A later plain request widens a pending solicited-only one, never the
+  // reverse (IBA 11.4.2.2).
+  if (!solicited_only)
+    arm_ = Arm::kNextCompletion;
+  else if (arm_ == Arm::kNone)
+    arm_ = Arm::kSolicited;
+}
+
+int CompletionQueue::resize(int capacity) {
+  if (capacity < static_cast<int>(entries_.size())) return EINVAL;
+  capacity_ = capacity;
+  handle_.verbs.cqe = capacity;
+  return 0;
+}
+
+void CompletionQueue::forget(const QueuePair* qp) {
+  for (Completion& c : entries_)
+    if (c.qp == qp) c.qp = nullptr;
+}
+
+void CompletionQueue::forget(const SharedReceiveQueue* srq) {
+  for (Completion& c : entries_)
+    if (c.srq == srq) c.srq = nullptr;
+}
+
+}  // namespace verbfault::sim

@@ -1,0 +1,40 @@
+// A simulated HCA: one ibv_device, one port.
+#pragma once
+
+#include "device_profile.h"
+#include "handle.h"
+
+#include <infiniband/verbs.h>
+
+#include <string>
+
+namespace verbfault::sim {
+
+class Device {
+ public:
+  explicit Device(int index);
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  ibv_device* verbs() { return &handle_.verbs; }
+  static Device* from(const ibv_device* d) { return owner_of<Device, ibv_device>(d); }
+
+  int index() const { return index_; }
+  const std::string& name() const { return name_; }
+  const DeviceProfile& profile() const { return profile_; }
+  // The port's live attributes (state and LID may change at run time).
+  // Guarded by Fabric::mutex.
+  ibv_port_attr& port() { return port_; }
+  uint16_t lid() const { return port_.lid; }
+  // GID index 0: the link-local subnet prefix and the port GUID (IBA 4.1.1).
+  ibv_gid gid(int index) const;
+
+ private:
+  Handle<ibv_device, Device> handle_;
+  int index_;
+  std::string name_;
+  DeviceProfile profile_;
+  ibv_port_attr port_;
+};
+
+}  // namespace verbfault::sim

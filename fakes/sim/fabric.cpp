@@ -1,0 +1,112 @@
+#include "fabric.h"
+
+#include "memory_region.h"
+#include "queue_pair.h"
+#include "transport.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace verbfault::sim {
+
+namespace {
+
+constexpr int kDefaultDevices = 1;
+constexpr int kMaxDevices = 16;
+
+int configured_device_count() {
+  const char* value = std::getenv("VERBFAULT_SIM_DEVICES");
+  if (value == nullptr) return kDefaultDevices;
+  char* end = nullptr;
+  long n = std::strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || n < 0 || n > kMaxDevices) {
+    std::fprintf(stderr,
+                 "verbfault: VERBFAULT_SIM_DEVICES='%s' is invalid: expected an integer "
+                 "0..%d; using %d\n",
+                 value, kMaxDevices, kDefaultDevices);
+    return kDefaultDevices;
+  }
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+Fabric& Fabric::get() {
+  // Never destroyed: verbs calls from atexit handlers and other static
+  // destructors must still find the fabric.
+  static Fabric* fabric = new Fabric();
+  return *fabric;
+}
+
+Fabric::Fabric() {
+  int n = configured_device_count();
+  for (int i = 0; i < n; ++i) devices_.push_back(std::make_unique<Device>(i));
+}
+
+Device* Fabric::device_with_lid(uint16_t lid) {
+  for (auto& device : devices_)
+    if (device->lid() == lid) return device.get();
+  return nullptr;
+}
+
+uint32_t Fabric::reserve_qpn() {
+  // QPNs are 24 bits; skip the special QPs and any number still in use.
+  while (next_qpn_ < 2 || qps_.count(next_qpn_)) next_qpn_ = (next_qpn_ + 1) & 0xffffff;
+  uint32_t qpn = next_qpn_;
+  next_qpn_ = (next_qpn_ + 1) & 0xffffff;
+  qps_[qpn] = nullptr;
+  return qpn;
+}
+
+QueuePair* Fabric::find_qp(uint32_t qpn) const {
+  auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second;
+}
+
+uint32_t Fabric::reserve_mr_key() {
+  // lkey == rkey == index << 8 | a key byte that changes with the index, so
+  // that a stale key of a freed region is unlikely to match a new one.
+  uint32_t key;
+  do {
+    uint32_t index = next_mr_index_++ & 0xffffff;
+    key = (index << 8) | ((index * 0x9d) & 0xff);
+  } while (key == 0 || mrs_.count(key));
+  mrs_[key] = nullptr;
+  return key;
+}
+
+MemoryRegion* Fabric::find_mr(uint32_t key) const {
+  auto it = mrs_.find(key);
+  return it == mrs_.end() ? nullptr : it->second;
+}
+
+bool Fabric::advance_clock() {
+  if (waiting_.empty()) return false;
+  uint64_t next = std::numeric_limits<uint64_t>::max();
+  for (QueuePair* qp : waiting_) {
+    if (!qp->send_queue().empty()) next = std::min(next, qp->send_queue().front().not_before_ns);
+  }
+  if (next == std::numeric_limits<uint64_t>::max()) {
+    waiting_.clear();
+    return false;
+  }
+  clock_.advance_to(next);
+  // Retry in QPN order: the order must not depend on pointer values.
+  std::vector<QueuePair*> due;
+  for (QueuePair* qp : waiting_)
+    if (!qp->send_queue().empty() && qp->send_queue().front().not_before_ns <= clock_.now())
+      due.push_back(qp);
+  std::sort(due.begin(), due.end(),
+            [](QueuePair* a, QueuePair* b) { return a->qpn() < b->qpn(); });
+  for (QueuePair* qp : due) {
+    waiting_.erase(qp);
+    qp->send_queue().front().waiting = false;
+    requester::progress(*qp);
+  }
+  return true;
+}
+
+}  // namespace verbfault::sim

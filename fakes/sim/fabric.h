@@ -1,0 +1,76 @@
+// The simulated fabric: every simulated device of the process, the links
+// between them, and the one lock that guards the whole device model.
+#pragma once
+
+#include "device.h"
+#include "virtual_clock.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+namespace verbfault::sim {
+
+class MemoryRegion;
+class QueuePair;
+
+// Thread safety: `mutex` guards every object of the device model (devices'
+// port state, contexts and everything created on them, the clock). A verbs
+// call takes it once, at the provider entry point, and runs to completion
+// under it; a message moves from requester to responder to completer
+// without releasing it, so no interleaving of threads is ever observable
+// inside the device. Threads that wait for an event (ibv_get_cq_event,
+// ibv_get_async_event in blocking mode) sleep on `wakeup` without it.
+class Fabric {
+ public:
+  static Fabric& get();
+
+  std::mutex mutex;
+  std::condition_variable wakeup;
+
+  std::vector<std::unique_ptr<Device>>& devices() { return devices_; }
+  Device* device_with_lid(uint16_t lid);
+
+  // A fresh QPN, reserved until bind_qp() or unregister_qp().
+  uint32_t reserve_qpn();
+  void bind_qp(uint32_t qpn, QueuePair* qp) { qps_[qpn] = qp; }
+  void unregister_qp(uint32_t qpn) { qps_.erase(qpn); }
+  QueuePair* find_qp(uint32_t qpn) const;
+
+  // A fresh lkey/rkey, reserved until bind_mr() or unregister_mr().
+  uint32_t reserve_mr_key();
+  void bind_mr(uint32_t key, MemoryRegion* mr) { mrs_[key] = mr; }
+  void unregister_mr(uint32_t key) { mrs_.erase(key); }
+  MemoryRegion* find_mr(uint32_t key) const;
+
+  // Creation index of an object of the given kind ("cq#3"): stable from
+  // run to run, used in diagnostics and as the ibv_* handle field.
+  enum class Kind { kContext, kPd, kMr, kAh, kChannel, kCq, kSrq, kQp, kCount };
+  uint32_t next_index(Kind kind) { return next_index_[static_cast<int>(kind)]++; }
+
+  VirtualClock& clock() { return clock_; }
+  // QPs whose send queue head waits for a virtual-time deadline.
+  void schedule(QueuePair* qp) { waiting_.insert(qp); }
+  void unschedule(QueuePair* qp) { waiting_.erase(qp); }
+  // Jumps the clock to the earliest deadline and retries the QPs due then.
+  // Returns false when no deadline is pending.
+  bool advance_clock();
+
+ private:
+  Fabric();
+
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unordered_map<uint32_t, QueuePair*> qps_;
+  std::unordered_map<uint32_t, MemoryRegion*> mrs_;
+  uint32_t next_qpn_ = 0x11;  // QPNs 0 and 1 are the special QPs
+  uint32_t next_mr_index_ = 1;
+  uint32_t next_index_[static_cast<int>(Kind::kCount)] = {};
+  VirtualClock clock_;
+  std::set<QueuePair*> waiting_;
+};
+
+}  // namespace verbfault::sim

@@ -1,0 +1,45 @@
+#include "memory_region.h"
+
+#include "protection_domain.h"
+
+namespace verbfault::sim {
+
+MemoryRegion::MemoryRegion(ProtectionDomain& pd, void* addr, size_t length, uint64_t iova,
+                           unsigned int access, uint32_t key)
+    : pd_(&pd),
+      addr_(static_cast<uint8_t*>(addr)),
+      length_(length),
+      iova_(iova),
+      access_(access),
+      key_(key) {
+  handle_.owner = this;
+  ibv_mr& mr = handle_.verbs;
+  mr.pd = pd.verbs();
+  mr.context = pd.verbs()->context;
+  mr.addr = addr;
+  mr.length = length;
+  mr.lkey = key;
+  mr.rkey = key;
+}
+
+uint8_t* MemoryRegion::translate(uint64_t iova, uint64_t length) const {
+  if (iova < iova_ || length > length_ || iova - iova_ > length_ - length) return nullptr;
+  return addr_ + (iova - iova_);
+}
+
+void MemoryRegion::reregister(ProtectionDomain* pd, void* addr, size_t length, int access) {
+  if (pd != nullptr) {
+    pd_ = pd;
+    handle_.verbs.pd = pd->verbs();
+  }
+  if (addr != nullptr) {
+    addr_ = static_cast<uint8_t*>(addr);
+    iova_ = reinterpret_cast<uintptr_t>(addr);
+    length_ = length;
+    handle_.verbs.addr = addr;
+    handle_.verbs.length = length;
+  }
+  if (access >= 0) access_ = static_cast<unsigned int>(access);
+}
+
+}  // namespace verbfault::sim

@@ -1,0 +1,752 @@
+// The verbs entry points of the simulated provider (verbfault/sim/provider.h):
+// argument checks as the man pages document them, then the device model,
+// under Fabric::mutex.
+#include "verbfault/sim/provider.h"
+
+#include "address_handle.h"
+#include "completion_channel.h"
+#include "completion_queue.h"
+#include "context.h"
+#include "device.h"
+#include "fabric.h"
+#include "memory_region.h"
+#include "protection_domain.h"
+#include "queue_pair.h"
+#include "shared_receive_queue.h"
+#include "transport.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace verbfault::sim {
+
+namespace {
+
+using Lock = std::unique_lock<std::mutex>;
+Lock lock() { return Lock(Fabric::get().mutex); }
+
+template <class T>
+T* fail(int err) {
+  errno = err;
+  return nullptr;
+}
+
+int fail_int(int err) {
+  errno = err;
+  return err;
+}
+
+// ---- fast paths: the ops the inline functions of verbs.h jump through ----
+
+int op_poll_cq(ibv_cq* verbs_cq, int n, ibv_wc* wc) {
+  if (n < 0) return -EINVAL;
+  Lock guard = lock();
+  CompletionQueue* cq = CompletionQueue::from(verbs_cq);
+  int polled = cq->poll(n, wc);
+  if (polled == 0 && n > 0 && Fabric::get().advance_clock()) polled = cq->poll(n, wc);
+  return polled;
+}
+
+int op_req_notify_cq(ibv_cq* verbs_cq, int solicited_only) {
+  Lock guard = lock();
+  CompletionQueue* cq = CompletionQueue::from(verbs_cq);
+  if (cq->in_error()) return EIO;
+  cq->arm(solicited_only != 0);
+  return 0;
+}
+
+int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  Lock guard = lock();
+  return QueuePair::from(qp)->post_send(wr, bad_wr);
+}
+
+int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  Lock guard = lock();
+  return QueuePair::from(qp)->post_recv(wr, bad_wr);
+}
+
+int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  Lock guard = lock();
+  return SharedReceiveQueue::from(srq)->post(wr, bad_wr);
+}
+
+int op_query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t attr_len) {
+  ibv_port_attr full{};
+  int err = query_port(context, port, &full);
+  if (err == 0) std::memcpy(attr, &full, std::min(attr_len, sizeof full));
+  return err;
+}
+
+int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                       ibv_device_attr_ex* attr, size_t attr_size) {
+  if (input != nullptr && input->comp_mask != 0) return EINVAL;
+  if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
+  ibv_device_attr_ex full{};
+  if (int err = query_device(context, &full.orig_attr)) return err;
+  full.max_dm_size = 0;
+  std::memcpy(attr, &full, std::min(attr_size, sizeof full));
+  return 0;
+}
+
+void install_ops(Context& context) {
+  ibv_context* ctx = context.verbs();
+  ctx->ops.poll_cq = op_poll_cq;
+  ctx->ops.req_notify_cq = op_req_notify_cq;
+  ctx->ops.post_send = op_post_send;
+  ctx->ops.post_recv = op_post_recv;
+  ctx->ops.post_srq_recv = op_post_srq_recv;
+  verbs_context* vctx = verbs_get_ctx(ctx);
+  vctx->query_port = op_query_port;
+  vctx->query_device_ex = op_query_device_ex;
+  // Every other extended op stays NULL: the inline wrappers of verbs.h then
+  // fail with EOPNOTSUPP (or ENOSYS) as libibverbs documents.
+}
+
+bool port_ok(uint8_t port) { return port == 1; }
+
+// Waits (fabric lock held) until `ready()` or, when the fd is non-blocking,
+// fails with EAGAIN. Lets virtual time run first: a blocking wait is the
+// application saying nothing else can happen.
+template <class Ready>
+int wait_for(Lock& guard, bool nonblocking, Ready ready) {
+  Fabric& fabric = Fabric::get();
+  while (!ready() && fabric.advance_clock()) {
+  }
+  if (ready()) return 0;
+  if (nonblocking) return EAGAIN;
+  fabric.wakeup.wait(guard, ready);
+  return 0;
+}
+
+void diagnose(const char* what) { std::fprintf(stderr, "verbfault: %s\n", what); }
+
+}  // namespace
+
+// ---- devices ---------------------------------------------------------------
+
+std::span<ibv_device* const> devices() {
+  static const std::vector<ibv_device*> list = [] {
+    std::vector<ibv_device*> out;
+    for (auto& device : Fabric::get().devices()) out.push_back(device->verbs());
+    return out;
+  }();
+  return list;
+}
+
+bool owns(const ibv_device* device) {
+  if (device == nullptr) return false;
+  auto list = devices();
+  return std::find(list.begin(), list.end(), device) != list.end();
+}
+
+bool owns(const ibv_context* context) { return context != nullptr && owns(context->device); }
+
+__be64 device_guid(const ibv_device* device) {
+  return Device::from(device)->profile().device.node_guid;
+}
+
+int device_index(const ibv_device* device) {
+  // Far above any kernel index, so that it never collides with a real device.
+  return 0x10000 + Device::from(device)->index();
+}
+
+namespace {
+Device* device_of_sysfs_path(const char* dir) {
+  if (dir == nullptr) return nullptr;
+  for (ibv_device* d : devices())
+    if (std::strcmp(d->ibdev_path, dir) == 0) return Device::from(d);
+  return nullptr;
+}
+}  // namespace
+
+bool owns_sysfs_path(const char* dir) { return device_of_sysfs_path(dir) != nullptr; }
+
+int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
+  Device* device = device_of_sysfs_path(dir);
+  if (device == nullptr || file == nullptr || size == 0) return fail_int(ENOENT), -1;
+  const DeviceProfile& p = device->profile();
+  char text[128];
+  const uint64_t guid = be64toh(p.device.node_guid);
+  auto guid_text = [&](uint64_t g) {
+    std::snprintf(text, sizeof text, "%04x:%04x:%04x:%04x", unsigned(g >> 48) & 0xffff,
+                  unsigned(g >> 32) & 0xffff, unsigned(g >> 16) & 0xffff, unsigned(g) & 0xffff);
+  };
+  if (std::strcmp(file, "node_desc") == 0)
+    std::snprintf(text, sizeof text, "verbfault simulated HCA %s", device->name().c_str());
+  else if (std::strcmp(file, "fw_ver") == 0)
+    std::snprintf(text, sizeof text, "%s", p.fw_ver.c_str());
+  else if (std::strcmp(file, "board_id") == 0)
+    std::snprintf(text, sizeof text, "%s", p.board_id.c_str());
+  else if (std::strcmp(file, "hca_type") == 0)
+    std::snprintf(text, sizeof text, "%s", p.hca_type.c_str());
+  else if (std::strcmp(file, "hw_rev") == 0)
+    std::snprintf(text, sizeof text, "0x%x", p.device.hw_ver);
+  else if (std::strcmp(file, "node_type") == 0)
+    std::snprintf(text, sizeof text, "1: CA");
+  else if (std::strcmp(file, "node_guid") == 0 || std::strcmp(file, "sys_image_guid") == 0)
+    guid_text(guid);
+  else
+    return fail_int(ENOENT), -1;
+  // Like the kernel's sysfs files: newline-terminated; libibverbs strips it.
+  int n = std::snprintf(buf, size, "%s", text);
+  return std::min<int>(n, static_cast<int>(size) - 1);
+}
+
+ibv_context* open_device(ibv_device* device) {
+  Lock guard = lock();
+  auto* context = new Context(*Device::from(device));
+  install_ops(*context);
+  Fabric::get().next_index(Fabric::Kind::kContext);
+  return context->verbs();
+}
+
+int close_device(ibv_context* verbs) {
+  Lock guard = lock();
+  delete Context::from(verbs);
+  return 0;
+}
+
+int query_device(ibv_context* context, ibv_device_attr* attr) {
+  if (attr == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  *attr = Context::from(context)->device().profile().device;
+  return 0;
+}
+
+int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+  if (!port_ok(port) || attr == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  *attr = Context::from(context)->device().port();
+  return 0;
+}
+
+int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
+  Lock guard = lock();
+  Device& device = Context::from(context)->device();
+  if (!port_ok(port) || index < 0 || index >= device.port().gid_tbl_len) return fail_int(EINVAL);
+  *gid = device.gid(index);
+  return 0;
+}
+
+int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
+                 uint32_t flags, size_t entry_size) {
+  if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return fail_int(EINVAL);
+  Lock guard = lock();
+  Device& device = Context::from(context)->device();
+  if (port != 1 || index >= static_cast<uint32_t>(device.port().gid_tbl_len))
+    return fail_int(EINVAL);
+  ibv_gid gid = device.gid(static_cast<int>(index));
+  // _ibv_query_gid_ex(3): an empty table entry is ENODATA.
+  if (gid.global.subnet_prefix == 0 && gid.global.interface_id == 0) return fail_int(ENODATA);
+  *entry = ibv_gid_entry{};
+  entry->gid = gid;
+  entry->gid_index = index;
+  entry->port_num = port;
+  entry->gid_type = IBV_GID_TYPE_IB;
+  entry->ndev_ifindex = 0;
+  return 0;
+}
+
+ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
+                        uint32_t flags, size_t entry_size) {
+  if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+  Lock guard = lock();
+  Device& device = Context::from(context)->device();
+  size_t n = 0;
+  for (int i = 0; i < device.port().gid_tbl_len; ++i) {
+    ibv_gid gid = device.gid(i);
+    if (gid.global.subnet_prefix == 0 && gid.global.interface_id == 0) continue;
+    if (n == max_entries) return -EINVAL;
+    auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + n * entry_size);
+    *e = ibv_gid_entry{};
+    e->gid = gid;
+    e->gid_index = static_cast<uint32_t>(i);
+    e->port_num = 1;
+    e->gid_type = IBV_GID_TYPE_IB;
+    ++n;
+  }
+  return static_cast<ssize_t>(n);
+}
+
+int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
+  Lock guard = lock();
+  Device& device = Context::from(context)->device();
+  if (!port_ok(port) || index >= static_cast<unsigned>(device.port().gid_tbl_len))
+    return fail_int(EINVAL);
+  *type = 0;  // IBV_GID_TYPE_SYSFS_IB_ROCE_V1: an InfiniBand port
+  return 0;
+}
+
+int query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
+  Lock guard = lock();
+  Device& device = Context::from(context)->device();
+  if (!port_ok(port) || index < 0 || index >= device.port().pkey_tbl_len) return fail_int(EINVAL);
+  // The default partition, full membership, at index 0 (IBA 10.9.1.2).
+  *pkey = index == 0 ? htobe16(0xffff) : 0;
+  return 0;
+}
+
+int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
+  if (!port_ok(port)) return -EINVAL;
+  (void)context;
+  return be16toh(pkey) == 0xffff ? 0 : -ENOENT;
+}
+
+// ---- PD, MR, AH ------------------------------------------------------------
+
+ibv_pd* alloc_pd(ibv_context* verbs) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs);
+  auto pd = std::make_unique<ProtectionDomain>(*context);
+  pd->verbs()->context = verbs;
+  pd->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kPd);
+  return adopt(context->pds, std::move(pd))->verbs();
+}
+
+int dealloc_pd(ibv_pd* verbs) {
+  Lock guard = lock();
+  ProtectionDomain* pd = ProtectionDomain::from(verbs);
+  if (pd->children > 0) return fail_int(EBUSY);
+  pd->context().pds.erase(pd);
+  return 0;
+}
+
+ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  // ibv_reg_mr(3): remote write or atomic access requires local write.
+  constexpr unsigned kNeedsLocalWrite = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+  constexpr unsigned kKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                              IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING;
+  if ((access & kNeedsLocalWrite) && !(access & IBV_ACCESS_LOCAL_WRITE))
+    return fail<ibv_mr>(EINVAL);
+  if (access & ~kKnown) return fail<ibv_mr>(EINVAL);  // MW binding, on-demand paging ...
+  if (addr == nullptr && length != 0) return fail<ibv_mr>(EINVAL);
+  Lock guard = lock();
+  ProtectionDomain* pd = ProtectionDomain::from(verbs);
+  if (length > pd->context().device().profile().device.max_mr_size) return fail<ibv_mr>(EINVAL);
+  Fabric& fabric = Fabric::get();
+  fabric.next_index(Fabric::Kind::kMr);
+  const uint32_t key = fabric.reserve_mr_key();
+  auto mr = std::make_unique<MemoryRegion>(*pd, addr, length,
+                                           (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova, access, key);
+  fabric.bind_mr(key, mr.get());
+  ++pd->children;
+  return adopt(pd->context().mrs, std::move(mr))->verbs();
+}
+
+int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length, int access) {
+  if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                IBV_REREG_MR_CHANGE_ACCESS))
+    return IBV_REREG_MR_ERR_INPUT;
+  Lock guard = lock();
+  MemoryRegion* mr = MemoryRegion::from(verbs);
+  ProtectionDomain* pd = nullptr;
+  if (flags & IBV_REREG_MR_CHANGE_PD) {
+    if (new_pd == nullptr || !owns(new_pd->context)) return IBV_REREG_MR_ERR_INPUT;
+    pd = ProtectionDomain::from(new_pd);
+    --mr->pd().children;
+    ++pd->children;
+  }
+  mr->reregister(pd, (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? addr : nullptr, length,
+                 (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : -1);
+  return 0;
+}
+
+int dereg_mr(ibv_mr* verbs) {
+  Lock guard = lock();
+  MemoryRegion* mr = MemoryRegion::from(verbs);
+  Fabric::get().unregister_mr(mr->key());
+  --mr->pd().children;
+  mr->pd().context().mrs.erase(mr);
+  return 0;
+}
+
+ibv_ah* create_ah(ibv_pd* verbs, ibv_ah_attr* attr) {
+  if (attr == nullptr) return fail<ibv_ah>(EINVAL);
+  Lock guard = lock();
+  ProtectionDomain* pd = ProtectionDomain::from(verbs);
+  const ibv_port_attr& port = pd->context().device().port();
+  if (!port_ok(attr->port_num)) return fail<ibv_ah>(EINVAL);
+  if (attr->is_global && attr->grh.sgid_index >= port.gid_tbl_len) return fail<ibv_ah>(EINVAL);
+  auto ah = std::make_unique<AddressHandle>(*pd, *attr);
+  ah->verbs()->context = pd->verbs()->context;
+  ah->verbs()->pd = verbs;
+  ah->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kAh);
+  ++pd->children;
+  return adopt(pd->context().ahs, std::move(ah))->verbs();
+}
+
+int destroy_ah(ibv_ah* verbs) {
+  Lock guard = lock();
+  AddressHandle* ah = AddressHandle::from(verbs);
+  --ah->pd().children;
+  ah->pd().context().ahs.erase(ah);
+  return 0;
+}
+
+int init_ah_from_wc(ibv_context* context, uint8_t port, const ibv_wc* wc, const ibv_grh* grh,
+                    ibv_ah_attr* attr) {
+  (void)context;
+  if (!port_ok(port) || wc == nullptr || attr == nullptr) return fail_int(EINVAL);
+  *attr = ibv_ah_attr{};
+  attr->dlid = wc->slid;
+  attr->sl = wc->sl;
+  attr->src_path_bits = wc->dlid_path_bits;
+  attr->port_num = port;
+  if (wc->wc_flags & IBV_WC_GRH) {
+    if (grh == nullptr) return fail_int(EINVAL);
+    // The reply goes back to the sender: swap the GIDs of the received GRH.
+    attr->is_global = 1;
+    attr->grh.dgid = grh->sgid;
+    attr->grh.sgid_index = 0;
+    attr->grh.flow_label = be32toh(grh->version_tclass_flow) & 0xfffff;
+    attr->grh.hop_limit = 0xff;
+    attr->grh.traffic_class = (be32toh(grh->version_tclass_flow) >> 20) & 0xff;
+  }
+  return 0;
+}
+
+// ---- completion channels and CQs -------------------------------------------
+
+ibv_comp_channel* create_comp_channel(ibv_context* verbs) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs);
+  auto channel = std::make_unique<CompletionChannel>(*context);
+  if (!channel->valid()) return fail<ibv_comp_channel>(EMFILE);
+  Fabric::get().next_index(Fabric::Kind::kChannel);
+  return adopt(context->channels, std::move(channel))->verbs();
+}
+
+int destroy_comp_channel(ibv_comp_channel* verbs) {
+  Lock guard = lock();
+  CompletionChannel* channel = CompletionChannel::from(verbs);
+  if (channel->attached_cqs > 0) return fail_int(EBUSY);
+  channel->context().channels.erase(channel);
+  return 0;
+}
+
+ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs);
+  const int max_cqe = context->device().profile().device.max_cqe;
+  if (cqe < 1 || cqe > max_cqe) return fail<ibv_cq>(EINVAL);
+  if (comp_vector < 0 || comp_vector >= verbs->num_comp_vectors) return fail<ibv_cq>(EINVAL);
+  CompletionChannel* sim_channel = nullptr;
+  if (channel != nullptr) {
+    if (channel->context != verbs) return fail<ibv_cq>(EINVAL);
+    sim_channel = CompletionChannel::from(channel);
+  }
+  auto cq = std::make_unique<CompletionQueue>(*context, cqe, cq_context, sim_channel);
+  cq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kCq);
+  if (sim_channel != nullptr) {
+    ++sim_channel->attached_cqs;
+    ++channel->refcnt;
+  }
+  return adopt(context->cqs, std::move(cq))->verbs();
+}
+
+int resize_cq(ibv_cq* verbs, int cqe) {
+  Lock guard = lock();
+  CompletionQueue* cq = CompletionQueue::from(verbs);
+  if (cqe < 1 || cqe > cq->context().device().profile().device.max_cqe) return fail_int(EINVAL);
+  if (cq->in_error()) return fail_int(EIO);
+  if (int err = cq->resize(cqe)) return fail_int(err);
+  return 0;
+}
+
+int destroy_cq(ibv_cq* verbs) {
+  Lock guard = lock();
+  CompletionQueue* cq = CompletionQueue::from(verbs);
+  if (cq->attached_queues > 0) return fail_int(EBUSY);
+  if (cq->events_acked != cq->events_reported) {
+    // libibverbs would wait here forever (ibv_get_cq_event(3): "destroying a
+    // CQ waits for all completion events to be acknowledged").
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "ibv_destroy_cq(cq#%u): %u completion events reported, %u acknowledged; "
+                  "libibverbs would wait forever; failing with EBUSY",
+                  verbs->handle, cq->events_reported, cq->events_acked);
+    diagnose(line);
+    return fail_int(EBUSY);
+  }
+  if (cq->async_events_acked != cq->async_events_reported) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "ibv_destroy_cq(cq#%u): %u async events reported, %u acknowledged; "
+                  "libibverbs would wait forever; failing with EBUSY",
+                  verbs->handle, cq->async_events_reported, cq->async_events_acked);
+    diagnose(line);
+    return fail_int(EBUSY);
+  }
+  Context& context = cq->context();
+  if (CompletionChannel* channel = cq->channel()) {
+    channel->discard_events_of(cq);
+    --channel->attached_cqs;
+    --channel->verbs()->refcnt;
+  }
+  context.discard_async_events_of(verbs);
+  context.cqs.erase(cq);
+  return 0;
+}
+
+int get_cq_event(ibv_comp_channel* verbs, ibv_cq** cq_out, void** cq_context) {
+  Lock guard = lock();
+  CompletionChannel* channel = CompletionChannel::from(verbs);
+  if (int err = wait_for(guard, channel->nonblocking(), [&] { return channel->has_event(); })) {
+    errno = err;
+    return -1;
+  }
+  CompletionQueue* cq = channel->take_event();
+  ++cq->events_reported;
+  *cq_out = cq->verbs();
+  *cq_context = cq->verbs()->cq_context;
+  return 0;
+}
+
+void ack_cq_events(ibv_cq* verbs, unsigned int nevents) {
+  Lock guard = lock();
+  CompletionQueue* cq = CompletionQueue::from(verbs);
+  cq->events_acked += nevents;
+  // Mirror libibverbs, which keeps the count in the ibv_cq itself.
+  pthread_mutex_lock(&verbs->mutex);
+  verbs->comp_events_completed += nevents;
+  pthread_cond_signal(&verbs->cond);
+  pthread_mutex_unlock(&verbs->mutex);
+}
+
+// ---- SRQ -------------------------------------------------------------------
+
+ibv_srq* create_srq(ibv_pd* verbs, ibv_srq_init_attr* init) {
+  if (init == nullptr) return fail<ibv_srq>(EINVAL);
+  Lock guard = lock();
+  ProtectionDomain* pd = ProtectionDomain::from(verbs);
+  const ibv_device_attr& limits = pd->context().device().profile().device;
+  ibv_srq_attr& attr = init->attr;
+  if (attr.max_wr == 0 || attr.max_wr > static_cast<uint32_t>(limits.max_srq_wr) ||
+      attr.max_sge == 0 || attr.max_sge > static_cast<uint32_t>(limits.max_srq_sge) ||
+      attr.srq_limit > attr.max_wr)
+    return fail<ibv_srq>(EINVAL);
+  auto srq = std::make_unique<SharedReceiveQueue>(*pd, attr);
+  srq->verbs()->srq_context = init->srq_context;
+  srq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kSrq);
+  ++pd->children;
+  return adopt(pd->context().srqs, std::move(srq))->verbs();
+}
+
+int modify_srq(ibv_srq* verbs, ibv_srq_attr* attr, int mask) {
+  if (attr == nullptr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))) return fail_int(EINVAL);
+  Lock guard = lock();
+  SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
+  const ibv_device_attr& limits = srq->pd().context().device().profile().device;
+  ibv_srq_attr& current = srq->attr();
+  uint32_t max_wr = current.max_wr;
+  if (mask & IBV_SRQ_MAX_WR) {
+    if (attr->max_wr == 0 || attr->max_wr > static_cast<uint32_t>(limits.max_srq_wr))
+      return fail_int(EINVAL);
+    max_wr = attr->max_wr;
+  }
+  if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > max_wr) return fail_int(EINVAL);
+  current.max_wr = max_wr;
+  if (mask & IBV_SRQ_LIMIT) current.srq_limit = attr->srq_limit;
+  return 0;
+}
+
+int query_srq(ibv_srq* verbs, ibv_srq_attr* attr) {
+  Lock guard = lock();
+  *attr = SharedReceiveQueue::from(verbs)->attr();
+  return 0;
+}
+
+int destroy_srq(ibv_srq* verbs) {
+  Lock guard = lock();
+  SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
+  if (srq->attached_qps > 0) return fail_int(EBUSY);
+  Context& context = srq->pd().context();
+  for (auto& [cq, owned] : context.cqs) cq->forget(srq);
+  --srq->pd().children;
+  context.discard_async_events_of(verbs);
+  context.srqs.erase(srq);
+  return 0;
+}
+
+// ---- QP --------------------------------------------------------------------
+
+ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
+  if (init == nullptr) return fail<ibv_qp>(EINVAL);
+  Lock guard = lock();
+  ProtectionDomain* pd = ProtectionDomain::from(verbs);
+  Context& context = pd->context();
+  const ibv_device_attr& limits = context.device().profile().device;
+  switch (init->qp_type) {
+    case IBV_QPT_RC:
+    case IBV_QPT_UC:
+    case IBV_QPT_UD:
+      break;
+    case IBV_QPT_RAW_PACKET:
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV:
+    case IBV_QPT_DRIVER:
+      return fail<ibv_qp>(EOPNOTSUPP);
+    default:
+      return fail<ibv_qp>(EINVAL);
+  }
+  auto same_context = [&](auto* object) { return object != nullptr && object->context == verbs->context; };
+  if (!same_context(init->send_cq) || !same_context(init->recv_cq)) return fail<ibv_qp>(EINVAL);
+  if (init->srq != nullptr) {
+    // ibv_create_qp(3): only RC and UD QPs can use an SRQ.
+    if (init->qp_type == IBV_QPT_UC || !same_context(init->srq)) return fail<ibv_qp>(EINVAL);
+    init->cap.max_recv_wr = 0;
+    init->cap.max_recv_sge = 0;
+  }
+  ibv_qp_cap& cap = init->cap;
+  const auto max_wr = static_cast<uint32_t>(limits.max_qp_wr);
+  const auto max_sge = static_cast<uint32_t>(limits.max_sge);
+  if (cap.max_send_wr > max_wr || cap.max_recv_wr > max_wr || cap.max_send_sge > max_sge ||
+      cap.max_recv_sge > max_sge ||
+      cap.max_inline_data > context.device().profile().max_inline_data)
+    return fail<ibv_qp>(EINVAL);
+
+  Fabric& fabric = Fabric::get();
+  const uint32_t qpn = fabric.reserve_qpn();
+  auto qp = std::make_unique<QueuePair>(*pd, *init, qpn);
+  fabric.bind_qp(qpn, qp.get());
+  fabric.next_index(Fabric::Kind::kQp);
+  ++pd->children;
+  ++CompletionQueue::from(init->send_cq)->attached_queues;
+  if (init->recv_cq != init->send_cq) ++CompletionQueue::from(init->recv_cq)->attached_queues;
+  if (init->srq != nullptr) ++SharedReceiveQueue::from(init->srq)->attached_qps;
+  return adopt(context.qps, std::move(qp))->verbs();
+}
+
+int modify_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask) {
+  if (attr == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  if (int err = QueuePair::from(verbs)->modify(*attr, mask)) return fail_int(err);
+  // libibverbs keeps the last state set through modify in the ibv_qp.
+  if (mask & IBV_QP_STATE) verbs->state = attr->qp_state;
+  return 0;
+}
+
+int query_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
+  (void)mask;  // ibv_query_qp(3): the provider may return more than asked
+  if (attr == nullptr || init == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  QueuePair* qp = QueuePair::from(verbs);
+  *attr = qp->attr();
+  *init = qp->init_attr();
+  init->cap = attr->cap;
+  return 0;
+}
+
+int destroy_qp(ibv_qp* verbs) {
+  Lock guard = lock();
+  QueuePair* qp = QueuePair::from(verbs);
+  Context& context = qp->context();
+  // libibverbs' destroy waits until every async event of the QP is acked.
+  wait_for(guard, false, [&] { return verbs->events_completed == qp->events_reported; });
+  Fabric& fabric = Fabric::get();
+  fabric.unregister_qp(qp->qpn());
+  fabric.unschedule(qp);
+  qp->send_cq().forget(qp);
+  qp->recv_cq().forget(qp);
+  --qp->send_cq().attached_queues;
+  if (&qp->recv_cq() != &qp->send_cq()) --qp->recv_cq().attached_queues;
+  if (qp->srq() != nullptr) --qp->srq()->attached_qps;
+  --qp->pd().children;
+  context.discard_async_events_of(verbs);
+  context.qps.erase(qp);
+  return 0;
+}
+
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) {
+  (void)qp;
+  // The extended post API (ibv_wr_*) is only available on QPs created with
+  // ibv_create_qp_ex and send_ops_flags, which the simulated device does not
+  // offer (create_qp_ex is EOPNOTSUPP): like libibverbs, NULL.
+  return nullptr;
+}
+
+int attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return fail_int(EOPNOTSUPP); }
+int detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return fail_int(EOPNOTSUPP); }
+
+// ---- async events ----------------------------------------------------------
+
+int get_async_event(ibv_context* verbs, ibv_async_event* event) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs);
+  if (int err = wait_for(guard, context->async_nonblocking(),
+                         [&] { return context->has_async_event(); })) {
+    errno = err;
+    return -1;
+  }
+  *event = context->take_async_event();
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR:
+      ++CompletionQueue::from(event->element.cq)->async_events_reported;
+      break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      ++SharedReceiveQueue::from(event->element.srq)->events_reported;
+      break;
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_GID_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+    case IBV_EVENT_DEVICE_FATAL:
+      break;
+    default:
+      ++QueuePair::from(event->element.qp)->events_reported;
+      break;
+  }
+  return 0;
+}
+
+void ack_async_event(ibv_async_event* event) {
+  Lock guard = lock();
+  // libibverbs counts acks in the object's own struct, under its mutex.
+  auto count = [](pthread_mutex_t* m, pthread_cond_t* c, uint32_t* counter) {
+    pthread_mutex_lock(m);
+    ++*counter;
+    pthread_cond_signal(c);
+    pthread_mutex_unlock(m);
+  };
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+      ibv_cq* cq = event->element.cq;
+      ++CompletionQueue::from(cq)->async_events_acked;
+      count(&cq->mutex, &cq->cond, &cq->async_events_completed);
+      break;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      count(&srq->mutex, &srq->cond, &srq->events_completed);
+      break;
+    }
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_GID_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+    case IBV_EVENT_DEVICE_FATAL:
+      break;
+    default: {
+      ibv_qp* qp = event->element.qp;
+      count(&qp->mutex, &qp->cond, &qp->events_completed);
+      break;
+    }
+  }
+  Fabric::get().wakeup.notify_all();
+}
+
+}  // namespace verbfault::sim

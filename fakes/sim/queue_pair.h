@@ -1,0 +1,87 @@
+// ibv_qp: a queue pair, its state machine and its work queues.
+#pragma once
+
+#include "handle.h"
+#include "work_request.h"
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <deque>
+
+namespace verbfault::sim {
+
+class CompletionQueue;
+class Context;
+class ProtectionDomain;
+class SharedReceiveQueue;
+
+// Guarded by Fabric::mutex. The transport (requester.cpp, responder.cpp,
+// completer.cpp) moves WQEs through it; this class keeps the state and
+// the queues.
+class QueuePair {
+ public:
+  QueuePair(ProtectionDomain& pd, const ibv_qp_init_attr& init, uint32_t qpn);
+
+  ibv_qp* verbs() { return &handle_.verbs.qp_base; }
+  static QueuePair* from(ibv_qp* qp) { return owner_of<QueuePair, ibv_qp_ex>(qp); }
+
+  ProtectionDomain& pd() { return pd_; }
+  Context& context();
+  uint32_t qpn() const { return qpn_; }
+  ibv_qp_type type() const { return type_; }
+  ibv_qp_state state() const { return attr_.qp_state; }
+  const ibv_qp_attr& attr() const { return attr_; }
+  const ibv_qp_init_attr& init_attr() const { return init_; }
+  CompletionQueue& send_cq() { return *send_cq_; }
+  CompletionQueue& recv_cq() { return *recv_cq_; }
+  SharedReceiveQueue* srq() { return srq_; }
+
+  int modify(const ibv_qp_attr& attr, int mask);
+  // Moves to ERR without a modify_qp (an error completion, a fatal event).
+  void enter_error();
+
+  int post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr);
+  int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+
+  // Send queue: WQEs not yet completed, oldest first.
+  std::deque<SendWqe>& send_queue() { return sq_; }
+  std::deque<RecvWqe>& recv_queue() { return rq_; }
+  // Slot accounting (ibv_post_send(3) ENOMEM when the queue is full): a
+  // send slot is free once a completion of it or of a later WR of the same
+  // queue has been polled; a receive slot once its completion is polled.
+  void release_send_slots(uint64_t upto_seq) {
+    if (upto_seq + 1 > sq_released_) sq_released_ = upto_seq + 1;
+  }
+  void release_recv_slot() {
+    if (rq_occupied_ > 0) --rq_occupied_;
+  }
+  uint64_t next_send_seq() const { return sq_next_seq_; }
+
+  // IBV_EVENT_COMM_EST is raised once, for the first message received in RTR.
+  bool communication_established = false;
+  // IBV_EVENT_QP_LAST_WQE_REACHED is raised once per entry into ERR.
+  bool last_wqe_reached = false;
+  uint32_t events_reported = 0;  // async events handed out for this QP
+
+ private:
+  int check_send_wr(const ibv_send_wr& wr);
+  void apply(const ibv_qp_attr& attr, int mask);
+
+  Handle<ibv_qp_ex, QueuePair> handle_;
+  ProtectionDomain& pd_;
+  ibv_qp_init_attr init_;
+  uint32_t qpn_;
+  ibv_qp_type type_;
+  CompletionQueue* send_cq_;
+  CompletionQueue* recv_cq_;
+  SharedReceiveQueue* srq_;
+  ibv_qp_attr attr_{};
+  std::deque<SendWqe> sq_;
+  std::deque<RecvWqe> rq_;
+  uint64_t sq_next_seq_ = 0;
+  uint64_t sq_released_ = 0;
+  uint32_t rq_occupied_ = 0;
+};
+
+}  // namespace verbfault::sim

@@ -1,0 +1,214 @@
+// The responder: checks an incoming message against the destination QP and
+// executes it (IBA 9.7.4 responder side, 9.7.5.2 NAK codes).
+#include "context.h"
+#include "device.h"
+#include "memory_access.h"
+#include "protection_domain.h"
+#include "queue_pair.h"
+#include "shared_receive_queue.h"
+#include "transport.h"
+
+#include <cstring>
+#include <optional>
+
+namespace verbfault::sim {
+
+namespace {
+
+constexpr uint64_t kGrhBytes = 40;  // ibv_post_recv(3): UD receive buffers start with a GRH
+
+void raise_qp_event(QueuePair& qp, ibv_event_type type) {
+  ibv_async_event event{};
+  event.element.qp = qp.verbs();
+  event.event_type = type;
+  qp.context().raise(event);
+}
+
+// IBA 11.6.3.1: an RC responder that detects an access violation moves its
+// QP to ERR and raises the affiliated "local access violation" error.
+ResponderResult access_violation(QueuePair& qp) {
+  if (qp.type() == IBV_QPT_UC) return {Response::kDropped, {}};
+  raise_qp_event(qp, IBV_EVENT_QP_ACCESS_ERR);
+  qp.enter_error();
+  return {Response::kRemoteAccessError, {}};
+}
+
+bool has_receive(QueuePair& qp) {
+  return qp.srq() != nullptr ? !qp.srq()->empty() : !qp.recv_queue().empty();
+}
+
+std::optional<RecvWqe> take_receive(QueuePair& qp, bool& from_srq) {
+  from_srq = qp.srq() != nullptr;
+  if (from_srq) return qp.srq()->take();
+  auto& rq = qp.recv_queue();
+  if (rq.empty()) return std::nullopt;
+  RecvWqe wqe = std::move(rq.front());
+  rq.pop_front();
+  return wqe;
+}
+
+ibv_wc receive_completion(QueuePair& qp, const Message& m, const RecvWqe& wqe) {
+  const SendWqe& send = *m.wqe;
+  ibv_wc wc{};
+  wc.wr_id = wqe.wr_id;
+  wc.status = IBV_WC_SUCCESS;
+  wc.qp_num = qp.qpn();
+  wc.src_qp = m.requester->qpn();
+  wc.slid = m.source_device->lid();
+  wc.sl = qp.type() == IBV_QPT_UD ? send.ah.sl : m.requester->attr().ah_attr.sl;
+  wc.pkey_index = 0;
+  if (send.opcode == IBV_WR_SEND_WITH_IMM || send.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+    wc.wc_flags |= IBV_WC_WITH_IMM;
+    wc.imm_data = send.imm_data;  // network byte order end to end
+  }
+  return wc;
+}
+
+ResponderResult on_send(QueuePair& qp, const Message& m) {
+  const bool ud = qp.type() == IBV_QPT_UD;
+  bool from_srq = false;
+  std::optional<RecvWqe> wqe = take_receive(qp, from_srq);
+  if (!wqe) {
+    // IBA 9.7.5.2.8: RC answers with an RNR NAK; UC and UD drop the message.
+    return {qp.type() == IBV_QPT_RC ? Response::kRnrNak : Response::kDropped, {}};
+  }
+  const uint64_t needed = m.payload.size() + (ud ? kGrhBytes : 0);
+  if (needed > wqe->capacity) {
+    // IBA 9.7.5.2.3: the responder completes its receive with a local
+    // length error; an RC requester gets an invalid request NAK.
+    completer::fail_recv(qp, *wqe, from_srq, IBV_WC_LOC_LEN_ERR, kVendorLocalLength);
+    qp.enter_error();
+    return {qp.type() == IBV_QPT_RC ? Response::kRemoteInvalidRequest : Response::kDropped, {}};
+  }
+  if (!writable(qp.pd(), wqe->sges)) {
+    completer::fail_recv(qp, *wqe, from_srq, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
+    qp.enter_error();
+    return {qp.type() == IBV_QPT_RC ? Response::kRemoteOperationError : Response::kDropped, {}};
+  }
+  ibv_wc wc = receive_completion(qp, m, *wqe);
+  uint64_t offset = 0;
+  if (ud) {
+    if (m.wqe->ah.is_global) {
+      ibv_grh grh{};
+      grh.version_tclass_flow = htobe32((6u << 28) | (uint32_t{m.wqe->ah.grh.traffic_class} << 20) |
+                                        (m.wqe->ah.grh.flow_label & 0xfffff));
+      grh.paylen = htobe16(static_cast<uint16_t>(m.payload.size()));
+      grh.next_hdr = 0x1b;  // IBA 8.3: next header of a GRH before a BTH
+      grh.hop_limit = m.wqe->ah.grh.hop_limit;
+      grh.sgid = m.source_device->gid(0);
+      grh.dgid = m.wqe->ah.grh.dgid;
+      scatter(qp.pd(), wqe->sges, 0, reinterpret_cast<const uint8_t*>(&grh), sizeof grh);
+      wc.wc_flags |= IBV_WC_GRH;
+    }
+    offset = kGrhBytes;
+  }
+  scatter(qp.pd(), wqe->sges, offset, m.payload.data(), m.payload.size());
+  wc.opcode = IBV_WC_RECV;
+  wc.byte_len = static_cast<uint32_t>(needed);
+  completer::complete_recv(qp, *wqe, wc, from_srq, m.wqe->send_flags & IBV_SEND_SOLICITED);
+  return {Response::kAck, {}};
+}
+
+ResponderResult on_write(QueuePair& qp, const Message& m) {
+  const SendWqe& send = *m.wqe;
+  const bool with_imm = send.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+  // The immediate data consumes a receive WR (IBA 9.4.1.2.4); without one
+  // nothing is written.
+  if (with_imm && !has_receive(qp))
+    return {qp.type() == IBV_QPT_RC ? Response::kRnrNak : Response::kDropped, {}};
+  const uint64_t length = m.payload.size();
+  if (length != 0) {
+    // IBA 10.6.3.3: a zero-length RDMA carries no R_Key to check.
+    uint8_t* target = nullptr;
+    if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_WRITE)
+      target = remote_memory(qp.pd(), send.rkey, send.remote_addr, length,
+                             IBV_ACCESS_REMOTE_WRITE);
+    if (target == nullptr) return access_violation(qp);
+    std::memcpy(target, m.payload.data(), length);
+  }
+  if (with_imm) {
+    bool from_srq = false;
+    std::optional<RecvWqe> wqe = take_receive(qp, from_srq);
+    ibv_wc wc = receive_completion(qp, m, *wqe);
+    wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+    wc.byte_len = static_cast<uint32_t>(length);
+    completer::complete_recv(qp, *wqe, wc, from_srq, send.send_flags & IBV_SEND_SOLICITED);
+  }
+  return {Response::kAck, {}};
+}
+
+ResponderResult on_read(QueuePair& qp, const Message& m) {
+  const SendWqe& send = *m.wqe;
+  ResponderResult result;
+  if (send.length == 0) return result;
+  const uint8_t* source = nullptr;
+  if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_READ)
+    source = remote_memory(qp.pd(), send.rkey, send.remote_addr, send.length,
+                           IBV_ACCESS_REMOTE_READ);
+  if (source == nullptr) return access_violation(qp);
+  result.read_data.assign(source, source + send.length);
+  return result;
+}
+
+ResponderResult on_atomic(QueuePair& qp, const Message& m) {
+  const SendWqe& send = *m.wqe;
+  // IBA 9.4.5: the target of an atomic is a naturally aligned 64-bit word.
+  if (send.remote_addr % 8 != 0) {
+    qp.enter_error();
+    return {Response::kRemoteInvalidRequest, {}};
+  }
+  uint8_t* target = nullptr;
+  if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
+    target = remote_memory(qp.pd(), send.rkey, send.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC);
+  if (target == nullptr) return access_violation(qp);
+  uint64_t original;
+  std::memcpy(&original, target, 8);
+  uint64_t updated = original;
+  if (send.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+    updated = original + send.compare_add;
+  else if (original == send.compare_add)
+    updated = send.swap;
+  std::memcpy(target, &updated, 8);
+  ResponderResult result;
+  result.read_data.resize(8);
+  std::memcpy(result.read_data.data(), &original, 8);
+  return result;
+}
+
+}  // namespace
+
+namespace responder {
+
+ResponderResult receive(QueuePair& qp, const Message& m) {
+  // IBA 10.3.1: the first packet received in RTR establishes communication.
+  if (qp.state() == IBV_QPS_RTR && qp.type() != IBV_QPT_UD && !qp.communication_established) {
+    qp.communication_established = true;
+    raise_qp_event(qp, IBV_EVENT_COMM_EST);
+  }
+  if (qp.type() == IBV_QPT_UD) {
+    // IBA 10.2.4: a Q_Key with the high bit set means "use the sender's own".
+    uint32_t qkey = m.wqe->remote_qkey;
+    if (qkey & 0x80000000u) qkey = m.requester->attr().qkey;
+    if (qkey != qp.attr().qkey) return {Response::kDropped, {}};
+  }
+  switch (m.wqe->opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+      return on_send(qp, m);
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return on_write(qp, m);
+    case IBV_WR_RDMA_READ:
+      return on_read(qp, m);
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      return on_atomic(qp, m);
+    default:
+      qp.enter_error();
+      return {Response::kRemoteInvalidRequest, {}};
+  }
+}
+
+}  // namespace responder
+
+}  // namespace verbfault::sim

@@ -1,0 +1,74 @@
+// The transport between simulated QPs: requester, responder, completer.
+//
+// Like the Soft-RoCE driver, the transport is split into three roles:
+// - the requester (requester.cpp) turns the WQE at the head of a send queue
+//   into a message, retries it on RNR NAK or timeout, and hands the outcome
+//   to the completer;
+// - the responder (responder.cpp) checks and executes an incoming message
+//   against the destination QP's receive queue and memory and answers with
+//   an ACK, a NAK or a read/atomic response;
+// - the completer (completer.cpp) writes work completions, moves QPs to ERR
+//   on the first error completion and flushes.
+// Everything runs under Fabric::mutex, synchronously from the call that made
+// progress possible (post, poll, clock advance).
+#pragma once
+
+#include "completion.h"
+#include "work_request.h"
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace verbfault::sim {
+
+class QueuePair;
+class Device;
+
+// What the responder answers to a message.
+enum class Response {
+  kAck,                    // executed (read data / atomic original value attached)
+  kRnrNak,                 // RC: no receive WR: retry after the RNR timer
+  kNoAnswer,               // nobody there: the requester's timer runs out
+  kDropped,                // UC/UD: message silently discarded
+  kRemoteAccessError,      // NAK: rkey, range or access rights
+  kRemoteInvalidRequest,   // NAK: e.g. receive buffer too small, bad opcode
+  kRemoteOperationError,   // NAK: responder could not complete (e.g. its CQ)
+};
+
+struct Message {
+  QueuePair* requester = nullptr;
+  const SendWqe* wqe = nullptr;
+  Device* source_device = nullptr;
+  std::vector<uint8_t> payload;  // gathered SEND/WRITE data
+};
+
+struct ResponderResult {
+  Response response = Response::kAck;
+  std::vector<uint8_t> read_data;  // RDMA READ data or atomic original value
+};
+
+namespace requester {
+// Executes as many WQEs at the head of the send queue as the QP's state
+// and the peers allow.
+void progress(QueuePair& qp);
+}  // namespace requester
+
+namespace responder {
+ResponderResult receive(QueuePair& destination, const Message& message);
+}  // namespace responder
+
+namespace completer {
+void complete_send(QueuePair& qp, const SendWqe& wqe, ibv_wc_status status, uint32_t vendor_err);
+void complete_recv(QueuePair& qp, const RecvWqe& wqe, const ibv_wc& wc, bool from_srq,
+                   bool solicited);
+// Moves the QP to ERR (IBA 10.3.1: "Error") and completes every outstanding
+// WR of both its queues with IBV_WC_WR_FLUSH_ERR, in order.
+void flush(QueuePair& qp);
+// An error completion for a receive WR (status != success).
+void fail_recv(QueuePair& qp, const RecvWqe& wqe, bool from_srq, ibv_wc_status status,
+               uint32_t vendor_err);
+}  // namespace completer
+
+}  // namespace verbfault::sim

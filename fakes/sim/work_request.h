@@ -1,0 +1,47 @@
+// Work queue elements: what the device keeps of a posted work request.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace verbfault::sim {
+
+// A send WR as the device holds it after ibv_post_send(3) returned: the
+// application may reuse its ibv_send_wr and, for IBV_SEND_INLINE, its
+// buffers at once, so everything is copied.
+struct SendWqe {
+  uint64_t seq = 0;  // position in the send queue; slots are reclaimed by seq
+  uint64_t wr_id = 0;
+  ibv_wr_opcode opcode = IBV_WR_SEND;
+  unsigned int send_flags = 0;
+  bool signaled = false;
+  __be32 imm_data = 0;
+  std::vector<ibv_sge> sges;          // local buffers (not used when inline)
+  std::vector<uint8_t> inline_data;   // IBV_SEND_INLINE payload
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  // UD addressing, copied from the AH at post time.
+  ibv_ah_attr ah{};
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
+  uint64_t length = 0;  // total payload bytes
+
+  // Retry state of the requester (IBA 9.7.5.2.8 RNR, 9.7.6.1.3 timeout).
+  int rnr_retries_done = 0;
+  int transport_retries_done = 0;
+  uint64_t not_before_ns = 0;  // virtual time of the next attempt
+  bool waiting = false;        // NAKed or unanswered: retry at not_before_ns
+};
+
+// A receive WR on a QP's receive queue or on an SRQ.
+struct RecvWqe {
+  uint64_t wr_id = 0;
+  std::vector<ibv_sge> sges;
+  uint64_t capacity = 0;  // sum of the SGE lengths
+};
+
+}  // namespace verbfault::sim

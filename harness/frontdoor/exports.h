@@ -1,0 +1,34 @@
+// Shared pieces of the exported ibv_* front door.
+#pragma once
+
+#include "real_libibverbs.h"
+#include "verbfault/sim/provider.h"
+
+#include <infiniband/verbs.h>
+
+// The exports are the real libibverbs signatures, not the macros verbs.h
+// puts in front of some of them.
+#undef ibv_get_device_list
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+extern "C" {
+// Exported by libibverbs but declared only in its private driver.h.
+int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
+int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned int index,
+                       int* type);
+}
+
+namespace verbfault::frontdoor {
+
+// Routing: an object belongs to a simulated device exactly when its
+// context does.
+inline bool simulated(const ibv_context* context) { return sim::owns(context); }
+template <class Object>
+bool simulated(const Object* object) {
+  return object != nullptr && sim::owns(object->context);
+}
+inline bool simulated(const ibv_device* device) { return sim::owns(device); }
+
+}  // namespace verbfault::frontdoor
