@@ -108,6 +108,15 @@ void install_ops(Context& context) {
 
 bool port_ok(uint8_t port) { return port == 1; }
 
+// ibv_create_cq(3): "the actual CQ size can be larger than requested". Like
+// rxe and mlx5, a power of two minus one entry (1 -> 1, 10 -> 15, 16 -> 31),
+// capped at max_cqe (itself 2^22 - 1).
+int actual_cq_size(int cqe) {
+  int64_t slots = 1;
+  while (slots - 1 < cqe) slots <<= 1;
+  return static_cast<int>(slots - 1);
+}
+
 // Waits (fabric lock held) until `ready()` or, when the fd is non-blocking,
 // fails with EAGAIN. Lets virtual time run first: a blocking wait is the
 // application saying nothing else can happen.
@@ -441,7 +450,8 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
     if (channel->context != verbs) return fail<ibv_cq>(EINVAL);
     sim_channel = CompletionChannel::from(channel);
   }
-  auto cq = std::make_unique<CompletionQueue>(*context, cqe, cq_context, sim_channel);
+  auto cq = std::make_unique<CompletionQueue>(*context, actual_cq_size(cqe), cq_context,
+                                              sim_channel);
   cq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kCq);
   if (sim_channel != nullptr) {
     ++sim_channel->attached_cqs;
@@ -455,7 +465,7 @@ int resize_cq(ibv_cq* verbs, int cqe) {
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cqe < 1 || cqe > cq->context().device().profile().device.max_cqe) return fail_int(EINVAL);
   if (cq->in_error()) return fail_int(EIO);
-  if (int err = cq->resize(cqe)) return fail_int(err);
+  if (int err = cq->resize(actual_cq_size(cqe))) return fail_int(err);
   return 0;
 }
 

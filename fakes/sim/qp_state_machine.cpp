@@ -86,8 +86,10 @@ constexpr Rule kRules[] = {
 }  // namespace
 
 QpTransition qp_transition(ibv_qp_type type, ibv_qp_state from, ibv_qp_state to) {
-  // Any state may go to RESET or ERR with no other attribute.
-  if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return {true, 0, 0};
+  // Any state may go to RESET with no other attribute, and any but RESET
+  // to ERR (IBA 10.3.1: a QP in RESET has no work to flush).
+  if (to == IBV_QPS_RESET) return {true, 0, 0};
+  if (to == IBV_QPS_ERR) return {from != IBV_QPS_RESET, 0, 0};
   for (const Rule& rule : kRules) {
     if (rule.from != from || rule.to != to) continue;
     // SQE exists only for UC and UD (an RC QP never enters it).
@@ -98,6 +100,11 @@ QpTransition qp_transition(ibv_qp_type type, ibv_qp_state from, ibv_qp_state to)
 }
 
 int check_qp_modify(ibv_qp_type type, ibv_qp_state current, ibv_qp_state target, int attr_mask) {
+  // IBV_QP_CUR_STATE only makes sense where the device could disagree
+  // about the current state: RTR, RTS, SQD, SQE.
+  if ((attr_mask & IBV_QP_CUR_STATE) && (current == IBV_QPS_RESET || current == IBV_QPS_INIT ||
+                                         current == IBV_QPS_ERR))
+    return EINVAL;
   QpTransition t = qp_transition(type, current, target);
   if (!t.valid) return EINVAL;
   int given = attr_mask & ~IBV_QP_STATE;
