@@ -49,10 +49,12 @@ void raise(Context& context, ibv_event_type type, void* element) {
   context.raise(event);
 }
 
-// ibv_create_cq(3), IBA 11.6.3.1 "CQ overrun": the CQ goes into error, the
-// application gets IBV_EVENT_CQ_ERR, and every QP that completes into it
-// fails with IBV_EVENT_QP_FATAL.
-void overflowed(CompletionQueue& cq) {
+}  // namespace
+
+namespace completer {
+
+void cq_error(CompletionQueue& cq) {
+  cq.enter_error();
   Context& context = cq.context();
   raise(context, IBV_EVENT_CQ_ERR, cq.verbs());
   std::vector<QueuePair*> victims;
@@ -67,9 +69,14 @@ void overflowed(CompletionQueue& cq) {
   }
 }
 
+}  // namespace completer
+
+namespace {
+
 void deliver(CompletionQueue& cq, const Completion& completion) {
   if (cq.in_error()) return;  // an errored CQ loses everything (ibv_create_cq(3))
-  if (!cq.push(completion)) overflowed(cq);
+  // ibv_create_cq(3), IBA 11.6.3.1 "CQ overrun".
+  if (!cq.push(completion)) completer::cq_error(cq);
 }
 
 }  // namespace

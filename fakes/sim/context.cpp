@@ -26,11 +26,13 @@ Context::Context(Device& device) : device_(device) {
   pthread_mutex_init(&ctx.mutex, nullptr);
   // verbs_get_ctx() recognises an extended context by this marker.
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  Fabric::get().contexts().push_back(this);
 }
 
 Context::~Context() {
   // Children before parents: QPs hold CQs, SRQs and PDs; CQs hold channels.
   Fabric& fabric = Fabric::get();
+  std::erase(fabric.contexts(), this);
   for (auto& [qp, owned] : qps) {
     fabric.unregister_qp(qp->qpn());
     fabric.unschedule(qp);

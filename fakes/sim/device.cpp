@@ -22,6 +22,7 @@ Device::Device(int index)
 }
 
 ibv_gid Device::gid(int index) const {
+  if (auto it = gid_overrides_.find(index); it != gid_overrides_.end()) return it->second;
   ibv_gid gid{};
   if (index != 0) return gid;
   gid.global.subnet_prefix = htobe64(0xfe80'0000'0000'0000ull);

@@ -6,6 +6,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <map>
 #include <string>
 
 namespace verbfault::sim {
@@ -28,6 +29,12 @@ class Device {
   uint16_t lid() const { return port_.lid; }
   // GID index 0: the link-local subnet prefix and the port GUID (IBA 4.1.1).
   ibv_gid gid(int index) const;
+  void set_gid(int index, const ibv_gid& gid) { gid_overrides_[index] = gid; }
+
+  // After a fatal error (IBV_EVENT_DEVICE_FATAL) every verb but destroy,
+  // poll and event handling fails with EIO. Guarded by Fabric::mutex.
+  bool fatal() const { return fatal_; }
+  void set_fatal() { fatal_ = true; }
 
  private:
   Handle<ibv_device, Device> handle_;
@@ -35,6 +42,8 @@ class Device {
   std::string name_;
   DeviceProfile profile_;
   ibv_port_attr port_;
+  std::map<int, ibv_gid> gid_overrides_;
+  bool fatal_ = false;
 };
 
 }  // namespace verbfault::sim

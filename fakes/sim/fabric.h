@@ -15,6 +15,7 @@
 
 namespace verbfault::sim {
 
+class Context;
 class MemoryRegion;
 class QueuePair;
 
@@ -33,6 +34,9 @@ class Fabric {
   std::condition_variable wakeup;
 
   std::vector<std::unique_ptr<Device>>& devices() { return devices_; }
+  // Open contexts, in the order they were opened (async events of a device
+  // go to each of them).
+  std::vector<Context*>& contexts() { return contexts_; }
   Device* device_with_lid(uint16_t lid);
 
   // A fresh QPN, reserved until bind_qp() or unregister_qp().
@@ -64,6 +68,7 @@ class Fabric {
   Fabric();
 
   std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<Context*> contexts_;
   std::unordered_map<uint32_t, QueuePair*> qps_;
   std::unordered_map<uint32_t, MemoryRegion*> mrs_;
   uint32_t next_qpn_ = 0x11;  // QPNs 0 and 1 are the special QPs

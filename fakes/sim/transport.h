@@ -23,6 +23,7 @@
 
 namespace verbfault::sim {
 
+class CompletionQueue;
 class QueuePair;
 class Device;
 
@@ -66,6 +67,10 @@ void complete_recv(QueuePair& qp, const RecvWqe& wqe, const ibv_wc& wc, bool fro
 // Moves the QP to ERR (IBA 10.3.1: "Error") and completes every outstanding
 // WR of both its queues with IBV_WC_WR_FLUSH_ERR, in order.
 void flush(QueuePair& qp);
+// IBA 11.6.3.1 "CQ error" (overflow or a catastrophic CQ failure): the CQ
+// is unusable, IBV_EVENT_CQ_ERR is raised, and every QP that completes
+// into it gets IBV_EVENT_QP_FATAL and goes to ERR.
+void cq_error(CompletionQueue& cq);
 // An error completion for a receive WR (status != success).
 void fail_recv(QueuePair& qp, const RecvWqe& wqe, bool from_srq, ibv_wc_status status,
                uint32_t vendor_err);
