@@ -83,8 +83,7 @@ void deliver(CompletionQueue& cq, const Completion& completion) {
 
 namespace completer {
 
-void complete_send(QueuePair& qp, const SendWqe& wqe, ibv_wc_status status,
-                   uint32_t vendor_err) {
+void complete_send(QueuePair& qp, const SendWqe& wqe, ibv_wc_status status, uint32_t vendor_err) {
   // IBA 10.7.3.1: a completion error always generates a work completion,
   // even for an unsignaled WR.
   if (status == IBV_WC_SUCCESS && !wqe.signaled) return;
@@ -132,13 +131,11 @@ void flush(QueuePair& qp) {
   // receive queue each (IBA 10.8.3.3: flushed WRs complete in error).
   std::deque<SendWqe> sends = std::move(qp.send_queue());
   qp.send_queue().clear();
-  for (const SendWqe& wqe : sends)
-    complete_send(qp, wqe, IBV_WC_WR_FLUSH_ERR, kVendorFlush);
+  for (const SendWqe& wqe : sends) complete_send(qp, wqe, IBV_WC_WR_FLUSH_ERR, kVendorFlush);
   if (qp.state() == IBV_QPS_SQE) return;  // SQE: the receive queue goes on
   std::deque<RecvWqe> receives = std::move(qp.recv_queue());
   qp.recv_queue().clear();
-  for (const RecvWqe& wqe : receives)
-    fail_recv(qp, wqe, false, IBV_WC_WR_FLUSH_ERR, kVendorFlush);
+  for (const RecvWqe& wqe : receives) fail_recv(qp, wqe, false, IBV_WC_WR_FLUSH_ERR, kVendorFlush);
   if (qp.srq() != nullptr && !qp.last_wqe_reached) {
     // IBA 11.6.3.1: a QP on an SRQ that enters ERR reports the last WQE it
     // will ever take from the SRQ, so that the application can destroy it.

@@ -23,8 +23,8 @@ struct Completion {
   QueuePair* qp = nullptr;
   SharedReceiveQueue* srq = nullptr;
   bool send_queue = false;
-  uint64_t sq_seq = 0;      // send completions: slots up to here are free
-  bool solicited = false;   // receive of a SEND with IBV_SEND_SOLICITED
+  uint64_t sq_seq = 0;     // send completions: slots up to here are free
+  bool solicited = false;  // receive of a SEND with IBV_SEND_SOLICITED
 };
 
 // vendor_err values of the simulated device (documented in

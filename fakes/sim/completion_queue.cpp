@@ -37,9 +37,9 @@ bool CompletionQueue::push(const Completion& completion) {
   entries_.push_back(completion);
   // IBA 11.4.2.2: an armed CQ raises one event for the next completion, or
   // with solicited_only for the next solicited or unsuccessful one.
-  bool fire = arm_ == Arm::kNextCompletion ||
-              (arm_ == Arm::kSolicited &&
-               (completion.solicited || completion.wc.status != IBV_WC_SUCCESS));
+  bool fire =
+      arm_ == Arm::kNextCompletion ||
+      (arm_ == Arm::kSolicited && (completion.solicited || completion.wc.status != IBV_WC_SUCCESS));
   if (fire && channel_ != nullptr) {
     arm_ = Arm::kNone;
     channel_->notify(this);

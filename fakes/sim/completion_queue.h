@@ -23,9 +23,7 @@ class CompletionQueue {
   CompletionQueue& operator=(const CompletionQueue&) = delete;
 
   ibv_cq* verbs() { return reinterpret_cast<ibv_cq*>(&handle_.verbs); }
-  static CompletionQueue* from(ibv_cq* cq) {
-    return owner_of<CompletionQueue, ibv_cq_ex>(cq);
-  }
+  static CompletionQueue* from(ibv_cq* cq) { return owner_of<CompletionQueue, ibv_cq_ex>(cq); }
   Context& context() { return context_; }
   CompletionChannel* channel() { return channel_; }
   int capacity() const { return capacity_; }

@@ -71,9 +71,9 @@ DeviceProfile DeviceProfile::standard(int index) {
   port.sm_sl = 0;
   port.subnet_timeout = 18;
   port.init_type_reply = 0;
-  port.active_width = 2;  // 4X
+  port.active_width = 2;   // 4X
   port.active_speed = 32;  // EDR
-  port.phys_state = 5;  // LinkUp
+  port.phys_state = 5;     // LinkUp
   port.link_layer = IBV_LINK_LAYER_INFINIBAND;
   port.flags = 0;
   port.port_cap_flags2 = 0;

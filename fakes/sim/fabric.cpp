@@ -99,8 +99,7 @@ bool Fabric::advance_clock() {
   for (QueuePair* qp : waiting_)
     if (!qp->send_queue().empty() && qp->send_queue().front().not_before_ns <= clock_.now())
       due.push_back(qp);
-  std::sort(due.begin(), due.end(),
-            [](QueuePair* a, QueuePair* b) { return a->qpn() < b->qpn(); });
+  std::sort(due.begin(), due.end(), [](QueuePair* a, QueuePair* b) { return a->qpn() < b->qpn(); });
   for (QueuePair* qp : due) {
     waiting_.erase(qp);
     qp->send_queue().front().waiting = false;

@@ -13,8 +13,8 @@ class ProtectionDomain;
 
 class MemoryRegion {
  public:
-  MemoryRegion(ProtectionDomain& pd, void* addr, size_t length, uint64_t iova,
-               unsigned int access, uint32_t key);
+  MemoryRegion(ProtectionDomain& pd, void* addr, size_t length, uint64_t iova, unsigned int access,
+               uint32_t key);
 
   ibv_mr* verbs() { return &handle_.verbs; }
   static MemoryRegion* from(ibv_mr* mr) { return owner_of<MemoryRegion, ibv_mr>(mr); }

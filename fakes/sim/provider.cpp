@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -27,7 +28,9 @@ namespace verbfault::sim {
 namespace {
 
 using Lock = std::unique_lock<std::mutex>;
-Lock lock() { return Lock(Fabric::get().mutex); }
+Lock lock() {
+  return Lock(Fabric::get().mutex);
+}
 
 template <class T>
 T* fail(int err) {
@@ -106,7 +109,9 @@ void install_ops(Context& context) {
   // fail with EOPNOTSUPP (or ENOSYS) as libibverbs documents.
 }
 
-bool port_ok(uint8_t port) { return port == 1; }
+bool port_ok(uint8_t port) {
+  return port == 1;
+}
 
 // ibv_create_cq(3): "the actual CQ size can be larger than requested". Like
 // rxe and mlx5, a power of two minus one entry (1 -> 1, 10 -> 15, 16 -> 31),
@@ -120,18 +125,34 @@ int actual_cq_size(int cqe) {
 // Waits (fabric lock held) until `ready()` or, when the fd is non-blocking,
 // fails with EAGAIN. Lets virtual time run first: a blocking wait is the
 // application saying nothing else can happen.
+//
+// The clock runs in bounded bursts: a WQE that retries forever (rnr_retry 7,
+// IBA 9.7.5.2.8) reschedules itself at every step, and running the clock
+// until nothing is pending would spin forever under the lock: a non-blocking
+// call would never return EAGAIN, and a blocking one would lock out the
+// thread that could make it ready (e.g. by posting the missing receive).
+// While blocked, the clock goes on running between short sleeps, as the
+// hardware's retries would.
 template <class Ready>
 int wait_for(Lock& guard, bool nonblocking, Ready ready) {
+  // One deadline per step, as an empty poll: retries stay in step with the
+  // application instead of racing ahead of a thread about to post.
+  constexpr int kClockStepsPerBurst = 1;
   Fabric& fabric = Fabric::get();
-  while (!ready() && fabric.advance_clock()) {
-  }
+  auto run_clock = [&] {
+    for (int i = 0; i < kClockStepsPerBurst && !ready() && fabric.advance_clock(); ++i) {
+    }
+  };
+  run_clock();
   if (ready()) return 0;
   if (nonblocking) return EAGAIN;
-  fabric.wakeup.wait(guard, ready);
+  while (!fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready)) run_clock();
   return 0;
 }
 
-void diagnose(const char* what) { std::fprintf(stderr, "verbfault: %s\n", what); }
+void diagnose(const char* what) {
+  std::fprintf(stderr, "verbfault: %s\n", what);
+}
 
 }  // namespace
 
@@ -152,7 +173,9 @@ bool owns(const ibv_device* device) {
   return std::find(list.begin(), list.end(), device) != list.end();
 }
 
-bool owns(const ibv_context* context) { return context != nullptr && owns(context->device); }
+bool owns(const ibv_context* context) {
+  return context != nullptr && owns(context->device);
+}
 
 __be64 device_guid(const ibv_device* device) {
   return Device::from(device)->profile().device.node_guid;
@@ -172,7 +195,9 @@ Device* device_of_sysfs_path(const char* dir) {
 }
 }  // namespace
 
-bool owns_sysfs_path(const char* dir) { return device_of_sysfs_path(dir) != nullptr; }
+bool owns_sysfs_path(const char* dir) {
+  return device_of_sysfs_path(dir) != nullptr;
+}
 
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
   Device* device = device_of_sysfs_path(dir);
@@ -236,7 +261,9 @@ int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
 int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
   Lock guard = lock();
   Device& device = Context::from(context)->device();
-  if (!port_ok(port) || index < 0 || index >= device.port().gid_tbl_len) return fail_int(EINVAL);
+  // ibv_query_gid(3): "returns 0 on success, and -1 on error" (not an errno).
+  if (!port_ok(port) || index < 0 || index >= device.port().gid_tbl_len)
+    return fail_int(EINVAL), -1;
   *gid = device.gid(index);
   return 0;
 }
@@ -270,7 +297,8 @@ ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max
     ibv_gid gid = device.gid(i);
     if (gid.global.subnet_prefix == 0 && gid.global.interface_id == 0) continue;
     if (n == max_entries) return -EINVAL;
-    auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + n * entry_size);
+    auto* e =
+        reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + n * entry_size);
     *e = ibv_gid_entry{};
     e->gid = gid;
     e->gid_index = static_cast<uint32_t>(i);
@@ -293,16 +321,19 @@ int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* 
 int query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
   Lock guard = lock();
   Device& device = Context::from(context)->device();
-  if (!port_ok(port) || index < 0 || index >= device.port().pkey_tbl_len) return fail_int(EINVAL);
+  // ibv_query_pkey(3): "returns 0 on success, and -1 on error" (not an errno).
+  if (!port_ok(port) || index < 0 || index >= device.port().pkey_tbl_len)
+    return fail_int(EINVAL), -1;
   // The default partition, full membership, at index 0 (IBA 10.9.1.2).
   *pkey = index == 0 ? htobe16(0xffff) : 0;
   return 0;
 }
 
 int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
-  if (!port_ok(port)) return -EINVAL;
+  // ibv_get_pkey_index(3): the index, or -1 on error with errno set.
+  if (!port_ok(port)) return fail_int(EINVAL), -1;
   (void)context;
-  return be16toh(pkey) == 0xffff ? 0 : -ENOENT;
+  return be16toh(pkey) == 0xffff ? 0 : (fail_int(ENOENT), -1);
 }
 
 // ---- PD, MR, AH ------------------------------------------------------------
@@ -324,15 +355,21 @@ int dealloc_pd(ibv_pd* verbs) {
   return 0;
 }
 
-ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned int access) {
+namespace {
+// The access flags an MR of the simulated device may have (ibv_reg_mr(3)).
+bool valid_mr_access(unsigned int access) {
   // ibv_reg_mr(3): remote write or atomic access requires local write.
   constexpr unsigned kNeedsLocalWrite = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
   constexpr unsigned kKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                               IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
                               IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING;
-  if ((access & kNeedsLocalWrite) && !(access & IBV_ACCESS_LOCAL_WRITE))
-    return fail<ibv_mr>(EINVAL);
-  if (access & ~kKnown) return fail<ibv_mr>(EINVAL);  // MW binding, on-demand paging ...
+  if ((access & kNeedsLocalWrite) && !(access & IBV_ACCESS_LOCAL_WRITE)) return false;
+  return (access & ~kKnown) == 0;  // MW binding, on-demand paging ...
+}
+}  // namespace
+
+ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if (!valid_mr_access(access)) return fail<ibv_mr>(EINVAL);
   if (addr == nullptr && length != 0) return fail<ibv_mr>(EINVAL);
   Lock guard = lock();
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
@@ -340,22 +377,35 @@ ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned
   Fabric& fabric = Fabric::get();
   fabric.next_index(Fabric::Kind::kMr);
   const uint32_t key = fabric.reserve_mr_key();
-  auto mr = std::make_unique<MemoryRegion>(*pd, addr, length,
-                                           (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova, access, key);
+  auto mr = std::make_unique<MemoryRegion>(
+      *pd, addr, length, (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova, access, key);
   fabric.bind_mr(key, mr.get());
   ++pd->children;
   return adopt(pd->context().mrs, std::move(mr))->verbs();
 }
 
 int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length, int access) {
-  if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-                IBV_REREG_MR_CHANGE_ACCESS))
-    return IBV_REREG_MR_ERR_INPUT;
+  // The input checks of libibverbs' ibv_rereg_mr: the MR stays as it was,
+  // IBV_REREG_MR_ERR_INPUT with errno EINVAL.
+  auto input_error = [] { return fail_int(EINVAL), IBV_REREG_MR_ERR_INPUT; };
+  if (flags &
+      ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS))
+    return input_error();
+  if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == nullptr || length == 0))
+    return input_error();
+  if (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) return input_error();
+  // What the kernel rejects (no flag at all, invalid access flags as for
+  // ibv_reg_mr(3)) libibverbs reports as IBV_REREG_MR_ERR_CMD with errno
+  // EINVAL; the simulated MR is left unchanged.
+  if (flags == 0 ||
+      ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !valid_mr_access(static_cast<unsigned>(access))))
+    return fail_int(EINVAL), IBV_REREG_MR_ERR_CMD;
   Lock guard = lock();
   MemoryRegion* mr = MemoryRegion::from(verbs);
   ProtectionDomain* pd = nullptr;
   if (flags & IBV_REREG_MR_CHANGE_PD) {
-    if (new_pd == nullptr || !owns(new_pd->context)) return IBV_REREG_MR_ERR_INPUT;
+    // The new PD must belong to the MR's own context.
+    if (new_pd == nullptr || new_pd->context != verbs->context) return input_error();
     pd = ProtectionDomain::from(new_pd);
     --mr->pd().children;
     ++pd->children;
@@ -450,8 +500,8 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
     if (channel->context != verbs) return fail<ibv_cq>(EINVAL);
     sim_channel = CompletionChannel::from(channel);
   }
-  auto cq = std::make_unique<CompletionQueue>(*context, actual_cq_size(cqe), cq_context,
-                                              sim_channel);
+  auto cq =
+      std::make_unique<CompletionQueue>(*context, actual_cq_size(cqe), cq_context, sim_channel);
   cq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kCq);
   if (sim_channel != nullptr) {
     ++sim_channel->attached_cqs;
@@ -605,7 +655,9 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
     default:
       return fail<ibv_qp>(EINVAL);
   }
-  auto same_context = [&](auto* object) { return object != nullptr && object->context == verbs->context; };
+  auto same_context = [&](auto* object) {
+    return object != nullptr && object->context == verbs->context;
+  };
   if (!same_context(init->send_cq) || !same_context(init->recv_cq)) return fail<ibv_qp>(EINVAL);
   if (init->srq != nullptr) {
     // ibv_create_qp(3): only RC and UD QPs can use an SRQ.
@@ -681,8 +733,12 @@ ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) {
   return nullptr;
 }
 
-int attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return fail_int(EOPNOTSUPP); }
-int detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return fail_int(EOPNOTSUPP); }
+int attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
+  return fail_int(EOPNOTSUPP);
+}
+int detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
+  return fail_int(EOPNOTSUPP);
+}
 
 // ---- async events ----------------------------------------------------------
 

@@ -38,7 +38,9 @@ bool is_atomic(ibv_wr_opcode opcode) {
   return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-uint32_t mtu_bytes(ibv_mtu mtu) { return 128u << static_cast<int>(mtu); }
+uint32_t mtu_bytes(ibv_mtu mtu) {
+  return 128u << static_cast<int>(mtu);
+}
 
 }  // namespace
 
@@ -71,7 +73,9 @@ QueuePair::QueuePair(ProtectionDomain& pd, const ibv_qp_init_attr& init, uint32_
   attr_.sq_draining = 0;
 }
 
-Context& QueuePair::context() { return pd_.context(); }
+Context& QueuePair::context() {
+  return pd_.context();
+}
 
 int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   const ibv_qp_state current = attr_.qp_state;
@@ -117,6 +121,12 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
       rq_.clear();
       sq_released_ = sq_next_seq_;
       rq_occupied_ = 0;
+      // Completions of WRs from before the reset stay pollable, but their
+      // slots were just freed: polling them must not free slots of WRs
+      // posted after the reset (else more than max_recv_wr / max_send_wr
+      // could be outstanding).
+      send_cq_->forget(this);
+      recv_cq_->forget(this);
       communication_established = false;
       last_wqe_reached = false;
       break;
@@ -181,11 +191,11 @@ int QueuePair::check_send_wr(const ibv_send_wr& wr) {
   if (wr.num_sge < 0) return EINVAL;
   uint64_t length = 0;
   for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
+  // ibv_create_qp(3): max_send_sge bounds every send WR, inline or not.
+  if (static_cast<uint32_t>(wr.num_sge) > attr_.cap.max_send_sge) return EINVAL;
   if (wr.send_flags & IBV_SEND_INLINE) {
     if (length > attr_.cap.max_inline_data) return EINVAL;
     if (wr.opcode == IBV_WR_RDMA_READ || is_atomic(wr.opcode)) return EINVAL;
-  } else if (static_cast<uint32_t>(wr.num_sge) > attr_.cap.max_send_sge) {
-    return EINVAL;
   }
   if (is_atomic(wr.opcode) && (wr.num_sge != 1 || length != 8)) return EINVAL;
   if (type_ == IBV_QPT_UD) {

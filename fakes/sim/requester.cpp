@@ -18,7 +18,9 @@ bool receives(ibv_qp_state s) {
   return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
 }
 
-bool port_active(Device& device) { return device.port().state == IBV_PORT_ACTIVE; }
+bool port_active(Device& device) {
+  return device.port().state == IBV_PORT_ACTIVE;
+}
 
 // The QP a message from `qp` reaches, or nullptr when nothing answers on the
 // fabric (unknown LID or QPN, port down, QP of another type or not ready).

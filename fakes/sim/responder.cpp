@@ -121,8 +121,7 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
     // IBA 10.6.3.3: a zero-length RDMA carries no R_Key to check.
     uint8_t* target = nullptr;
     if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_WRITE)
-      target = remote_memory(qp.pd(), send.rkey, send.remote_addr, length,
-                             IBV_ACCESS_REMOTE_WRITE);
+      target = remote_memory(qp.pd(), send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
     if (target == nullptr) return access_violation(qp);
     std::memcpy(target, m.payload.data(), length);
   }
@@ -143,8 +142,8 @@ ResponderResult on_read(QueuePair& qp, const Message& m) {
   if (send.length == 0) return result;
   const uint8_t* source = nullptr;
   if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_READ)
-    source = remote_memory(qp.pd(), send.rkey, send.remote_addr, send.length,
-                           IBV_ACCESS_REMOTE_READ);
+    source =
+        remote_memory(qp.pd(), send.rkey, send.remote_addr, send.length, IBV_ACCESS_REMOTE_READ);
   if (source == nullptr) return access_violation(qp);
   result.read_data.assign(source, source + send.length);
   return result;

@@ -37,7 +37,8 @@ class SharedReceiveQueue {
   }
 
   int attached_qps = 0;
-  uint32_t events_reported = 0;  // async events handed out for this SRQ  // ibv_destroy_srq(3): EBUSY while a QP uses it
+  uint32_t events_reported =
+      0;  // async events handed out for this SRQ  // ibv_destroy_srq(3): EBUSY while a QP uses it
 
  private:
   Handle<ibv_srq, SharedReceiveQueue> handle_;

@@ -29,13 +29,13 @@ class Device;
 
 // What the responder answers to a message.
 enum class Response {
-  kAck,                    // executed (read data / atomic original value attached)
-  kRnrNak,                 // RC: no receive WR: retry after the RNR timer
-  kNoAnswer,               // nobody there: the requester's timer runs out
-  kDropped,                // UC/UD: message silently discarded
-  kRemoteAccessError,      // NAK: rkey, range or access rights
-  kRemoteInvalidRequest,   // NAK: e.g. receive buffer too small, bad opcode
-  kRemoteOperationError,   // NAK: responder could not complete (e.g. its CQ)
+  kAck,                   // executed (read data / atomic original value attached)
+  kRnrNak,                // RC: no receive WR: retry after the RNR timer
+  kNoAnswer,              // nobody there: the requester's timer runs out
+  kDropped,               // UC/UD: message silently discarded
+  kRemoteAccessError,     // NAK: rkey, range or access rights
+  kRemoteInvalidRequest,  // NAK: e.g. receive buffer too small, bad opcode
+  kRemoteOperationError,  // NAK: responder could not complete (e.g. its CQ)
 };
 
 struct Message {

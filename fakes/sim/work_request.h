@@ -18,8 +18,8 @@ struct SendWqe {
   unsigned int send_flags = 0;
   bool signaled = false;
   __be32 imm_data = 0;
-  std::vector<ibv_sge> sges;          // local buffers (not used when inline)
-  std::vector<uint8_t> inline_data;   // IBV_SEND_INLINE payload
+  std::vector<ibv_sge> sges;         // local buffers (not used when inline)
+  std::vector<uint8_t> inline_data;  // IBV_SEND_INLINE payload
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   uint64_t compare_add = 0;

@@ -17,10 +17,18 @@ int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid) {
   return sim::set_gid(context, port, index, gid);
 }
 
-int device_fatal(ibv_context* context) { return sim::device_fatal(context); }
+int device_fatal(ibv_context* context) {
+  return sim::device_fatal(context);
+}
 
-int raise_event(ibv_qp* qp, ibv_event_type type) { return sim::raise_qp_event(qp, type); }
-int raise_event(ibv_srq* srq, ibv_event_type type) { return sim::raise_srq_event(srq, type); }
-int raise_event(ibv_cq* cq, ibv_event_type type) { return sim::raise_cq_event(cq, type); }
+int raise_event(ibv_qp* qp, ibv_event_type type) {
+  return sim::raise_qp_event(qp, type);
+}
+int raise_event(ibv_srq* srq, ibv_event_type type) {
+  return sim::raise_srq_event(srq, type);
+}
+int raise_event(ibv_cq* cq, ibv_event_type type) {
+  return sim::raise_cq_event(cq, type);
+}
 
 }  // namespace verbfault::fabric

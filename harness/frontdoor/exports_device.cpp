@@ -119,8 +119,7 @@ int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
 
 int _ibv_query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
                       uint32_t flags, size_t entry_size) {
-  if (simulated(context))
-    return sim::query_gid_ex(context, port, index, entry, flags, entry_size);
+  if (simulated(context)) return sim::query_gid_ex(context, port, index, entry, flags, entry_size);
   return VERBFAULT_REAL(_ibv_query_gid_ex, "IBVERBS_1.11")(context, port, index, entry, flags,
                                                            entry_size);
 }
@@ -129,8 +128,8 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_
                              uint32_t flags, size_t entry_size) {
   if (simulated(context))
     return sim::query_gid_table(context, entries, max_entries, flags, entry_size);
-  return VERBFAULT_REAL(_ibv_query_gid_table, "IBVERBS_1.11")(context, entries, max_entries,
-                                                              flags, entry_size);
+  return VERBFAULT_REAL(_ibv_query_gid_table, "IBVERBS_1.11")(context, entries, max_entries, flags,
+                                                              entry_size);
 }
 
 int ibv_query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
