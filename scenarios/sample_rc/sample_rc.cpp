@@ -31,6 +31,7 @@ constexpr uint32_t kWriteDoneImm = 0x5752;  // "WR"
 struct Options {
   std::string device;  // empty: the first device listed
   int messages = 8;
+  int gid_index = -1;  // -1: GRH only on a RoCE port, with GID index 1
 };
 
 [[noreturn]] void die(const char* what, int err) {
@@ -76,14 +77,15 @@ struct Endpoint {
     if (!recv_mr || !send_mr || !rdma_mr) die("ibv_reg_mr", errno);
   }
 
-  void connect(uint32_t remote_qpn, uint16_t remote_lid) {
+  // RoCE (link layer Ethernet) addresses the peer by GID (a GRH), not by LID.
+  void connect(uint32_t remote_qpn, uint16_t remote_lid, const ibv_gid* remote_gid = nullptr,
+               int gid_index = 0) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    if (int rc = ibv_modify_qp(qp, &a,
-                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                   IBV_QP_ACCESS_FLAGS))
+    if (int rc = ibv_modify_qp(
+            qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
       die("ibv_modify_qp(INIT)", rc);
     a = {};
     a.qp_state = IBV_QPS_RTR;
@@ -93,10 +95,16 @@ struct Endpoint {
     a.min_rnr_timer = 12;
     a.ah_attr.dlid = remote_lid;
     a.ah_attr.port_num = 1;
-    if (int rc = ibv_modify_qp(qp, &a,
-                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER))
+    if (remote_gid != nullptr) {
+      a.ah_attr.is_global = 1;
+      a.ah_attr.grh.dgid = *remote_gid;
+      a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
+      a.ah_attr.grh.hop_limit = 1;
+    }
+    if (int rc =
+            ibv_modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
       die("ibv_modify_qp(RTR)", rc);
     a = {};
     a.qp_state = IBV_QPS_RTS;
@@ -105,14 +113,14 @@ struct Endpoint {
     a.rnr_retry = 7;
     a.max_rd_atomic = 1;
     if (int rc = ibv_modify_qp(qp, &a,
-                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
       die("ibv_modify_qp(RTS)", rc);
   }
 
   void post_recv(int slot) {
-    ibv_sge sge{reinterpret_cast<uintptr_t>(recv_buf.data() + slot * kMessageBytes),
-                kMessageBytes, recv_mr->lkey};
+    ibv_sge sge{reinterpret_cast<uintptr_t>(recv_buf.data() + slot * kMessageBytes), kMessageBytes,
+                recv_mr->lkey};
     ibv_recv_wr wr{};
     wr.wr_id = static_cast<uint64_t>(slot);
     wr.sg_list = &sge;
@@ -213,8 +221,16 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.messages = static_cast<int>(n);
+    } else if ((arg == "-g" || arg == "--gid-index") && i + 1 < argc) {
+      char* end = nullptr;
+      long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < 0 || n > 255) {
+        std::fprintf(stderr, "sample_rc: --gid-index '%s': expected an integer 0..255\n", argv[i]);
+        std::exit(2);
+      }
+      o.gid_index = static_cast<int>(n);
     } else {
-      std::fprintf(stderr, "usage: sample_rc [--device NAME] [--messages N]\n");
+      std::fprintf(stderr, "usage: sample_rc [--device NAME] [--messages N] [--gid-index N]\n");
       std::exit(2);
     }
   }
@@ -227,7 +243,8 @@ int main(int argc, char** argv) {
   Options options = parse(argc, argv);
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
-  if (list == nullptr || n == 0) die("ibv_get_device_list (no RDMA device)", errno ? errno : ENODEV);
+  if (list == nullptr || n == 0)
+    die("ibv_get_device_list (no RDMA device)", errno ? errno : ENODEV);
   ibv_device* device = nullptr;
   for (int i = 0; i < n; ++i)
     if (options.device.empty() || options.device == ibv_get_device_name(list[i])) {
@@ -250,8 +267,13 @@ int main(int argc, char** argv) {
   client.name = "client";
   server.create(ctx, pd);
   client.create(ctx, pd);
-  server.connect(client.qp->qp_num, port.lid);
-  client.connect(server.qp->qp_num, port.lid);
+  int gid_index = options.gid_index;
+  if (gid_index < 0 && port.link_layer == IBV_LINK_LAYER_ETHERNET) gid_index = 1;
+  ibv_gid gid{};
+  if (gid_index >= 0 && ibv_query_gid(ctx, 1, gid_index, &gid)) die("ibv_query_gid", errno);
+  const ibv_gid* grh = gid_index >= 0 ? &gid : nullptr;
+  server.connect(client.qp->qp_num, port.lid, grh, gid_index);
+  client.connect(server.qp->qp_num, port.lid, grh, gid_index);
   // Receives are posted before anything is sent (ibv_post_recv(3): not in
   // RESET), so no message meets an empty receive queue.
   for (int slot = 0; slot < 4; ++slot) {
@@ -274,9 +296,10 @@ int main(int argc, char** argv) {
     }
     // Tell the client where to write, then wait for its notification.
     char where[kMessageBytes];
-    std::snprintf(where, sizeof where, "%llx %x",
-                  static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(server.rdma_buf.data())),
-                  server.rdma_mr->rkey);
+    std::snprintf(
+        where, sizeof where, "%llx %x",
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(server.rdma_buf.data())),
+        server.rdma_mr->rkey);
     server.post_send(where);
     server.expect(IBV_WC_SEND);
     ibv_wc wc = server.expect(IBV_WC_RECV);
@@ -315,8 +338,7 @@ int main(int argc, char** argv) {
   std::printf("sample_rc: exchanged %d pings and %d matching pongs\n", messages, pongs);
   std::printf("sample_rc: RDMA-wrote %d bytes into the server's buffer: %s\n", kWriteBytes,
               verified ? "verified" : "CORRUPT");
-  std::printf("sample_rc: completion events: client %d, server %d\n", client.events,
-              server.events);
+  std::printf("sample_rc: completion events: client %d, server %d\n", client.events, server.events);
   client.destroy();
   server.destroy();
   ibv_dealloc_pd(pd);
