@@ -43,6 +43,12 @@ int fail_int(int err) {
   return err;
 }
 
+// After IBV_EVENT_DEVICE_FATAL every verb but destroy, poll and event
+// handling fails with EIO, as on a disassociated uverbs device.
+bool dead(ibv_context* context) {
+  return Context::from(context)->device().fatal();
+}
+
 // ---- fast paths: the ops the inline functions of verbs.h jump through ----
 
 int op_poll_cq(ibv_cq* verbs_cq, int n, ibv_wc* wc) {
@@ -56,6 +62,7 @@ int op_poll_cq(ibv_cq* verbs_cq, int n, ibv_wc* wc) {
 
 int op_req_notify_cq(ibv_cq* verbs_cq, int solicited_only) {
   Lock guard = lock();
+  if (dead(verbs_cq->context)) return EIO;
   CompletionQueue* cq = CompletionQueue::from(verbs_cq);
   if (cq->in_error()) return EIO;
   cq->arm(solicited_only != 0);
@@ -64,16 +71,19 @@ int op_req_notify_cq(ibv_cq* verbs_cq, int solicited_only) {
 
 int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   Lock guard = lock();
+  if (dead(qp->context)) return EIO;
   return QueuePair::from(qp)->post_send(wr, bad_wr);
 }
 
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   Lock guard = lock();
+  if (dead(qp->context)) return EIO;
   return QueuePair::from(qp)->post_recv(wr, bad_wr);
 }
 
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   Lock guard = lock();
+  if (dead(srq->context)) return EIO;
   return SharedReceiveQueue::from(srq)->post(wr, bad_wr);
 }
 
@@ -340,6 +350,7 @@ int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
 
 ibv_pd* alloc_pd(ibv_context* verbs) {
   Lock guard = lock();
+  if (dead(verbs)) return fail<ibv_pd>(EIO);
   Context* context = Context::from(verbs);
   auto pd = std::make_unique<ProtectionDomain>(*context);
   pd->verbs()->context = verbs;
@@ -372,6 +383,7 @@ ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned
   if (!valid_mr_access(access)) return fail<ibv_mr>(EINVAL);
   if (addr == nullptr && length != 0) return fail<ibv_mr>(EINVAL);
   Lock guard = lock();
+  if (dead(verbs->context)) return fail<ibv_mr>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   if (length > pd->context().device().profile().device.max_mr_size) return fail<ibv_mr>(EINVAL);
   Fabric& fabric = Fabric::get();
@@ -427,6 +439,7 @@ int dereg_mr(ibv_mr* verbs) {
 ibv_ah* create_ah(ibv_pd* verbs, ibv_ah_attr* attr) {
   if (attr == nullptr) return fail<ibv_ah>(EINVAL);
   Lock guard = lock();
+  if (dead(verbs->context)) return fail<ibv_ah>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   const ibv_port_attr& port = pd->context().device().port();
   if (!port_ok(attr->port_num)) return fail<ibv_ah>(EINVAL);
@@ -473,6 +486,7 @@ int init_ah_from_wc(ibv_context* context, uint8_t port, const ibv_wc* wc, const 
 
 ibv_comp_channel* create_comp_channel(ibv_context* verbs) {
   Lock guard = lock();
+  if (dead(verbs)) return fail<ibv_comp_channel>(EIO);
   Context* context = Context::from(verbs);
   auto channel = std::make_unique<CompletionChannel>(*context);
   if (!channel->valid()) return fail<ibv_comp_channel>(EMFILE);
@@ -491,6 +505,7 @@ int destroy_comp_channel(ibv_comp_channel* verbs) {
 ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector) {
   Lock guard = lock();
+  if (dead(verbs)) return fail<ibv_cq>(EIO);
   Context* context = Context::from(verbs);
   const int max_cqe = context->device().profile().device.max_cqe;
   if (cqe < 1 || cqe > max_cqe) return fail<ibv_cq>(EINVAL);
@@ -512,6 +527,7 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
 
 int resize_cq(ibv_cq* verbs, int cqe) {
   Lock guard = lock();
+  if (dead(verbs->context)) return fail_int(EIO);
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cqe < 1 || cqe > cq->context().device().profile().device.max_cqe) return fail_int(EINVAL);
   if (cq->in_error()) return fail_int(EIO);
@@ -584,6 +600,7 @@ void ack_cq_events(ibv_cq* verbs, unsigned int nevents) {
 ibv_srq* create_srq(ibv_pd* verbs, ibv_srq_init_attr* init) {
   if (init == nullptr) return fail<ibv_srq>(EINVAL);
   Lock guard = lock();
+  if (dead(verbs->context)) return fail<ibv_srq>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   const ibv_device_attr& limits = pd->context().device().profile().device;
   ibv_srq_attr& attr = init->attr;
@@ -601,6 +618,7 @@ ibv_srq* create_srq(ibv_pd* verbs, ibv_srq_init_attr* init) {
 int modify_srq(ibv_srq* verbs, ibv_srq_attr* attr, int mask) {
   if (attr == nullptr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))) return fail_int(EINVAL);
   Lock guard = lock();
+  if (dead(verbs->context)) return fail_int(EIO);
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   const ibv_device_attr& limits = srq->pd().context().device().profile().device;
   ibv_srq_attr& current = srq->attr();
@@ -639,6 +657,7 @@ int destroy_srq(ibv_srq* verbs) {
 ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
   if (init == nullptr) return fail<ibv_qp>(EINVAL);
   Lock guard = lock();
+  if (dead(verbs->context)) return fail<ibv_qp>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   Context& context = pd->context();
   const ibv_device_attr& limits = context.device().profile().device;
@@ -688,6 +707,7 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
 int modify_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask) {
   if (attr == nullptr) return fail_int(EINVAL);
   Lock guard = lock();
+  if (dead(verbs->context)) return fail_int(EIO);
   if (int err = QueuePair::from(verbs)->modify(*attr, mask)) return fail_int(err);
   // libibverbs keeps the last state set through modify in the ibv_qp.
   if (mask & IBV_QP_STATE) verbs->state = attr->qp_state;

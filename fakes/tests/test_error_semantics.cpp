@@ -224,3 +224,32 @@ TEST_F(RcPair, NonSimulatedObjectsAreRefusedByTheFabricControls) {
 
 }  // namespace
 }  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+TEST_F(RcPair, VerbsAfterDeviceFatalFailWithEio) {
+  ASSERT_EQ(fabric::device_fatal(ctx_), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_pd(ctx_), nullptr);
+  EXPECT_EQ(errno, EIO);
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(ctx_, 4, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(errno, EIO);
+  EXPECT_EQ(post_send(a_, IBV_WR_SEND, 1, mr_a_, buf_a_, 8), EIO);
+  EXPECT_EQ(post_recv(b_, 1, mr_b_, buf_b_, 8), EIO);
+  EXPECT_EQ(ibv_req_notify_cq(cq_a_, 0), EIO);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RESET;
+  EXPECT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_STATE), EIO);
+  // Cleanup still works.
+  EXPECT_EQ(ibv_destroy_qp(a_), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq_a_), 0);
+  ibv_async_event event{};
+  ASSERT_EQ(ibv_get_async_event(ctx_, &event), 0);
+  EXPECT_EQ(event.event_type, IBV_EVENT_DEVICE_FATAL);
+  ibv_ack_async_event(&event);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
