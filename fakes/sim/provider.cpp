@@ -19,6 +19,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -160,16 +162,47 @@ int wait_for(Lock& guard, bool nonblocking, Ready ready) {
   return 0;
 }
 
-void diagnose(const char* what) {
-  std::fprintf(stderr, "verbfault: %s\n", what);
+// Diagnostics so far. Guarded by Fabric::mutex.
+std::vector<Diagnostic>& diagnostic_log() {
+  static auto* log = new std::vector<Diagnostic>();
+  return *log;
+}
+
+void diagnose(const char* kind, uint32_t cq_index, const std::string& line) {
+  std::fprintf(stderr, "verbfault: %s\n", line.c_str());
+  diagnostic_log().push_back({kind, "cq#" + std::to_string(cq_index), line});
+}
+
+// VERBFAULT_DESTROY_CQ_UNACKED: what ibv_destroy_cq does with events not yet
+// acknowledged: "fail" (default: EBUSY and a diagnosis) or "wait" (exactly
+// libibverbs: wait until they are acked).
+enum class UnackedDestroy { kFail, kWait };
+UnackedDestroy unacked_destroy_policy() {
+  static const UnackedDestroy policy = [] {
+    const char* value = std::getenv("VERBFAULT_DESTROY_CQ_UNACKED");
+    if (value == nullptr || std::strcmp(value, "fail") == 0) return UnackedDestroy::kFail;
+    if (std::strcmp(value, "wait") == 0) return UnackedDestroy::kWait;
+    std::fprintf(stderr,
+                 "verbfault: VERBFAULT_DESTROY_CQ_UNACKED='%s' is invalid: expected 'fail' or "
+                 "'wait'; using 'fail'\n",
+                 value);
+    return UnackedDestroy::kFail;
+  }();
+  return policy;
 }
 
 }  // namespace
+
+std::vector<Diagnostic> diagnostics() {
+  Lock guard = lock();
+  return diagnostic_log();
+}
 
 // ---- devices ---------------------------------------------------------------
 
 std::span<ibv_device* const> devices() {
   static const std::vector<ibv_device*> list = [] {
+    unacked_destroy_policy();  // a malformed setting is reported up front
     std::vector<ibv_device*> out;
     for (auto& device : Fabric::get().devices()) out.push_back(device->verbs());
     return out;
@@ -539,25 +572,29 @@ int destroy_cq(ibv_cq* verbs) {
   Lock guard = lock();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cq->attached_queues > 0) return fail_int(EBUSY);
-  if (cq->events_acked != cq->events_reported) {
-    // libibverbs would wait here forever (ibv_get_cq_event(3): "destroying a
-    // CQ waits for all completion events to be acknowledged").
-    char line[256];
+  if (cq->events_acked != cq->events_reported ||
+      cq->async_events_acked != cq->async_events_reported) {
+    // libibverbs would wait here until the acks match what was reported
+    // (too few acks hang; so do too many).
+    char line[320];
     std::snprintf(line, sizeof line,
                   "ibv_destroy_cq(cq#%u): %u completion events reported, %u acknowledged; "
-                  "libibverbs would wait forever; failing with EBUSY",
-                  verbs->handle, cq->events_reported, cq->events_acked);
-    diagnose(line);
-    return fail_int(EBUSY);
-  }
-  if (cq->async_events_acked != cq->async_events_reported) {
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "ibv_destroy_cq(cq#%u): %u async events reported, %u acknowledged; "
-                  "libibverbs would wait forever; failing with EBUSY",
-                  verbs->handle, cq->async_events_reported, cq->async_events_acked);
-    diagnose(line);
-    return fail_int(EBUSY);
+                  "%u async events reported, %u acknowledged; libibverbs would wait forever",
+                  verbs->handle, cq->events_reported, cq->events_acked, cq->async_events_reported,
+                  cq->async_events_acked);
+    if (unacked_destroy_policy() == UnackedDestroy::kWait) {
+      // Reproduce libibverbs exactly: wait for the acks (another thread may
+      // still give them).
+      diagnose("destroy_cq.unacked_events", verbs->handle, std::string(line) + "; waiting");
+      Fabric::get().wakeup.wait(guard, [&] {
+        return cq->events_acked == cq->events_reported &&
+               cq->async_events_acked == cq->async_events_reported;
+      });
+    } else {
+      diagnose("destroy_cq.unacked_events", verbs->handle,
+               std::string(line) + "; failing with EBUSY");
+      return fail_int(EBUSY);
+    }
   }
   Context& context = cq->context();
   if (CompletionChannel* channel = cq->channel()) {

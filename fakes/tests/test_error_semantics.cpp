@@ -6,7 +6,9 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 
 namespace verbfault::testing {
 namespace {
@@ -249,6 +251,25 @@ TEST_F(RcPair, VerbsAfterDeviceFatalFailWithEio) {
   ASSERT_EQ(ibv_get_async_event(ctx_, &event), 0);
   EXPECT_EQ(event.event_type, IBV_EVENT_DEVICE_FATAL);
   ibv_ack_async_event(&event);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+TEST_F(SimDevice, DestroyCqWithTooManyAcksIsDiagnosedAndRefused) {
+  ibv_comp_channel* channel = ibv_create_comp_channel(ctx_);
+  ibv_cq* cq = ibv_create_cq(ctx_, 4, nullptr, channel, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_ack_cq_events(cq, 1);  // acks an event that was never reported
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ibv_destroy_cq(cq), EBUSY);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("verbfault: ibv_destroy_cq(cq#"), std::string::npos) << err;
+  EXPECT_NE(err.find("0 completion events reported, 1 acknowledged"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "one line: " << err;
 }
 
 }  // namespace

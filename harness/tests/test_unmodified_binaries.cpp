@@ -17,8 +17,8 @@ struct ProcessResult {
 
 ProcessResult run(const std::string& env, const std::string& command) {
   ProcessResult r;
-  std::string line = "env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " " + env + " " +
-                     command + " 2>&1";
+  std::string line =
+      "env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " " + env + " " + command + " 2>&1";
   FILE* pipe = popen(line.c_str(), "r");
   if (pipe == nullptr) return r;
   char buf[4096];
@@ -51,8 +51,9 @@ TEST(UnmodifiedBinaries, IbvDevicesHonoursVERBFAULT_SIM_DEVICES) {
 TEST(UnmodifiedBinaries, InvalidDeviceCountIsReportedInOneLine) {
   ProcessResult r = run("VERBFAULT_SIM_DEVICES=lots", IBV_DEVICES);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "verbfault: VERBFAULT_SIM_DEVICES='lots' is invalid: expected "
-                                 "an integer 0..16; using 1\n"))
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: VERBFAULT_SIM_DEVICES='lots' is invalid: expected "
+                       "an integer 0..16; using 1\n"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "vfsim0")) << r.output;
 }
@@ -89,6 +90,23 @@ TEST(SampleProgram, RunsToCompletionOnTheSimulatedDevice) {
   EXPECT_TRUE(contains(r.output, "RDMA-wrote 4096 bytes into the server's buffer: verified"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
+}
+
+TEST(SampleProgram, RunsWithTheLibibverbsDestroyPolicy) {
+  ProcessResult r = run("VERBFAULT_DESTROY_CQ_UNACKED=wait", std::string(SAMPLE_RC));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
+  EXPECT_FALSE(contains(r.output, "verbfault:")) << "no diagnosis for a correct program\n"
+                                                 << r.output;
+}
+
+TEST(SampleProgram, InvalidDestroyPolicyIsReportedInOneLine) {
+  ProcessResult r = run("VERBFAULT_DESTROY_CQ_UNACKED=sometimes", std::string(SAMPLE_RC));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: VERBFAULT_DESTROY_CQ_UNACKED='sometimes' is "
+                       "invalid: expected 'fail' or 'wait'; using 'fail'\n"))
+      << r.output;
 }
 
 TEST(SampleProgram, RejectsABadArgumentWithOneLine) {

@@ -12,8 +12,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 namespace verbfault::sim {
+
+// ---- diagnostics -----------------------------------------------------------
+// What the simulated device noticed instead of hanging or crashing (e.g.
+// ibv_destroy_cq with unacknowledged events), in the order it happened, for
+// the trace and the reports.
+struct Diagnostic {
+  std::string kind;    // stable id, e.g. "destroy_cq.unacked_events"
+  std::string object;  // stable object name, e.g. "cq#2"
+  std::string message; // the one line printed on stderr
+};
+std::vector<Diagnostic> diagnostics();
 
 // ---- devices -------------------------------------------------------------
 // The simulated devices (vfsim0, vfsim1, ...), created once per process from
