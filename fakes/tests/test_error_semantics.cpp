@@ -274,3 +274,28 @@ TEST_F(SimDevice, DestroyCqWithTooManyAcksIsDiagnosedAndRefused) {
 
 }  // namespace
 }  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+// rnr_retry = 2: the first attempt and exactly two retries, each retry one
+// jump of the virtual clock (one empty poll).
+TEST_F(SimDevice, RnrRetryCountsRetriesAfterTheFirstAttempt) {
+  ibv_cq* cq_a = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
+  ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
+  ASSERT_EQ(connect(a, b->qp_num, lid(), /*rnr_retry=*/2), 0);
+  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  char buf[8] = {};
+  ibv_mr* mr = reg(buf, sizeof buf);
+  ASSERT_EQ(post_send(a, IBV_WR_SEND, 1, mr, buf, 8), 0);
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq_a, 1, &wc), 0);  // first retry NAKed too
+  ASSERT_EQ(ibv_poll_cq(cq_a, 1, &wc), 1);  // second retry NAKed: exhausted
+  EXPECT_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+  EXPECT_EQ(wc.vendor_err, 0x105u);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
