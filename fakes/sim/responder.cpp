@@ -153,6 +153,9 @@ ResponderResult on_atomic(QueuePair& qp, const Message& m) {
   const SendWqe& send = *m.wqe;
   // IBA 9.4.5: the target of an atomic is a naturally aligned 64-bit word.
   if (send.remote_addr % 8 != 0) {
+    // IBA 11.6.3.1: an invalid request is an affiliated "invalid request
+    // local work queue error" at the responder, whose QP goes to ERR.
+    raise_qp_event(qp, IBV_EVENT_QP_REQ_ERR);
     qp.enter_error();
     return {Response::kRemoteInvalidRequest, {}};
   }
@@ -203,6 +206,7 @@ ResponderResult receive(QueuePair& qp, const Message& m) {
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       return on_atomic(qp, m);
     default:
+      raise_qp_event(qp, IBV_EVENT_QP_REQ_ERR);
       qp.enter_error();
       return {Response::kRemoteInvalidRequest, {}};
   }

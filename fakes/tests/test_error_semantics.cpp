@@ -299,3 +299,34 @@ TEST_F(SimDevice, RnrRetryCountsRetriesAfterTheFirstAttempt) {
 
 }  // namespace
 }  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+TEST_F(RcPair, MisalignedAtomicIsAnInvalidRequestOnBothSides) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf_a_), 8, mr_a_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 4;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(buf_b_) + 4;
+  wr.wr.atomic.rkey = mr_b_->rkey;
+  wr.wr.atomic.compare_add = 1;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &wr, &bad), 0);
+  auto wcs = poll(cq_a_, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_REM_INV_REQ_ERR);
+  ibv_async_event event{};
+  ASSERT_EQ(ibv_get_async_event(ctx_, &event), 0);
+  EXPECT_EQ(event.event_type, IBV_EVENT_QP_REQ_ERR);
+  EXPECT_EQ(event.element.qp, b_);
+  ibv_ack_async_event(&event);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(state_of(b_), IBV_QPS_ERR);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
