@@ -105,9 +105,7 @@ void complete_send(QueuePair& qp, const SendWqe& wqe, ibv_wc_status status, uint
   if (status != IBV_WC_SUCCESS && status != IBV_WC_WR_FLUSH_ERR) qp.enter_error();
 }
 
-void complete_recv(QueuePair& qp, const RecvWqe& wqe, const ibv_wc& wc, bool from_srq,
-                   bool solicited) {
-  (void)wqe;
+void complete_recv(QueuePair& qp, const ibv_wc& wc, bool from_srq, bool solicited) {
   Completion c;
   c.wc = wc;
   c.qp = &qp;

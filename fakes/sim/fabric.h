@@ -53,7 +53,7 @@ class Fabric {
 
   // Creation index of an object of the given kind ("cq#3"): stable from
   // run to run, used in diagnostics and as the ibv_* handle field.
-  enum class Kind { kContext, kPd, kMr, kAh, kChannel, kCq, kSrq, kQp, kCount };
+  enum class Kind { kPd, kMr, kAh, kCq, kSrq, kQp, kCount };
   uint32_t next_index(Kind kind) { return next_index_[static_cast<int>(kind)]++; }
 
   VirtualClock& clock() { return clock_; }

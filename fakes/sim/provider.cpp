@@ -149,16 +149,12 @@ template <class Ready>
 int wait_for(Lock& guard, bool nonblocking, Ready ready) {
   // One deadline per step, as an empty poll: retries stay in step with the
   // application instead of racing ahead of a thread about to post.
-  constexpr int kClockStepsPerBurst = 1;
   Fabric& fabric = Fabric::get();
-  auto run_clock = [&] {
-    for (int i = 0; i < kClockStepsPerBurst && !ready() && fabric.advance_clock(); ++i) {
-    }
-  };
-  run_clock();
+  if (!ready()) fabric.advance_clock();
   if (ready()) return 0;
   if (nonblocking) return EAGAIN;
-  while (!fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready)) run_clock();
+  while (!fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready))
+    fabric.advance_clock();
   return 0;
 }
 
@@ -277,7 +273,6 @@ ibv_context* open_device(ibv_device* device) {
   Lock guard = lock();
   auto* context = new Context(*Device::from(device));
   install_ops(*context);
-  Fabric::get().next_index(Fabric::Kind::kContext);
   return context->verbs();
 }
 
@@ -523,7 +518,6 @@ ibv_comp_channel* create_comp_channel(ibv_context* verbs) {
   Context* context = Context::from(verbs);
   auto channel = std::make_unique<CompletionChannel>(*context);
   if (!channel->valid()) return fail<ibv_comp_channel>(EMFILE);
-  Fabric::get().next_index(Fabric::Kind::kChannel);
   return adopt(context->channels, std::move(channel))->verbs();
 }
 

@@ -105,7 +105,7 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
   scatter(qp.pd(), wqe->sges, offset, m.payload.data(), m.payload.size());
   wc.opcode = IBV_WC_RECV;
   wc.byte_len = static_cast<uint32_t>(needed);
-  completer::complete_recv(qp, *wqe, wc, from_srq, m.wqe->send_flags & IBV_SEND_SOLICITED);
+  completer::complete_recv(qp, wc, from_srq, m.wqe->send_flags & IBV_SEND_SOLICITED);
   return {Response::kAck, {}};
 }
 
@@ -131,7 +131,7 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
     ibv_wc wc = receive_completion(qp, m, *wqe);
     wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
     wc.byte_len = static_cast<uint32_t>(length);
-    completer::complete_recv(qp, *wqe, wc, from_srq, send.send_flags & IBV_SEND_SOLICITED);
+    completer::complete_recv(qp, wc, from_srq, send.send_flags & IBV_SEND_SOLICITED);
   }
   return {Response::kAck, {}};
 }

@@ -62,8 +62,7 @@ ResponderResult receive(QueuePair& destination, const Message& message);
 
 namespace completer {
 void complete_send(QueuePair& qp, const SendWqe& wqe, ibv_wc_status status, uint32_t vendor_err);
-void complete_recv(QueuePair& qp, const RecvWqe& wqe, const ibv_wc& wc, bool from_srq,
-                   bool solicited);
+void complete_recv(QueuePair& qp, const ibv_wc& wc, bool from_srq, bool solicited);
 // Moves the QP to ERR (IBA 10.3.1: "Error") and completes every outstanding
 // WR of both its queues with IBV_WC_WR_FLUSH_ERR, in order.
 void flush(QueuePair& qp);

@@ -10,27 +10,14 @@
 
 namespace verbfault::testing {
 
-class ChannelRcPair : public SimDevice {
+class ChannelRcPair : public RcPair {
  protected:
   void SetUp() override {
     SimDevice::SetUp();
     if (HasFatalFailure()) return;
     channel_ = ibv_create_comp_channel(ctx_);
     ASSERT_NE(channel_, nullptr);
-    cq_a_ = ibv_create_cq(ctx_, 64, &tag_a_, channel_, 0);
-    cq_b_ = ibv_create_cq(ctx_, 64, &tag_b_, channel_, 0);
-    ASSERT_NE(cq_a_, nullptr);
-    ASSERT_NE(cq_b_, nullptr);
-    a_ = create_qp(IBV_QPT_RC, cq_a_, cq_a_);
-    b_ = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
-    ASSERT_NE(a_, nullptr);
-    ASSERT_NE(b_, nullptr);
-    ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
-    ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
-    mr_a_ = reg(buf_a_, sizeof buf_a_);
-    mr_b_ = reg(buf_b_, sizeof buf_b_);
-    ASSERT_NE(mr_a_, nullptr);
-    ASSERT_NE(mr_b_, nullptr);
+    build_pair(channel_, &tag_a_, &tag_b_);
   }
 
   // poll(2) on the channel fd: true when it reports POLLIN within timeout_ms.
@@ -67,14 +54,6 @@ class ChannelRcPair : public SimDevice {
   ibv_comp_channel* channel_ = nullptr;
   int tag_a_ = 0;  // the cq_context of cq_a_ is &tag_a_
   int tag_b_ = 0;
-  ibv_cq* cq_a_ = nullptr;
-  ibv_cq* cq_b_ = nullptr;
-  ibv_qp* a_ = nullptr;
-  ibv_qp* b_ = nullptr;
-  alignas(64) uint8_t buf_a_[4096] = {};
-  alignas(64) uint8_t buf_b_[4096] = {};
-  ibv_mr* mr_a_ = nullptr;
-  ibv_mr* mr_b_ = nullptr;
 };
 
 }  // namespace verbfault::testing

@@ -78,9 +78,8 @@ class SimDevice : public ::testing::Test {
     a.pkey_index = 0;
     a.port_num = 1;
     a.qp_access_flags = access;
-    if (int rc_ = ibv_modify_qp(qp, &a,
-                                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                    IBV_QP_ACCESS_FLAGS))
+    if (int rc_ = ibv_modify_qp(
+            qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
       return rc_;
     a = {};
     a.qp_state = IBV_QPS_RTR;
@@ -113,8 +112,8 @@ class SimDevice : public ::testing::Test {
     a.pkey_index = 0;
     a.port_num = 1;
     a.qkey = qkey;
-    if (int rc = ibv_modify_qp(qp, &a,
-                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+    if (int rc =
+            ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
       return rc;
     a = {};
     a.qp_state = IBV_QPS_RTR;
@@ -183,8 +182,14 @@ class RcPair : public SimDevice {
   void SetUp() override {
     SimDevice::SetUp();
     if (HasFatalFailure()) return;
-    cq_a_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
-    cq_b_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+    build_pair(nullptr, nullptr, nullptr);
+  }
+
+  // The two CQs (reporting to `channel`, with the given cq_contexts), the
+  // QPs, their connection and one registered buffer per side.
+  void build_pair(ibv_comp_channel* channel, void* cq_context_a, void* cq_context_b) {
+    cq_a_ = ibv_create_cq(ctx_, 64, cq_context_a, channel, 0);
+    cq_b_ = ibv_create_cq(ctx_, 64, cq_context_b, channel, 0);
     ASSERT_NE(cq_a_, nullptr);
     ASSERT_NE(cq_b_, nullptr);
     a_ = create_qp(IBV_QPT_RC, cq_a_, cq_a_);
@@ -195,6 +200,8 @@ class RcPair : public SimDevice {
     ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
     mr_a_ = reg(buf_a_, sizeof buf_a_);
     mr_b_ = reg(buf_b_, sizeof buf_b_);
+    ASSERT_NE(mr_a_, nullptr);
+    ASSERT_NE(mr_b_, nullptr);
   }
 
   ibv_cq* cq_a_ = nullptr;
