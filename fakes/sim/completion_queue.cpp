@@ -65,6 +65,13 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
   return polled;
 }
 
+bool CompletionQueue::fire_spurious_event() {
+  if (arm_ == Arm::kNone || channel_ == nullptr || in_error_) return false;
+  arm_ = Arm::kNone;
+  channel_->notify(this);
+  return true;
+}
+
 void CompletionQueue::arm(bool solicited_only) {
   // A later plain request widens a pending solicited-only one, never the
   // reverse (IBA 11.4.2.2).

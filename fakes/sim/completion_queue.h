@@ -37,6 +37,9 @@ class CompletionQueue {
   // slots.
   int poll(int n, ibv_wc* wc);
   void arm(bool solicited_only);
+  // Raises the completion event an armed CQ owes, without a completion
+  // (the spurious event of ibv_get_cq_event(3)); false when not armed.
+  bool fire_spurious_event();
   int resize(int capacity);
   // A QP or SRQ being destroyed: its completions stay pollable but no
   // longer refer to it.

@@ -162,4 +162,10 @@ int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
   return 0;
 }
 
+int notify_cq(ibv_cq* verbs) {
+  if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
+  Lock guard(Fabric::get().mutex);
+  return CompletionQueue::from(verbs)->fire_spurious_event() ? 0 : EAGAIN;
+}
+
 }  // namespace verbfault::sim

@@ -35,6 +35,8 @@ class Device {
   // poll and event handling fails with EIO. Guarded by Fabric::mutex.
   bool fatal() const { return fatal_; }
   void set_fatal() { fatal_ = true; }
+  // A fatal device is reset once its last context is closed.
+  void recover() { fatal_ = false; }
 
  private:
   Handle<ibv_device, Device> handle_;

@@ -278,7 +278,15 @@ ibv_context* open_device(ibv_device* device) {
 
 int close_device(ibv_context* verbs) {
   Lock guard = lock();
+  Device& device = Context::from(verbs)->device();
   delete Context::from(verbs);
+  // After DEVICE_FATAL the application closes its contexts and opens new
+  // ones; like a driver resetting the HCA, the device works again once the
+  // last context of the dead instance is gone.
+  bool still_open = false;
+  for (Context* context : Fabric::get().contexts())
+    if (&context->device() == &device) still_open = true;
+  if (!still_open) device.recover();
   return 0;
 }
 

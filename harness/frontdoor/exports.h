@@ -1,6 +1,7 @@
 // Shared pieces of the exported ibv_* front door.
 #pragma once
 
+#include "interposer.h"
 #include "real_libibverbs.h"
 #include "verbfault/sim/provider.h"
 
@@ -24,11 +25,36 @@ namespace verbfault::frontdoor {
 
 // Routing: an object belongs to a simulated device exactly when its
 // context does.
-inline bool simulated(const ibv_context* context) { return sim::owns(context); }
+inline bool simulated(const ibv_context* context) {
+  return sim::owns(context);
+}
 template <class Object>
 bool simulated(const Object* object) {
   return object != nullptr && sim::owns(object->context);
 }
-inline bool simulated(const ibv_device* device) { return sim::owns(device); }
+inline bool simulated(const ibv_device* device) {
+  return sim::owns(device);
+}
+
+// A create call's result through the interposer: a new object is named and
+// traced, a failure traced against its parent.
+template <class Handle>
+Handle* created(Handle* handle, ObjectKind kind, const void* parent, std::string_view call,
+                interposer::Fields args = interposer::Fields::object()) {
+  const int error = errno;
+  if (handle != nullptr)
+    interposer::created(kind, handle, parent, call, std::move(args));
+  else
+    interposer::create_failed(parent, call, std::move(args), error);
+  errno = error;
+  return handle;
+}
+
+// A call the fault engine made fail before it reached the provider.
+template <class Handle>
+Handle* fail_create(int error) {
+  errno = error;
+  return nullptr;
+}
 
 }  // namespace verbfault::frontdoor

@@ -87,13 +87,19 @@ int ibv_get_device_index(ibv_device* device) {
 }
 
 ibv_context* ibv_open_device(ibv_device* device) {
-  if (simulated(device)) return sim::open_device(device);
-  return VERBFAULT_REAL(ibv_open_device, "IBVERBS_1.1")(device);
+  ibv_context* context = simulated(device) ? sim::open_device(device)
+                                           : VERBFAULT_REAL(ibv_open_device, "IBVERBS_1.1")(device);
+  // Every context the front door hands out is wrapped, simulated or real.
+  if (context != nullptr) interposer::opened(context, device->name);
+  return context;
 }
 
 int ibv_close_device(ibv_context* context) {
-  if (simulated(context)) return sim::close_device(context);
-  return VERBFAULT_REAL(ibv_close_device, "IBVERBS_1.1")(context);
+  interposer::unwrap_fd(context);
+  int result = simulated(context) ? sim::close_device(context)
+                                  : VERBFAULT_REAL(ibv_close_device, "IBVERBS_1.1")(context);
+  interposer::closing(context, result);
+  return result;
 }
 
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
@@ -109,7 +115,10 @@ int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
 int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr) {
   if (simulated(context))
     return sim::query_port(context, port, reinterpret_cast<ibv_port_attr*>(attr));
-  return VERBFAULT_REAL(ibv_query_port, "IBVERBS_1.1")(context, port, attr);
+  int result = VERBFAULT_REAL(ibv_query_port, "IBVERBS_1.1")(context, port, attr);
+  if (result == 0)
+    interposer::adjust_port_attr(context, port, reinterpret_cast<ibv_port_attr*>(attr));
+  return result;
 }
 
 int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {

@@ -16,18 +16,18 @@ template <class Fn>
 Fn* real(const char* name, const char* version) {
   void* symbol = dlvsym(RTLD_NEXT, name, version);
   if (symbol == nullptr) {
-    std::fprintf(stderr, "verbfault: cannot find the real %s@%s in libibverbs: %s\n", name,
-                 version, dlerror());
+    std::fprintf(stderr, "verbfault: cannot find the real %s@%s in libibverbs: %s\n", name, version,
+                 dlerror());
     std::abort();
   }
   return reinterpret_cast<Fn*>(symbol);
 }
 
 // One lookup per call site, on first use.
-#define VERBFAULT_REAL(fn, version)                                         \
-  ([]() {                                                                   \
+#define VERBFAULT_REAL(fn, version)                                                   \
+  ([]() {                                                                             \
     static auto* resolved = ::verbfault::frontdoor::real<decltype(fn)>(#fn, version); \
-    return resolved;                                                        \
+    return resolved;                                                                  \
   }())
 
 }  // namespace verbfault::frontdoor

@@ -40,4 +40,9 @@ int raise_qp_event(ibv_qp* qp, ibv_event_type type);
 int raise_srq_event(ibv_srq* srq, ibv_event_type type);
 int raise_cq_event(ibv_cq* cq, ibv_event_type type);
 
+// A completion event with no completion behind it: an armed CQ with a
+// channel fires now (ibv_get_cq_event(3) warns that events may come
+// without completions). EAGAIN when the CQ is not armed.
+int notify_cq(ibv_cq* cq);
+
 }  // namespace verbfault::sim

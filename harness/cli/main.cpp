@@ -1,0 +1,94 @@
+// The verbfault command line.
+//
+//   verbfault run [--seed N] [--plan FILE] [--fault RULE]... [--trace FILE]
+//                 [--check-determinism] [--library PATH] -- CMD ARGS
+//   verbfault plan FILE         check a plan file and print it canonically
+//
+// Exit status: the program's own; 124 when --check-determinism finds the
+// two runs differ; 125 for a usage or plan error; 126 / 127 when the
+// command cannot be executed / is not found (the convention of env(1)).
+#include "process.h"
+#include "run.h"
+#include "verbfault/plan.h"
+
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// libverbfault.so next to this program in the build tree, or in the
+// installed library directory.
+std::string default_library() {
+  if (const char* library = std::getenv("VERBFAULT_LIBRARY")) return library;
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (error) return "libverbfault.so";
+  for (const fs::path& candidate :
+       {self.parent_path() / ".." / "libverbfault.so",
+        self.parent_path() / VERBFAULT_INSTALL_LIBDIR_RELATIVE / "libverbfault.so"})
+    if (fs::exists(candidate)) return fs::canonical(candidate).string();
+  return "libverbfault.so";
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+  std::size_t used = 0;
+  std::uint64_t value = 0;
+  try {
+    if (!text.empty() && text[0] != '-' && text[0] != '+') value = std::stoull(text, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size())
+    throw CLI::ValidationError(
+        "--seed", "'" + text + "': expected a 64-bit unsigned seed (decimal or 0x hex)");
+  return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"verbfault: deterministic fault injection for RDMA verbs programs"};
+  app.require_subcommand(1);
+
+  verbfault::cli::RunOptions options;
+  std::string seed_text;
+  CLI::App* run = app.add_subcommand("run", "run a program under the harness");
+  run->add_option("--seed", seed_text, "64-bit seed (decimal or 0x hex); drawn when omitted");
+  run->add_option("--plan", options.plan_file, "YAML plan file")->check(CLI::ExistingFile);
+  run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
+  run->add_option("--trace", options.trace, "write the JSON Lines trace here");
+  run->add_flag("--check-determinism", options.check_determinism,
+                "run twice and compare the traces");
+  run->add_option("--library", options.library, "libverbfault.so to preload");
+  run->add_option("command", options.command, "the program and its arguments (after --)")
+      ->required();
+
+  std::string plan_file;
+  CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
+  plan->add_option("file", plan_file, "YAML plan file")->required();
+
+  try {
+    app.parse(argc, argv);
+    if (!seed_text.empty()) options.seed = parse_seed(seed_text);
+  } catch (const CLI::ParseError& error) {
+    const int status = app.exit(error);
+    return status == 0 ? 0 : verbfault::cli::kExitUsage;
+  }
+
+  if (*plan) {
+    try {
+      std::fputs(verbfault::to_yaml(verbfault::parse_plan_file(plan_file)).c_str(), stdout);
+      return 0;
+    } catch (const verbfault::PlanError& error) {
+      std::fprintf(stderr, "verbfault: %s\n", error.what());
+      return verbfault::cli::kExitUsage;
+    }
+  }
+  if (options.library.empty()) options.library = default_library();
+  return verbfault::cli::run(options);
+}

@@ -1,0 +1,140 @@
+#include "run.h"
+
+#include "process.h"
+#include "verbfault/plan.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+namespace verbfault::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string join_rules(const std::vector<std::string>& faults) {
+  std::string joined;
+  for (const std::string& fault : faults) {
+    if (!joined.empty()) joined += "; ";
+    joined += to_cli(parse_rule(fault, "--fault"));
+  }
+  return joined;
+}
+
+std::string reproduce_line(const RunOptions& options, std::uint64_t seed) {
+  std::string line = "verbfault run --seed " + std::to_string(seed);
+  if (options.plan_file) line += " --plan " + shell_quote(fs::absolute(*options.plan_file));
+  for (const std::string& fault : options.faults)
+    line += " --fault " + shell_quote(to_cli(parse_rule(fault, "--fault")));
+  line += " --";
+  for (const std::string& word : options.command) line += " " + shell_quote(word);
+  return line;
+}
+
+// The first record where two traces differ, or nothing when identical.
+struct Difference {
+  std::size_t line = 0;
+  std::string first, second;
+};
+std::optional<Difference> compare_traces(const std::string& a, const std::string& b) {
+  std::ifstream first(a), second(b);
+  Difference difference;
+  for (;;) {
+    ++difference.line;
+    const bool more_first = static_cast<bool>(std::getline(first, difference.first));
+    const bool more_second = static_cast<bool>(std::getline(second, difference.second));
+    if (!more_first && !more_second) return std::nullopt;
+    if (!more_first) difference.first = "(end of trace)";
+    if (!more_second) difference.second = "(end of trace)";
+    if (!more_first || !more_second || difference.first != difference.second) return difference;
+  }
+}
+
+}  // namespace
+
+std::uint64_t trace_hash(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  char c;
+  while (in.get(c)) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return hash;
+}
+
+int run(const RunOptions& options) {
+  Plan plan;
+  try {
+    if (options.plan_file) plan = parse_plan_file(*options.plan_file);
+    for (const std::string& fault : options.faults)
+      plan.rules.push_back(parse_rule(fault, "--fault"));
+  } catch (const PlanError& error) {
+    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    return kExitUsage;
+  }
+  std::uint64_t seed = 0;
+  if (options.seed) {
+    seed = *options.seed;
+  } else {
+    std::random_device entropy;
+    seed = (std::uint64_t{entropy()} << 32) | entropy();
+  }
+  std::fprintf(stderr, "verbfault: seed %llu%s\n", static_cast<unsigned long long>(seed),
+               options.seed ? "" : " (drawn)");
+  std::fprintf(stderr, "verbfault: plan: %zu rule%s\n", plan.rules.size(),
+               plan.rules.size() == 1 ? "" : "s");
+  for (std::size_t i = 0; i < plan.rules.size(); ++i)
+    std::fprintf(stderr, "verbfault:   #%zu %s\n", i, to_cli(plan.rules[i]).c_str());
+  std::fprintf(stderr, "verbfault: reproduce: %s\n", reproduce_line(options, seed).c_str());
+
+  std::map<std::string, std::string> environment;
+  const char* preload = std::getenv("LD_PRELOAD");
+  environment["LD_PRELOAD"] =
+      options.library + (preload != nullptr && *preload ? std::string(":") + preload : "");
+  environment["VERBFAULT_SEED"] = std::to_string(seed);
+  if (options.plan_file) environment["VERBFAULT_PLAN"] = fs::absolute(*options.plan_file);
+  if (!options.faults.empty()) environment["VERBFAULT_FAULTS"] = join_rules(options.faults);
+
+  if (!options.check_determinism) {
+    if (options.trace) environment["VERBFAULT_TRACE"] = *options.trace;
+    return run_program(options.command, environment);
+  }
+
+  // Twice, with the same seed and plan: the traces must be identical.
+  const std::string base =
+      options.trace
+          ? *options.trace
+          : (fs::temp_directory_path() / ("verbfault-" + std::to_string(getpid()) + ".trace"))
+                .string();
+  const std::string traces[2] = {base + ".1", base + ".2"};
+  int status[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    environment["VERBFAULT_TRACE"] = traces[i];
+    std::fprintf(stderr, "verbfault: determinism check: run %d of 2\n", i + 1);
+    status[i] = run_program(options.command, environment);
+  }
+  const auto difference = compare_traces(traces[0], traces[1]);
+  int result = status[0];
+  if (difference) {
+    std::fprintf(stderr,
+                 "verbfault: determinism check FAILED: the traces differ at record %zu\n"
+                 "verbfault:   run 1: %s\nverbfault:   run 2: %s\n",
+                 difference->line, difference->first.c_str(), difference->second.c_str());
+    result = kExitNondeterministic;
+  } else if (status[0] != status[1]) {
+    std::fprintf(stderr, "verbfault: determinism check FAILED: exit status %d, then %d\n",
+                 status[0], status[1]);
+    result = kExitNondeterministic;
+  } else {
+    std::fprintf(stderr, "verbfault: determinism check passed: identical traces, hash %016llx\n",
+                 static_cast<unsigned long long>(trace_hash(traces[0])));
+  }
+  if (!options.trace)
+    for (const std::string& trace : traces) fs::remove(trace);
+  return result;
+}
+
+}  // namespace verbfault::cli

@@ -1,0 +1,45 @@
+// verbfault/session.h: a plan and seed set around the code under test.
+#include "verbfault/session.h"
+
+#include "state.h"
+
+#include <stdexcept>
+
+namespace verbfault {
+
+Session::Session(Plan plan, std::uint64_t seed) : plan_(std::move(plan)), seed_(seed) {
+  for (const Rule& rule : plan_.rules) validate(rule, "Session");
+  interposer::State::get().begin_session(plan_, seed_);
+}
+
+Session::~Session() {
+  interposer::State::get().end_session();
+}
+
+std::vector<std::string> Session::trace() const {
+  auto& state = interposer::State::get();
+  std::lock_guard lock(state.mutex);
+  return state.trace.captured();
+}
+
+std::uint64_t Session::trace_hash() const {
+  auto& state = interposer::State::get();
+  std::lock_guard lock(state.mutex);
+  return state.trace.hash();
+}
+
+std::vector<std::uint64_t> Session::fired() const {
+  auto& state = interposer::State::get();
+  std::lock_guard lock(state.mutex);
+  return state.engine.fired();
+}
+
+std::string Session::reproduce() const {
+  std::string rules;
+  for (const Rule& rule : plan_.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);
+  std::string line = "VERBFAULT_SEED=" + std::to_string(seed_);
+  if (!rules.empty()) line += " VERBFAULT_FAULTS='" + rules + "'";
+  return line;
+}
+
+}  // namespace verbfault

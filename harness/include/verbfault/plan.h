@@ -1,0 +1,169 @@
+// A fault plan: which faults to inject, where and when.
+//
+// A plan is a list of rules; a rule = fault kind (+ its parameters) +
+// selector (which objects and work requests) + trigger (which of the
+// matching opportunities) + count (at most how many times per object).
+// Plans are written as YAML files (parse_plan_yaml / to_yaml) or one rule
+// per line in the CLI form (parse_rule / to_cli); both round-trip:
+// parse -> write -> parse gives an equal plan. The formats are documented
+// in README.md ("Fault plans").
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace verbfault {
+
+// What is injected. Each kind counts its own opportunities (see README):
+// e.g. completion_error counts matching posted work requests, partial_poll
+// counts poll_cq calls, spurious_cq_event counts req_notify_cq calls.
+enum class FaultKind : std::uint8_t {
+  cq_overflow,
+  flush,
+  rnr_retry_exhausted,
+  retry_exhausted,
+  completion_error,
+  spurious_cq_event,
+  drop_cq_event,
+  coalesce_cq_event,
+  async_event,
+  verb_failure,
+  delayed_completion,
+  partial_poll,
+  port_down,
+  device_fatal,
+};
+
+// Object types a selector can name by creation index ("qp#2" is the third
+// QP the process created). Indexes count per type from 0 in creation order.
+enum class ObjectKind : std::uint8_t { context, pd, mr, cq, srq, qp, ah, channel };
+
+struct ObjectRef {
+  ObjectKind kind;
+  std::uint32_t index;
+  bool operator==(const ObjectRef&) const = default;
+};
+
+enum class Side : std::uint8_t { send, recv };
+
+// Work request / completion operations, named as in the plan files.
+enum class Opcode : std::uint8_t {
+  send,
+  send_with_imm,
+  rdma_write,
+  rdma_write_with_imm,
+  rdma_read,
+  atomic_cmp_and_swp,
+  atomic_fetch_and_add,
+  recv,
+  recv_rdma_with_imm,
+};
+
+// Verbs a verb_failure rule can make fail.
+enum class Verb : std::uint8_t {
+  alloc_pd,
+  reg_mr,
+  create_cq,
+  resize_cq,
+  create_comp_channel,
+  create_srq,
+  modify_srq,
+  create_qp,
+  modify_qp,
+  create_ah,
+  post_send,
+  post_recv,
+  post_srq_recv,
+  req_notify_cq,
+  poll_cq,
+};
+
+// Which work requests, completions or objects a rule applies to. Every
+// field that is set must match; an empty selector matches everything.
+struct Selector {
+  std::optional<ObjectRef> object;
+  std::optional<ibv_qp_type> qp_type;  // IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD
+  std::optional<Opcode> opcode;
+  std::optional<Side> side;
+  // Matches when (wr_id & wr_id_mask) == *wr_id.
+  std::optional<std::uint64_t> wr_id;
+  std::uint64_t wr_id_mask = ~std::uint64_t{0};
+  bool operator==(const Selector&) const = default;
+};
+
+// Which opportunities fire. Opportunities are numbered from 1 per
+// (rule, object).
+struct Trigger {
+  enum class Kind : std::uint8_t { always, nth, every, window, probability };
+  Kind kind = Kind::always;
+  std::uint64_t n = 0;     // nth: opportunity n; every: n, 2n, 3n, ...
+  std::uint64_t from = 0;  // window: opportunities from <= k < to
+  std::uint64_t to = 0;
+  double probability = 0;  // probability: each opportunity, independently
+  bool operator==(const Trigger&) const = default;
+};
+
+struct Rule {
+  FaultKind kind = FaultKind::flush;
+  Selector selector;
+  Trigger trigger;
+  // Fires at most this many times per selected object (unbounded if unset).
+  std::optional<std::uint64_t> count;
+
+  // Kind parameters; exactly those of the kind are set after parsing.
+  std::optional<ibv_wc_status> status;  // completion_error
+  std::optional<ibv_event_type> event;  // async_event
+  std::optional<Verb> verb;             // verb_failure
+  std::optional<int> error;             // verb_failure: the errno, e.g. ENOMEM
+  std::optional<std::uint32_t> polls;   // delayed_completion
+  std::optional<std::uint8_t> port;     // port_down (default 1)
+
+  std::string name;  // optional label used in reports and coverage
+  bool operator==(const Rule&) const = default;
+};
+
+struct Plan {
+  std::vector<Rule> rules;
+  bool operator==(const Plan&) const = default;
+};
+
+// A plan or rule that cannot be read. what() is one line:
+// "<source>:<line>: <what was found>: expected <what was expected>".
+class PlanError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// YAML plan file (see README.md "Fault plans").
+Plan parse_plan_file(const std::string& path);
+Plan parse_plan_yaml(std::string_view text, std::string_view source = "<plan>");
+std::string to_yaml(const Plan& plan);
+
+// One-line CLI form of a rule, e.g.
+//   "completion_error(rem_access_err) qp#1 opcode=send nth=3 count=1".
+// Several rules in one string are separated by ';' (parse_rules).
+Rule parse_rule(std::string_view text, std::string_view source = "<rule>");
+Plan parse_rules(std::string_view text, std::string_view source = "<rules>");
+std::string to_cli(const Rule& rule);
+
+// Names as they appear in plans.
+std::string_view to_string(FaultKind kind);
+std::string_view to_string(ObjectKind kind);
+std::string_view to_string(Opcode opcode);
+std::string_view to_string(Verb verb);
+std::string to_string(const ObjectRef& ref);       // "qp#2"
+std::string_view to_string(ibv_wc_status status);  // "rem_access_err" ("success" too)
+std::string_view to_string(ibv_event_type event);  // "qp_fatal"
+std::string errno_name(int error);                 // "ENOMEM", or the number
+
+// Checks the rule's parameters against its kind (the parsers call it; the
+// rapidcheck generators and the session API use it too). Throws PlanError.
+void validate(const Rule& rule, std::string_view source = "<rule>");
+
+}  // namespace verbfault

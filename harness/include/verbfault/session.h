@@ -1,0 +1,46 @@
+// A fault-injection session around the code under test, for a user's own
+// GoogleTest (or any) test linked against verbfault::verbfault:
+//
+//   verbfault::Session session(verbfault::parse_rules("flush qp#0 nth=3"), /*seed=*/42);
+//   run_my_rdma_code();            // on a simulated or real device
+//   EXPECT_EQ(session.fired()[0], 1u);
+//
+// While a session is open, the plan and seed replace those of the
+// environment (VERBFAULT_PLAN / VERBFAULT_FAULTS / VERBFAULT_SEED) and the
+// trace is also kept in memory. Objects are named from 0 in each session
+// (the first QP created in it is qp#0). One session at a time per process.
+#pragma once
+
+#include "verbfault/plan.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace verbfault {
+
+class Session {
+ public:
+  Session(Plan plan, std::uint64_t seed);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  std::uint64_t seed() const { return seed_; }
+  const Plan& plan() const { return plan_; }
+  // The JSON Lines trace records written since the session began.
+  std::vector<std::string> trace() const;
+  // FNV-1a 64 over those records, as `verbfault run` prints it.
+  std::uint64_t trace_hash() const;
+  // How often each rule of the plan fired.
+  std::vector<std::uint64_t> fired() const;
+  // The environment that replays this session under `verbfault run` or a
+  // test runner: "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3'".
+  std::string reproduce() const;
+
+ private:
+  Plan plan_;
+  std::uint64_t seed_;
+};
+
+}  // namespace verbfault

@@ -1,0 +1,55 @@
+#include "config.h"
+
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+
+namespace verbfault::interposer {
+
+std::uint64_t parse_seed(const std::string& text, const std::string& source) {
+  std::size_t used = 0;
+  std::uint64_t value = 0;
+  try {
+    if (!text.empty() && text[0] != '-' && text[0] != '+') value = std::stoull(text, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size())
+    throw std::runtime_error(source + "='" + text +
+                             "': expected a 64-bit unsigned seed (decimal or 0x hex)");
+  return value;
+}
+
+Config config_from_environment() {
+  Config config;
+  auto variable = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+  if (auto seed = variable("VERBFAULT_SEED")) {
+    config.seed = parse_seed(*seed, "VERBFAULT_SEED");
+    config.seed_given = true;
+  }
+  if (auto path = variable("VERBFAULT_PLAN")) {
+    if (path->empty()) throw std::runtime_error("VERBFAULT_PLAN='': expected a plan file path");
+    config.plan = parse_plan_file(*path);
+  }
+  if (auto rules = variable("VERBFAULT_FAULTS")) {
+    Plan more = parse_rules(*rules, "VERBFAULT_FAULTS");
+    config.plan.rules.insert(config.plan.rules.end(), more.rules.begin(), more.rules.end());
+  }
+  if (auto trace = variable("VERBFAULT_TRACE")) {
+    if (trace->empty()) throw std::runtime_error("VERBFAULT_TRACE='': expected a file path");
+    config.trace_path = *trace;
+  }
+  config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
+  if (!config.seed_given && !config.plan.rules.empty()) {
+    // A plan needs a seed; one drawn here is printed so the run replays.
+    std::random_device entropy;
+    config.seed = (std::uint64_t{entropy()} << 32) | entropy();
+  }
+  return config;
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,39 @@
+// The harness configuration a process runs with, read once from the
+// environment (`verbfault run` sets these variables; a test runner can set
+// them directly):
+//   VERBFAULT_SEED   the 64-bit seed (decimal or 0x hex); drawn and printed
+//                    when a plan is given without one
+//   VERBFAULT_PLAN   path of a YAML plan file
+//   VERBFAULT_FAULTS rules in the one-line form, separated by ';'
+//   VERBFAULT_TRACE  where to write the JSON Lines trace
+// A bad value is never ignored: the process stops with one line naming the
+// variable and what was expected (exit status kConfigErrorExit).
+#pragma once
+
+#include "verbfault/plan.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace verbfault::interposer {
+
+inline constexpr int kConfigErrorExit = 125;
+
+struct Config {
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  Plan plan;
+  std::optional<std::string> trace_path;
+  // Whether the harness does anything beyond routing: a plan, a seed or a
+  // trace was asked for. Without it every call is the provider's own.
+  bool active = false;
+};
+
+// Parses the environment; throws std::runtime_error with a one-line message.
+Config config_from_environment();
+
+// "VERBFAULT_SEED='x': expected ..." checks, shared with the CLI.
+std::uint64_t parse_seed(const std::string& text, const std::string& source);
+
+}  // namespace verbfault::interposer

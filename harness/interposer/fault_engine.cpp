@@ -1,0 +1,104 @@
+#include "fault_engine.h"
+
+#include "decision.h"
+#include "injections.h"
+
+#include <algorithm>
+
+namespace verbfault::interposer {
+
+Site site_of(const Rule& rule) {
+  switch (rule.kind) {
+    case FaultKind::completion_error:
+    case FaultKind::rnr_retry_exhausted:
+    case FaultKind::retry_exhausted:
+    case FaultKind::flush:
+      return Site::posted_wr;
+    case FaultKind::cq_overflow:
+    case FaultKind::partial_poll:
+      return Site::poll;
+    case FaultKind::delayed_completion:
+      return Site::completion;
+    case FaultKind::spurious_cq_event:
+      return Site::arm;
+    case FaultKind::drop_cq_event:
+    case FaultKind::coalesce_cq_event:
+      return Site::cq_event;
+    case FaultKind::verb_failure:
+      switch (*rule.verb) {
+        case Verb::post_send:
+        case Verb::post_recv:
+        case Verb::post_srq_recv:
+          return Site::posted_wr;
+        case Verb::poll_cq:
+          return Site::poll;
+        case Verb::req_notify_cq:
+          return Site::arm;
+        default:
+          return Site::call;
+      }
+    case FaultKind::async_event:
+    case FaultKind::port_down:
+    case FaultKind::device_fatal:
+      return Site::call;
+  }
+  return Site::call;
+}
+
+void FaultEngine::configure(Plan plan, std::uint64_t seed) {
+  plan_ = std::move(plan);
+  seed_ = seed;
+  counters_.clear();
+  fired_total_.assign(plan_.rules.size(), 0);
+}
+
+bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
+  const Selector& s = rule.selector;
+  if (rule.kind == FaultKind::verb_failure && rule.verb != at.verb) return false;
+  // An affiliated event happens on an object of its own kind (a QP event on
+  // a QP...); port and device events on any object of the context.
+  if (rule.kind == FaultKind::async_event) {
+    const ObjectKind element = inject::element_kind(*rule.event);
+    if (element != ObjectKind::context && at.object->ref.kind != element) return false;
+  }
+  if (s.object) {
+    const bool same_object = at.object->ref == *s.object || (at.qp && at.qp->ref == *s.object);
+    const bool same_context =
+        s.object->kind == ObjectKind::context && at.object->context == *s.object;
+    if (!same_object && !same_context) return false;
+  }
+  if (s.qp_type) {
+    const Tracked* qp =
+        at.qp ? at.qp : (at.object->ref.kind == ObjectKind::qp ? at.object : nullptr);
+    if (qp == nullptr || qp->qp_type != *s.qp_type) return false;
+  }
+  if (s.opcode && at.opcode != s.opcode) return false;
+  if (s.side && at.side != s.side) return false;
+  if (s.wr_id && (!at.wr_id || (*at.wr_id & s.wr_id_mask) != *s.wr_id)) return false;
+  return true;
+}
+
+std::optional<Decision> FaultEngine::decide(const Opportunity& at,
+                                            std::initializer_list<FaultKind> kinds) {
+  std::optional<Decision> decision;
+  for (std::uint32_t i = 0; i < plan_.rules.size(); ++i) {
+    const Rule& rule = plan_.rules[i];
+    if (std::find(kinds.begin(), kinds.end(), rule.kind) == kinds.end()) continue;
+    if (site_of(rule) != at.site || !matches(rule, at)) continue;
+    // Counted per selected object: per the object the selector names, or
+    // else per the object of the opportunity (each QP, CQ... on its own).
+    const ObjectRef counted = rule.selector.object ? *rule.selector.object : at.object->ref;
+    const std::uint64_t key = engine::object_key(counted);
+    Counter& counter = counters_[{i, key}];
+    const std::uint64_t opportunity = ++counter.opportunities;
+    if (decision) continue;  // an earlier rule already fires here
+    if (engine::fires(rule, i, seed_, key, opportunity, counter.fired)) {
+      ++counter.fired;
+      ++fired_total_[i];
+      decision = Decision{&rule, i, key, opportunity};
+    }
+  }
+  return decision;
+}
+
+}  // namespace verbfault::interposer

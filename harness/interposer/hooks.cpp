@@ -1,0 +1,426 @@
+// The hooks of the exported calls: naming objects, call-site faults, the
+// trace, and the event calls.
+#include "injections.h"
+#include "provider_calls.h"
+#include "saved_ops.h"
+#include "state.h"
+#include "trampolines.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace verbfault::interposer {
+
+namespace {
+
+// The object a handle of `parent` kind belongs to: its context's name.
+ObjectRef context_of(State& state, const void* parent) {
+  if (Tracked* tracked = state.registry.find(parent)) return tracked->context;
+  return {ObjectKind::context, 0};
+}
+
+ibv_context* context_handle(State& state, ObjectRef context) {
+  for (Tracked* tracked : state.registry.all(ObjectKind::context))
+    if (tracked->ref == context)
+      return static_cast<ibv_context*>(const_cast<void*>(tracked->handle));
+  return nullptr;
+}
+
+void report_unsupported(const Rule& rule, std::uint32_t index, const Tracked& object) {
+  std::fprintf(stderr,
+               "verbfault: rule #%u (%s) fired on %s but cannot be injected on this provider; "
+               "the fault was not injected\n",
+               index, to_cli(rule).c_str(), object.name().c_str());
+}
+
+}  // namespace
+
+bool active() {
+  return g_active;
+}
+
+void wrap_fd(Tracked& tracked, int& fd) {
+  const int wrapped = tracked.events.wrap(fd);
+  if (wrapped >= 0) {
+    fd = wrapped;
+  } else {
+    std::fprintf(stderr,
+                 "verbfault: cannot wrap the event fd of %s (%s): no injected events on it\n",
+                 tracked.name().c_str(), std::strerror(errno));
+  }
+}
+
+void unwrap_fd(const void* handle) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle);
+  if (tracked == nullptr || !tracked->events.wrapped()) return;
+  const int provider_fd = tracked->events.unwrap();
+  if (tracked->ref.kind == ObjectKind::context)
+    static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd = provider_fd;
+  else
+    static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd = provider_fd;
+}
+
+void opened(ibv_context* context, const char* device_name) {
+  State& state = State::get();
+  const bool simulated = frontdoor::simulated(context);
+  {
+    std::lock_guard lock(state.mutex);
+    Tracked& tracked = state.registry.add(ObjectKind::context, context, {}, simulated);
+    if (!simulated) wrap_fd(tracked, context->async_fd);
+    if (g_active) {
+      Fields fields = Fields::object();
+      fields["call"] = "open_device";
+      fields["device"] = device_name;
+      fields["provider"] = simulated ? "simulated" : "real";
+      state.record(tracked, std::move(fields));
+    }
+  }
+  if (!save_ops(context)) {
+    std::fprintf(stderr, "verbfault: too many open contexts to interpose on; %s is not wrapped\n",
+                 device_name);
+    return;
+  }
+  install_trampolines(context);
+}
+
+void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+  (void)port;  // the emulated condition is per context (its one port)
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(context);
+  if (tracked != nullptr && tracked->port_down) attr->state = IBV_PORT_DOWN;
+}
+
+void closing(ibv_context* context, int result) {
+  if (result == 0) forget_ops(context);
+  destroyed(context, "close_device", result);
+}
+
+int before_call(std::optional<Verb> verb, const void* object) {
+  if (!g_active) return 0;
+  State& state = State::get();
+  std::unique_lock lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) return 0;
+  // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
+  // (the simulated device does this itself).
+  if (Tracked* context = state.registry.context_of(*tracked); context && context->dead && verb)
+    return EIO;
+  Opportunity at;
+  at.site = Site::call;
+  at.object = tracked;
+  at.qp = tracked->ref.kind == ObjectKind::qp ? tracked : nullptr;
+  at.verb = verb;
+  auto decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::async_event,
+                                           FaultKind::port_down, FaultKind::device_fatal});
+  if (!decision) return 0;
+  const Rule& rule = *decision->rule;
+  if (rule.kind == FaultKind::verb_failure) {
+    Fields detail = Fields::object();
+    detail["verb"] = to_string(*rule.verb);
+    detail["errno"] = errno_name(*rule.error);
+    state.record_fault(*tracked, *decision, "effect", std::move(detail));
+    return *rule.error;
+  }
+  inject::Target target{object, context_handle(state, tracked->context), tracked->simulated};
+  const Tracked snapshot = *tracked;
+  lock.unlock();
+  inject::Level level = inject::Level::unsupported;
+  const std::uint8_t port = rule.port.value_or(1);
+  switch (rule.kind) {
+    case FaultKind::async_event:
+      level = inject::async_event(target, *rule.event, port);
+      break;
+    case FaultKind::port_down:
+      level = inject::port_down(target, port);
+      break;
+    case FaultKind::device_fatal:
+      level = inject::device_fatal(target);
+      break;
+    default:
+      break;
+  }
+  if (level == inject::Level::unsupported) report_unsupported(rule, decision->rule_index, snapshot);
+  lock.lock();
+  if (Tracked* again = state.registry.find(object)) {
+    Fields detail = Fields::object();
+    if (rule.event) detail["event"] = to_string(*rule.event);
+    state.record_fault(*again, *decision, inject::to_string(level), std::move(detail));
+  }
+  return 0;
+}
+
+void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
+             Fields args) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  const bool simulated = [&] {
+    if (Tracked* p = state.registry.find(parent)) return p->simulated;
+    return false;
+  }();
+  Tracked& tracked = state.registry.add(kind, handle, context_of(state, parent), simulated);
+  if (kind == ObjectKind::channel && !simulated)
+    wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+  if (!g_active) return;
+  Fields fields = Fields::object();
+  fields["call"] = call;
+  if (Tracked* p = state.registry.find(parent)) fields["parent"] = p->name();
+  for (auto& [key, value] : args.items()) fields[key] = value;
+  fields["ret"] = "ok";
+  state.record(tracked, std::move(fields));
+}
+
+void create_failed(const void* parent, std::string_view call, Fields args, int error) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* p = state.registry.find(parent);
+  if (p == nullptr) return;
+  Fields fields = Fields::object();
+  fields["call"] = call;
+  for (auto& [key, value] : args.items()) fields[key] = value;
+  fields["ret"] = "error";
+  fields["errno"] = errno_name(error);
+  state.record(*p, std::move(fields));
+}
+
+void destroyed(const void* handle, std::string_view call, int result) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle);
+  if (tracked == nullptr) return;
+  if (g_active) {
+    Fields fields = Fields::object();
+    fields["call"] = call;
+    fields["ret"] = result;
+    state.record(*tracked, std::move(fields));
+  }
+  if (result == 0) {
+    state.registry.remove(handle);
+  } else if (!tracked->simulated && !tracked->events.wrapped()) {
+    // Still alive after all: its fd is wrapped again.
+    if (tracked->ref.kind == ObjectKind::channel)
+      wrap_fd(*tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+    if (tracked->ref.kind == ObjectKind::context)
+      wrap_fd(*tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
+  }
+}
+
+void traced(const void* object, std::string_view call, Fields fields) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) return;
+  Fields line = Fields::object();
+  line["call"] = call;
+  for (auto& [key, value] : fields.items()) line[key] = value;
+  state.record(*tracked, std::move(line));
+}
+
+// ---- completion events ---------------------------------------------------------
+
+namespace {
+
+// A completion event from a wrapped (real provider) channel: an injected
+// one first, else the provider's own through its fd; waits on the
+// application's fd unless it is non-blocking.
+int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  for (;;) {
+    EventFd fds;
+    {
+      std::unique_lock lock(state.mutex);
+      Tracked* tracked = state.registry.find(channel);
+      if (tracked == nullptr || !tracked->events.wrapped()) {
+        lock.unlock();  // the provider may block
+        return frontdoor::provider::get_cq_event(channel, cq, cq_context);
+      }
+      if (!tracked->injected_cq_events.empty()) {
+        *cq = tracked->injected_cq_events.front();
+        tracked->injected_cq_events.pop_front();
+        tracked->events.consume();
+        *cq_context = (*cq)->cq_context;
+        if (Tracked* target = state.registry.find(*cq)) ++target->injected_cq_unacked;
+        return 0;
+      }
+      fds = tracked->events;
+    }
+    // libibverbs reads the event from channel->fd only: a copy of the
+    // channel with the provider's fd reads the provider's event.
+    ibv_comp_channel provider_channel = *channel;
+    provider_channel.fd = fds.provider_fd();
+    if (frontdoor::provider::get_cq_event(&provider_channel, cq, cq_context) == 0) return 0;
+    if (errno != EAGAIN || fds.nonblocking()) return -1;
+    fds.wait();
+  }
+}
+
+}  // namespace
+
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context);
+  State& state = State::get();
+  for (;;) {
+    if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
+      const int error = errno;
+      Fields fields = Fields::object();
+      fields["ret"] = -1;
+      fields["errno"] = errno_name(error);
+      traced(channel, "get_cq_event", std::move(fields));
+      errno = error;
+      return -1;
+    }
+    std::unique_lock lock(state.mutex);
+    Tracked* tracked = state.registry.find(*cq);
+    if (tracked == nullptr) return 0;
+    if (tracked->absorb_next_event) {
+      // coalesce_cq_event: this event is merged into the one delivered
+      // before; the harness acknowledges it in the application's place.
+      tracked->absorb_next_event = false;
+      state.record(*tracked, {{"event", "completion"}, {"absorbed", true}});
+      lock.unlock();
+      frontdoor::provider::ack_cq_events(*cq, 1);
+      continue;
+    }
+    Opportunity at;
+    at.site = Site::cq_event;
+    at.object = tracked;
+    auto decision =
+        state.engine.decide(at, {FaultKind::drop_cq_event, FaultKind::coalesce_cq_event});
+    if (decision && decision->rule->kind == FaultKind::drop_cq_event) {
+      state.record_fault(*tracked, *decision, "effect");
+      lock.unlock();
+      frontdoor::provider::ack_cq_events(*cq, 1);
+      continue;  // the application waits for the next event, if any comes
+    }
+    if (decision) {
+      tracked->absorb_next_event = true;
+      state.record_fault(*tracked, *decision, "effect");
+    }
+    state.record(*tracked, {{"call", "get_cq_event"}, {"ret", 0}});
+    return 0;
+  }
+}
+
+void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  unsigned int provider_events = nevents;
+  {
+    // Injected events are acknowledged to the harness, not the provider
+    // (whose destroy_cq waits for exactly its own count).
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    if (Tracked* tracked = state.registry.find(cq)) {
+      const unsigned int injected = std::min(nevents, tracked->injected_cq_unacked);
+      tracked->injected_cq_unacked -= injected;
+      provider_events -= injected;
+    }
+  }
+  if (provider_events > 0) frontdoor::provider::ack_cq_events(cq, provider_events);
+  traced(cq, "ack_cq_events", {{"n", nevents}});
+}
+
+// ---- asynchronous events ------------------------------------------------------
+
+namespace {
+
+std::string element_name(State& state, const ibv_async_event& event) {
+  const void* element = nullptr;
+  switch (inject::element_kind(event.event_type)) {
+    case ObjectKind::qp:
+      element = event.element.qp;
+      break;
+    case ObjectKind::srq:
+      element = event.element.srq;
+      break;
+    case ObjectKind::cq:
+      element = event.element.cq;
+      break;
+    default:
+      return "port " + std::to_string(event.element.port_num);
+  }
+  if (Tracked* tracked = state.registry.find(element)) return tracked->name();
+  return "unknown";
+}
+
+}  // namespace
+
+namespace {
+
+// The next async event of a context: injected first (real providers), else
+// the provider's own.
+int next_async_event(State& state, ibv_context* context, ibv_async_event* event) {
+  for (;;) {
+    EventFd fds;
+    {
+      std::unique_lock lock(state.mutex);
+      Tracked* tracked = state.registry.find(context);
+      if (tracked == nullptr || !tracked->events.wrapped()) {
+        lock.unlock();  // the provider may block
+        return frontdoor::provider::get_async_event(context, event);
+      }
+      if (!tracked->injected_async.empty()) {
+        *event = tracked->injected_async.front();
+        tracked->injected_async.pop_front();
+        tracked->events.consume();
+        tracked->injected_async_unacked.push_back(*event);
+        return 0;
+      }
+      // libibverbs reads context->async_fd: the provider's fd is put back
+      // for the call (non-blocking, so the lock is held only briefly).
+      fds = tracked->events;
+      context->async_fd = fds.provider_fd();
+      const int result = frontdoor::provider::get_async_event(context, event);
+      const int error = errno;
+      context->async_fd = fds.application_fd();
+      errno = error;
+      if (result == 0 || error != EAGAIN || fds.nonblocking()) return result;
+    }
+    fds.wait();
+  }
+}
+
+}  // namespace
+
+void ack_async_event(ibv_async_event* event) {
+  State& state = State::get();
+  {
+    std::lock_guard lock(state.mutex);
+    for (Tracked* context : state.registry.all(ObjectKind::context)) {
+      auto& unacked = context->injected_async_unacked;
+      for (auto it = unacked.begin(); it != unacked.end(); ++it) {
+        if (it->event_type != event->event_type || it->element.qp != event->element.qp) continue;
+        unacked.erase(it);
+        return;  // injected: nothing for the provider to count
+      }
+    }
+  }
+  frontdoor::provider::ack_async_event(event);
+}
+
+int get_async_event(ibv_context* context, ibv_async_event* event) {
+  State& state0 = State::get();
+  const int result = next_async_event(state0, context, event);
+  if (!g_active) return result;
+  const int error = errno;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(context)) {
+    Fields fields = Fields::object();
+    fields["call"] = "get_async_event";
+    fields["ret"] = result;
+    if (result == 0) {
+      fields["event"] = to_string(event->event_type);
+      fields["element"] = element_name(state, *event);
+    } else {
+      fields["errno"] = errno_name(error);
+    }
+    state.record(*tracked, std::move(fields));
+  }
+  errno = error;
+  return result;
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,39 @@
+// Faults injected by driving the provider (not by rewriting a result).
+// Called with the interposer lock NOT held.
+#pragma once
+
+#include "verbfault/plan.h"
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string_view>
+
+namespace verbfault::interposer::inject {
+
+// How a fault was injected; the trace and the reports state it.
+enum class Level : std::uint8_t {
+  cause,        // the simulated device entered the condition itself
+  effect,       // the interposer rewrote results / drove the provider
+  unsupported,  // this fault cannot be injected on this provider yet
+};
+std::string_view to_string(Level level);
+
+struct Target {
+  const void* object = nullptr;  // the verbs object the fault is on
+  ibv_context* context = nullptr;
+  bool simulated = false;
+};
+
+// Which object an asynchronous event of `type` is about.
+ObjectKind element_kind(ibv_event_type type);
+
+void qp_to_error(ibv_qp* qp);
+Level async_event(const Target& target, ibv_event_type type, std::uint8_t port);
+Level cq_overflow(const Target& target);
+Level port_down(const Target& target, std::uint8_t port);
+Level device_fatal(const Target& target);
+// A completion event with no completion behind it (ibv_get_cq_event(3)).
+Level spurious_cq_event(ibv_cq* cq, bool simulated);
+
+}  // namespace verbfault::interposer::inject

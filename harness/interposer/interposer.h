@@ -1,0 +1,65 @@
+// The interposer: every context the front door hands out, simulated or
+// real, is wrapped the same way. Exported calls report to the hooks below;
+// the fast-path ops of the context (poll_cq, post_send, post_recv,
+// req_notify_cq, post_srq_recv) are replaced by trampolines that run the
+// hooks and then the provider's saved op. Hooks = fault decision + trace.
+//
+// Without a seed, plan or trace (Config::active false) the hooks return at
+// once and the provider's behaviour is untouched.
+#pragma once
+
+#include "verbfault/plan.h"
+
+#include <infiniband/verbs.h>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string_view>
+
+namespace verbfault::interposer {
+
+using Fields = nlohmann::ordered_json;
+
+// Whether the harness is configured to do anything.
+bool active();
+
+// ---- contexts ---------------------------------------------------------------
+// Registers the context and installs the trampolines into its ops table.
+void opened(ibv_context* context, const char* device_name);
+// Before the provider frees the context: restores nothing (the memory is
+// about to go) but forgets the saved ops.
+void closing(ibv_context* context, int result);
+// Before a real channel or context is destroyed: the provider's own fd goes
+// back in place (destroyed() wraps it again if the destroy fails).
+void unwrap_fd(const void* handle);
+// A real port the interposer has taken down reads as down.
+void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr);
+
+// ---- calls ------------------------------------------------------------------
+// Before a call on `object` (any verbs object, or a context): counts the
+// opportunity for call-site faults (async_event, port_down, device_fatal,
+// verb_failure of `verb`) and injects them. Returns the errno the call
+// must fail with, or 0 to go ahead.
+// `verb` is empty for calls no verb_failure rule can name.
+int before_call(std::optional<Verb> verb, const void* object);
+
+// A new object from a create call: names it ("qp#3") and traces the call.
+void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
+             Fields args);
+// A creation that failed (handle nullptr) is traced against the parent.
+void create_failed(const void* parent, std::string_view call, Fields args, int error);
+// A destroy call; the name is forgotten when it succeeded.
+void destroyed(const void* handle, std::string_view call, int result);
+// Any other call worth a trace record.
+void traced(const void* object, std::string_view call, Fields fields);
+
+// ---- events -----------------------------------------------------------------
+// ibv_get_cq_event / ibv_ack_cq_events through the interposer (injected
+// events, dropped and coalesced events, trace records).
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
+void ack_cq_events(ibv_cq* cq, unsigned int nevents);
+int get_async_event(ibv_context* context, ibv_async_event* event);
+void ack_async_event(ibv_async_event* event);
+
+}  // namespace verbfault::interposer

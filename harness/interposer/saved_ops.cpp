@@ -1,0 +1,50 @@
+#include "saved_ops.h"
+
+#include <atomic>
+#include <cstddef>
+
+namespace verbfault::interposer {
+
+namespace {
+
+constexpr std::size_t kSlots = 256;
+
+struct Slot {
+  std::atomic<const ibv_context*> context{nullptr};
+  FastPathOps ops{};
+};
+
+Slot slots[kSlots];
+
+}  // namespace
+
+bool save_ops(ibv_context* context) {
+  // Claim a free slot, fill it, then publish the context.
+  static const auto* const claimed = reinterpret_cast<const ibv_context*>(alignof(ibv_context));
+  for (Slot& slot : slots) {
+    const ibv_context* expected = nullptr;
+    if (!slot.context.compare_exchange_strong(expected, claimed, std::memory_order_acquire))
+      continue;
+    const ibv_context_ops& ops = context->ops;
+    slot.ops = {ops.poll_cq, ops.req_notify_cq, ops.post_send, ops.post_recv, ops.post_srq_recv};
+    slot.context.store(context, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+const FastPathOps* saved_ops(const ibv_context* context) {
+  for (Slot& slot : slots)
+    if (slot.context.load(std::memory_order_acquire) == context) return &slot.ops;
+  return nullptr;
+}
+
+void forget_ops(const ibv_context* context) {
+  for (Slot& slot : slots)
+    if (slot.context.load(std::memory_order_acquire) == context) {
+      slot.context.store(nullptr, std::memory_order_release);
+      return;
+    }
+}
+
+}  // namespace verbfault::interposer

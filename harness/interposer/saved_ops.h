@@ -1,0 +1,28 @@
+// The provider's own fast-path ops of each wrapped context, saved before
+// the trampolines replace them in context->ops.
+//
+// Lock-free lookup for the fast path: a fixed table of slots; a slot's ops
+// are written before its context pointer is published (release), and read
+// after the pointer is seen (acquire). Slots are never reused while their
+// context is open.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+namespace verbfault::interposer {
+
+struct FastPathOps {
+  decltype(ibv_context_ops::poll_cq) poll_cq;
+  decltype(ibv_context_ops::req_notify_cq) req_notify_cq;
+  decltype(ibv_context_ops::post_send) post_send;
+  decltype(ibv_context_ops::post_recv) post_recv;
+  decltype(ibv_context_ops::post_srq_recv) post_srq_recv;
+};
+
+// Saves `context`'s current ops; false when every slot is taken.
+bool save_ops(ibv_context* context);
+// The saved ops of a wrapped context (never null for one).
+const FastPathOps* saved_ops(const ibv_context* context);
+void forget_ops(const ibv_context* context);
+
+}  // namespace verbfault::interposer

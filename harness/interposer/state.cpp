@@ -1,0 +1,145 @@
+// The interposer's state: configuration from the environment, the trace,
+// and the end of the run (coverage, trace hash) at exit or on a fatal
+// signal.
+#include "state.h"
+
+#include "opcodes.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+namespace verbfault::interposer {
+
+std::atomic<bool> g_active{false};
+
+namespace {
+
+const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
+
+// Writes the trace and the summary, then dies of the same signal.
+void on_fatal_signal(int signal) {
+  State::get().finish();
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+void at_exit() {
+  State::get().finish();
+}
+
+}  // namespace
+
+State& State::get() {
+  // Never destroyed: calls may still arrive from other threads or from
+  // other libraries' destructors after exit() began.
+  static State* state = new State();
+  return *state;
+}
+
+State::State() {
+  try {
+    config = config_from_environment();
+    if (config.trace_path) trace.open(*config.trace_path);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    std::_Exit(kConfigErrorExit);
+  }
+  engine.configure(config.plan, config.seed);
+  g_active = environment_active_ = config.active;
+  if (!g_active) return;
+  if (!config.seed_given)
+    std::fprintf(stderr, "verbfault: seed %llu (drawn; VERBFAULT_SEED=%llu replays it)\n",
+                 static_cast<unsigned long long>(config.seed),
+                 static_cast<unsigned long long>(config.seed));
+  std::atexit(at_exit);
+  for (int signal : kFatalSignals) {
+    struct sigaction current {};
+    // An application's own handler stays in charge.
+    if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+      std::signal(signal, on_fatal_signal);
+  }
+}
+
+void State::begin_session(const Plan& plan, std::uint64_t seed) {
+  std::lock_guard lock(mutex);
+  engine.configure(plan, seed);
+  registry.restart_names();
+  trace.start_capture();
+  g_active = true;
+}
+
+void State::end_session() {
+  std::lock_guard lock(mutex);
+  trace.stop_capture();
+  engine.configure(config.plan, config.seed);
+  g_active = environment_active_;
+}
+
+void State::record(Tracked& object, Fields fields) {
+  Fields line = Fields::object();
+  line["obj"] = object.name();
+  line["seq"] = object.trace_seq++;
+  for (auto& [key, value] : fields.items()) line[key] = value;
+  trace.append(line.dump());
+}
+
+void State::record_fault(Tracked& object, const Decision& decision, std::string_view level,
+                         Fields detail) {
+  Fields fields = Fields::object();
+  fields["fault"] = to_string(decision.rule->kind);
+  fields["rule"] = decision.rule_index;
+  fields["level"] = level;
+  for (auto& [key, value] : detail.items()) fields[key] = value;
+  record(object, std::move(fields));
+}
+
+Fields State::completion_fields(const ibv_wc& wc) {
+  Fields fields = Fields::object();
+  fields["wr_id"] = wc.wr_id;
+  fields["status"] = to_string(wc.status);
+  fields["qp"] = registry.qp_name(wc.qp_num);
+  // Error completions carry nothing else that is valid (ibv_poll_cq(3)).
+  if (wc.status != IBV_WC_SUCCESS) {
+    fields["vendor_err"] = wc.vendor_err;
+    return fields;
+  }
+  if (auto opcode = opcode_of(wc.opcode))
+    fields["opcode"] = to_string(*opcode);
+  else
+    fields["opcode"] = wc.opcode;
+  fields["byte_len"] = wc.byte_len;
+  if (wc.wc_flags & IBV_WC_WITH_IMM) fields["imm"] = wc.imm_data;
+  fields["wc_flags"] = wc.wc_flags;
+  return fields;
+}
+
+void State::finish() noexcept {
+  // Not under the lock: a fatal signal may arrive while it is held.
+  if (finished_ || !g_active) return;
+  finished_ = true;
+  const auto& fired = engine.fired();
+  for (std::size_t i = 0; i < fired.size(); ++i) {
+    if (fired[i] != 0) continue;
+    const Rule& rule = engine.plan().rules[i];
+    std::fprintf(stderr, "verbfault: coverage: rule #%zu (%s) never fired\n", i,
+                 to_cli(rule).c_str());
+  }
+  trace.flush();
+  std::fprintf(stderr, "verbfault: seed %llu, trace hash %016llx (%llu records)\n",
+               static_cast<unsigned long long>(config.seed),
+               static_cast<unsigned long long>(trace.hash()),
+               static_cast<unsigned long long>(trace.records()));
+}
+
+// Reads the configuration before main: a bad variable stops the process
+// before the application starts.
+[[gnu::constructor]] static void initialize() {
+  State::get();
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,415 @@
+// The fast-path trampolines: ibv_poll_cq, ibv_post_send, ibv_post_recv,
+// ibv_req_notify_cq and ibv_post_srq_recv are inline in verbs.h and jump
+// through context->ops, so the interposer replaces those pointers. Each
+// trampoline runs the hooks, then the provider's saved op.
+#include "trampolines.h"
+
+#include "decision.h"
+#include "opcodes.h"
+#include "injections.h"
+#include "saved_ops.h"
+#include "state.h"
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace verbfault::interposer {
+
+namespace {
+
+// Vendor syndrome of a completion the interposer turned into an error.
+constexpr std::uint32_t kInjectedVendorErr = 0x1f0;
+// Filler of the fields an error completion does not define; the same
+// pattern the simulated device uses.
+constexpr unsigned char kPoison = 0xa5;
+
+Side side_of(const ibv_wc& wc) {
+  return (wc.opcode & IBV_WC_RECV) ? Side::recv : Side::send;
+}
+
+void poison(ibv_wc& wc, ibv_wc_status status) {
+  const std::uint64_t wr_id = wc.wr_id;
+  const std::uint32_t qp_num = wc.qp_num;
+  std::memset(&wc, kPoison, sizeof wc);
+  wc.wr_id = wr_id;
+  wc.qp_num = qp_num;
+  wc.status = status;
+  wc.vendor_err = kInjectedVendorErr;
+}
+
+// ---- post_send / post_recv -------------------------------------------------------
+
+// What the hooks decided for one post call.
+struct PostPlan {
+  std::size_t stop = SIZE_MAX;              // index of the WR that fails or flushes
+  int error = 0;                            // verb_failure: the errno
+  bool flush = false;                       // flush: the QP goes to ERR before WR `stop`
+  std::vector<std::size_t> force_signaled;  // doomed unsignaled send WRs
+};
+
+template <class Wr>
+Fields wr_fields(const Wr& wr, std::optional<Opcode> opcode) {
+  Fields fields = Fields::object();
+  fields["wr_id"] = wr.wr_id;
+  if (opcode) fields["opcode"] = to_string(*opcode);
+  std::uint64_t length = 0;
+  for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
+  fields["len"] = length;
+  if constexpr (std::is_same_v<Wr, ibv_send_wr>) fields["flags"] = wr.send_flags;
+  return fields;
+}
+
+// Decides every WR of the list (lock held) and traces the faults.
+template <class Wr>
+PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* list, Fields& wrs) {
+  PostPlan plan;
+  std::size_t index = 0;
+  for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {
+    Opportunity at;
+    at.site = Site::posted_wr;
+    at.object = &object;
+    at.qp = qp;
+    at.verb = verb;
+    at.wr_id = wr->wr_id;
+    if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
+      at.side = Side::send;
+      at.opcode = opcode_of(wr->opcode);
+    } else {
+      at.side = Side::recv;
+      at.opcode = Opcode::recv;
+    }
+    wrs.push_back(wr_fields(*wr, at.opcode));
+    if (plan.stop != SIZE_MAX) continue;
+    if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
+      // A port the interposer took down (real provider): RC sends are not
+      // answered and end in retry exhaustion.
+      Tracked* context = state.registry.context_of(object);
+      if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
+        qp->doomed.push_back({wr->wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
+        if (!(wr->send_flags & IBV_SEND_SIGNALED)) plan.force_signaled.push_back(index);
+        continue;
+      }
+    }
+    // An SRQ's receives belong to no QP yet: only verb_failure applies.
+    auto decision =
+        qp == nullptr
+            ? state.engine.decide(at, {FaultKind::verb_failure})
+            : state.engine.decide(
+                  at, {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
+                       FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
+    if (!decision) continue;
+    const Rule& rule = *decision->rule;
+    Fields detail = Fields::object();
+    detail["wr"] = index;
+    switch (rule.kind) {
+      case FaultKind::verb_failure:
+        plan.stop = index;
+        plan.error = *rule.error;
+        detail["errno"] = errno_name(*rule.error);
+        state.record_fault(object, *decision, "effect", std::move(detail));
+        break;
+      case FaultKind::flush:
+        plan.stop = index;
+        plan.flush = true;
+        state.record_fault(object, *decision, object.simulated ? "cause" : "effect",
+                           std::move(detail));
+        break;
+      default: {
+        // The WR's completion becomes the error (effect level): forced to
+        // be signaled, as an error completion always is.
+        ibv_wc_status status = rule.kind == FaultKind::completion_error ? *rule.status
+                               : rule.kind == FaultKind::rnr_retry_exhausted
+                                   ? IBV_WC_RNR_RETRY_EXC_ERR
+                                   : IBV_WC_RETRY_EXC_ERR;
+        qp->doomed.push_back({wr->wr_id, *at.side, status, decision->rule_index});
+        if constexpr (std::is_same_v<Wr, ibv_send_wr>)
+          if (!(wr->send_flags & IBV_SEND_SIGNALED)) plan.force_signaled.push_back(index);
+        detail["status"] = to_string(status);
+        state.record_fault(object, *decision, "effect", std::move(detail));
+      }
+    }
+  }
+  return plan;
+}
+
+// Posts `list` with the saved op, applying the plan: WRs before `stop` are
+// posted, then the fault takes effect. *bad_wr always points into the
+// application's own list.
+template <class Wr, class Post>
+int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp* qp) {
+  std::vector<Wr> copy;
+  for (Wr* wr = list; wr != nullptr; wr = wr->next) copy.push_back(*wr);
+  for (std::size_t i = 0; i + 1 < copy.size(); ++i) copy[i].next = &copy[i + 1];
+  if constexpr (std::is_same_v<Wr, ibv_send_wr>)
+    for (std::size_t i : plan.force_signaled) copy[i].send_flags |= IBV_SEND_SIGNALED;
+  auto original = [&](std::size_t index) {
+    Wr* wr = list;
+    for (std::size_t i = 0; i < index; ++i) wr = wr->next;
+    return wr;
+  };
+  auto post_range = [&](std::size_t from, std::size_t to) -> int {
+    if (from >= to) return 0;
+    copy[to - 1].next = nullptr;
+    Wr* bad = nullptr;
+    int result = post(&copy[from], &bad);
+    if (to < copy.size()) copy[to - 1].next = &copy[to];
+    if (result != 0 && bad != nullptr)
+      *bad_wr = original(static_cast<std::size_t>(bad - copy.data()));
+    return result;
+  };
+  const std::size_t stop = std::min(plan.stop, copy.size());
+  if (int result = post_range(0, stop)) return result;
+  if (plan.stop == SIZE_MAX) return 0;
+  if (plan.error != 0) {
+    *bad_wr = original(stop);
+    return plan.error;
+  }
+  inject::qp_to_error(qp);  // flush: the rest is posted in ERR and flushed
+  return post_range(stop, copy.size());
+}
+
+template <class Object, class Wr, class Op>
+int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr, Op op) {
+  State& state = State::get();
+  if (int error = before_call(std::nullopt, object)) return error;
+  std::unique_lock lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) {
+    lock.unlock();
+    return op(object, list, bad_wr);
+  }
+  Tracked* tracked_qp = qp != nullptr ? tracked : nullptr;
+  Fields wrs = Fields::array();
+  PostPlan plan = decide_post(state, *tracked, tracked_qp, verb, list, wrs);
+  lock.unlock();
+  int result = 0;
+  if (plan.stop == SIZE_MAX && plan.force_signaled.empty()) {
+    result = op(object, list, bad_wr);
+  } else {
+    result = execute_post(
+        list, bad_wr, plan, [&](Wr* first, Wr** bad) { return op(object, first, bad); }, qp);
+  }
+  lock.lock();
+  if ((tracked = state.registry.find(object))) {
+    Fields fields = Fields::object();
+    fields["call"] = to_string(verb);
+    fields["wrs"] = std::move(wrs);
+    fields["ret"] = result;
+    if (result != 0 && *bad_wr != nullptr) {
+      std::size_t index = 0;
+      for (Wr* wr = list; wr != nullptr && wr != *bad_wr; wr = wr->next) ++index;
+      fields["bad_wr"] = index;
+    }
+    state.record(*tracked, std::move(fields));
+  }
+  return result;
+}
+
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  const FastPathOps* ops = saved_ops(qp->context);
+  if (!g_active) return ops->post_send(qp, wr, bad_wr);
+  return interpose_post(Verb::post_send, qp, qp, wr, bad_wr, ops->post_send);
+}
+
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  const FastPathOps* ops = saved_ops(qp->context);
+  if (!g_active) return ops->post_recv(qp, wr, bad_wr);
+  return interpose_post(Verb::post_recv, qp, qp, wr, bad_wr, ops->post_recv);
+}
+
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  const FastPathOps* ops = saved_ops(srq->context);
+  if (!g_active) return ops->post_srq_recv(srq, wr, bad_wr);
+  return interpose_post(Verb::post_srq_recv, srq, static_cast<ibv_qp*>(nullptr), wr, bad_wr,
+                        ops->post_srq_recv);
+}
+
+// ---- poll_cq ---------------------------------------------------------------------------
+
+// Applies the interposer's rewrites to a completion the provider returned
+// (lock held); returns the QP to drive into ERR, if the completion became
+// an injected error.
+ibv_qp* rewrite(State& state, ibv_wc& wc) {
+  Tracked* qp = state.registry.find_qp(wc.qp_num);
+  if (qp == nullptr) return nullptr;
+  const Side side = side_of(wc);
+  if (wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_WR_FLUSH_ERR) {
+    for (auto it = qp->doomed.begin(); it != qp->doomed.end(); ++it) {
+      if (it->side != side || it->wr_id != wc.wr_id) continue;
+      const ibv_wc_status status = it->status;
+      qp->doomed.erase(it);
+      if (qp->injected_error) {
+        poison(wc, IBV_WC_WR_FLUSH_ERR);  // already in ERR: flushed like the rest
+        return nullptr;
+      }
+      poison(wc, status);
+      qp->injected_error = true;
+      return static_cast<ibv_qp*>(const_cast<void*>(qp->handle));
+    }
+  }
+  // After an injected error the QP is in ERR: what completes later is a
+  // flush, even if the provider had already executed it.
+  if (qp->injected_error && wc.status == IBV_WC_SUCCESS) poison(wc, IBV_WC_WR_FLUSH_ERR);
+  return nullptr;
+}
+
+int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
+  const FastPathOps* ops = saved_ops(cq->context);
+  if (!g_active) return ops->poll_cq(cq, num_entries, wc);
+  State& state = State::get();
+  if (int error = before_call(std::nullopt, cq)) return -error;
+  std::unique_lock lock(state.mutex);
+  Tracked* tracked = state.registry.find(cq);
+  if (tracked == nullptr) {
+    lock.unlock();
+    return ops->poll_cq(cq, num_entries, wc);
+  }
+  tracked->absorb_next_event = false;  // the application looks at the CQ
+  if (tracked->overflowed) {
+    // Effect-level overflow on a real provider: only destroy works now.
+    state.record(*tracked, {{"call", "poll_cq"}, {"max", num_entries}, {"ret", -EIO}});
+    return -EIO;
+  }
+  Opportunity at;
+  at.site = Site::poll;
+  at.object = tracked;
+  at.verb = Verb::poll_cq;
+  auto decision = state.engine.decide(
+      at, {FaultKind::verb_failure, FaultKind::cq_overflow, FaultKind::partial_poll});
+  int limit = num_entries;
+  bool overflow = false;
+  Fields fields = Fields::object();
+  fields["call"] = "poll_cq";
+  fields["max"] = num_entries;
+  if (decision) {
+    const Rule& rule = *decision->rule;
+    if (rule.kind == FaultKind::verb_failure) {
+      state.record_fault(*tracked, *decision, "effect", {{"errno", errno_name(*rule.error)}});
+      fields["ret"] = -*rule.error;
+      state.record(*tracked, std::move(fields));
+      return -*rule.error;
+    }
+    if (rule.kind == FaultKind::partial_poll && num_entries > 0) {
+      // Fewer than asked for: 0 .. num_entries - 1, drawn from the seed.
+      const std::uint64_t bits = engine::draw(state.engine.seed(), decision->rule_index,
+                                              decision->object_key, decision->opportunity, 1);
+      limit = static_cast<int>(bits % static_cast<std::uint64_t>(num_entries));
+      state.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
+    }
+    if (rule.kind == FaultKind::cq_overflow) overflow = true;
+    if (overflow) {
+      const inject::Target target{cq, cq->context, tracked->simulated};
+      const Decision d = *decision;
+      lock.unlock();
+      const inject::Level level = inject::cq_overflow(target);
+      lock.lock();
+      if ((tracked = state.registry.find(cq)) == nullptr) return ops->poll_cq(cq, num_entries, wc);
+      state.record_fault(*tracked, d, inject::to_string(level));
+    }
+  }
+  // Completions held back by delayed_completion come first, once due.
+  int count = 0;
+  if (tracked->held_polls > 0 && --tracked->held_polls > 0) limit = 0;
+  while (count < limit && tracked->held_polls == 0 && !tracked->held.empty()) {
+    wc[count++] = tracked->held.front();
+    tracked->held.erase(tracked->held.begin());
+  }
+  int polled = 0;
+  if (count < limit && tracked->held.empty()) {
+    lock.unlock();
+    polled = ops->poll_cq(cq, limit - count, wc + count);
+    lock.lock();
+    if ((tracked = state.registry.find(cq)) == nullptr) return polled < 0 ? polled : count + polled;
+  }
+  if (polled < 0) {
+    fields["ret"] = polled;
+    state.record(*tracked, std::move(fields));
+    return count > 0 ? count : polled;
+  }
+  std::vector<ibv_qp*> to_error;
+  int visible = count + polled;
+  for (int i = count; i < count + polled; ++i) {
+    if (ibv_qp* qp = rewrite(state, wc[i])) to_error.push_back(qp);
+    Opportunity completion;
+    completion.site = Site::completion;
+    completion.object = tracked;
+    completion.qp = state.registry.find_qp(wc[i].qp_num);
+    completion.opcode = wc[i].status == IBV_WC_SUCCESS ? opcode_of(wc[i].opcode) : std::nullopt;
+    completion.side = wc[i].status == IBV_WC_SUCCESS ? std::optional(side_of(wc[i])) : std::nullopt;
+    completion.wr_id = wc[i].wr_id;
+    auto delay = state.engine.decide(completion, {FaultKind::delayed_completion});
+    if (!delay) continue;
+    // This completion and the ones behind it stay invisible for `polls`
+    // more polls (order within the CQ is kept).
+    state.record_fault(*tracked, *delay, "effect",
+                       {{"wr_id", wc[i].wr_id}, {"polls", *delay->rule->polls}});
+    tracked->held.assign(wc + i, wc + count + polled);
+    tracked->held_polls = *delay->rule->polls;
+    visible = i;
+    break;
+  }
+  fields["ret"] = visible;
+  if (visible > 0) {
+    Fields list = Fields::array();
+    for (int i = 0; i < visible; ++i) list.push_back(state.completion_fields(wc[i]));
+    fields["wc"] = std::move(list);
+  }
+  state.record(*tracked, std::move(fields));
+  lock.unlock();
+  for (ibv_qp* qp : to_error) inject::qp_to_error(qp);
+  return visible;
+}
+
+// ---- req_notify_cq -------------------------------------------------------------------
+
+int req_notify_cq(ibv_cq* cq, int solicited_only) {
+  const FastPathOps* ops = saved_ops(cq->context);
+  if (!g_active) return ops->req_notify_cq(cq, solicited_only);
+  State& state = State::get();
+  if (int error = before_call(std::nullopt, cq)) return error;
+  std::unique_lock lock(state.mutex);
+  Tracked* tracked = state.registry.find(cq);
+  if (tracked == nullptr) {
+    lock.unlock();
+    return ops->req_notify_cq(cq, solicited_only);
+  }
+  Opportunity at;
+  at.site = Site::arm;
+  at.object = tracked;
+  at.verb = Verb::req_notify_cq;
+  auto decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::spurious_cq_event});
+  Fields fields = Fields::object();
+  fields["call"] = "req_notify_cq";
+  fields["solicited"] = solicited_only != 0;
+  if (decision && decision->rule->kind == FaultKind::verb_failure) {
+    const int error = *decision->rule->error;
+    state.record_fault(*tracked, *decision, "effect", {{"errno", errno_name(error)}});
+    fields["ret"] = error;
+    state.record(*tracked, std::move(fields));
+    return error;
+  }
+  const bool simulated = tracked->simulated;
+  lock.unlock();
+  const int result = ops->req_notify_cq(cq, solicited_only);
+  inject::Level level = inject::Level::unsupported;
+  if (decision && result == 0) level = inject::spurious_cq_event(cq, simulated);
+  lock.lock();
+  if ((tracked = state.registry.find(cq)) == nullptr) return result;
+  if (decision) state.record_fault(*tracked, *decision, inject::to_string(level));
+  fields["ret"] = result;
+  state.record(*tracked, std::move(fields));
+  return result;
+}
+
+}  // namespace
+
+void install_trampolines(ibv_context* context) {
+  context->ops.poll_cq = poll_cq;
+  context->ops.req_notify_cq = req_notify_cq;
+  context->ops.post_send = post_send;
+  context->ops.post_recv = post_recv;
+  context->ops.post_srq_recv = post_srq_recv;
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,11 @@
+// Replaces the fast-path ops of a context with the interposer's
+// trampolines (the provider's own are saved first: saved_ops.h).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+namespace verbfault::interposer {
+
+void install_trampolines(ibv_context* context);
+
+}  // namespace verbfault::interposer
