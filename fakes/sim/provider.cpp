@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -164,14 +165,15 @@ std::vector<Diagnostic>& diagnostic_log() {
   return *log;
 }
 
-void diagnose(const char* kind, uint32_t cq_index, const std::string& line) {
+void diagnose(const char* kind, const std::string& object, const std::string& line) {
   std::fprintf(stderr, "verbfault: %s\n", line.c_str());
-  diagnostic_log().push_back({kind, "cq#" + std::to_string(cq_index), line});
+  diagnostic_log().push_back({kind, object, line});
 }
 
-// VERBFAULT_DESTROY_CQ_UNACKED: what ibv_destroy_cq does with events not yet
-// acknowledged: "fail" (default: EBUSY and a diagnosis) or "wait" (exactly
-// libibverbs: wait until they are acked).
+// VERBFAULT_DESTROY_CQ_UNACKED: what ibv_destroy_cq, ibv_destroy_qp and
+// ibv_destroy_srq do with events not yet acknowledged: "fail" (default:
+// EBUSY and a diagnosis) or "wait" (exactly libibverbs: wait until they are
+// acked). One switch for the three: they are the same libibverbs wait.
 enum class UnackedDestroy { kFail, kWait };
 UnackedDestroy unacked_destroy_policy() {
   static const UnackedDestroy policy = [] {
@@ -185,6 +187,42 @@ UnackedDestroy unacked_destroy_policy() {
     return UnackedDestroy::kFail;
   }();
   return policy;
+}
+
+// printf into a std::string (for the one-line diagnoses).
+__attribute__((format(printf, 1, 2))) std::string printf_string(const char* pattern, ...) {
+  char text[256];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(text, sizeof text, pattern, args);
+  va_end(args);
+  return text;
+}
+
+// What a diagnosis says: the object's stable name and the counts.
+struct Described {
+  std::string object;  // "qp#3"
+  std::string counts;  // "ibv_destroy_qp(qp#3, qp_num 20): 1 async events reported, ..."
+};
+
+// The destroy of a CQ, QP or SRQ whose events are not all acknowledged
+// (`settled()` is false): libibverbs waits until the acks match what was
+// reported, so too few acks hang forever, and so do too many. Diagnosed as
+// `kind` with what `describe()` says; then either EBUSY (the object stays
+// alive) or, with the "wait" policy, a wait for the acks (another thread may
+// still give them). Returns 0 when the destroy may go on.
+template <class Settled, class Describe>
+int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describe describe) {
+  if (settled()) return 0;
+  const Described d = describe();
+  const std::string line = d.counts + "; libibverbs would wait forever";
+  if (unacked_destroy_policy() == UnackedDestroy::kWait) {
+    diagnose(kind, d.object, line + "; waiting");
+    Fabric::get().wakeup.wait(guard, settled);
+    return 0;
+  }
+  diagnose(kind, d.object, line + "; failing with EBUSY");
+  return EBUSY;
 }
 
 }  // namespace
@@ -574,30 +612,19 @@ int destroy_cq(ibv_cq* verbs) {
   Lock guard = lock();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cq->attached_queues > 0) return fail_int(EBUSY);
-  if (cq->events_acked != cq->events_reported ||
-      cq->async_events_acked != cq->async_events_reported) {
-    // libibverbs would wait here until the acks match what was reported
-    // (too few acks hang; so do too many).
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "ibv_destroy_cq(cq#%u): %u completion events reported, %u acknowledged; "
-                  "%u async events reported, %u acknowledged; libibverbs would wait forever",
-                  verbs->handle, cq->events_reported, cq->events_acked, cq->async_events_reported,
-                  cq->async_events_acked);
-    if (unacked_destroy_policy() == UnackedDestroy::kWait) {
-      // Reproduce libibverbs exactly: wait for the acks (another thread may
-      // still give them).
-      diagnose("destroy_cq.unacked_events", verbs->handle, std::string(line) + "; waiting");
-      Fabric::get().wakeup.wait(guard, [&] {
-        return cq->events_acked == cq->events_reported &&
-               cq->async_events_acked == cq->async_events_reported;
-      });
-    } else {
-      diagnose("destroy_cq.unacked_events", verbs->handle,
-               std::string(line) + "; failing with EBUSY");
-      return fail_int(EBUSY);
-    }
-  }
+  auto settled = [&] {
+    return cq->events_acked == cq->events_reported &&
+           cq->async_events_acked == cq->async_events_reported;
+  };
+  auto describe = [&] {
+    return Described{"cq#" + std::to_string(verbs->handle),
+                     printf_string("ibv_destroy_cq(cq#%u): %u completion events reported, %u "
+                                   "acknowledged; %u async events reported, %u acknowledged",
+                                   verbs->handle, cq->events_reported, cq->events_acked,
+                                   cq->async_events_reported, cq->async_events_acked)};
+  };
+  if (int err = check_unacked_events(guard, "destroy_cq.unacked_events", settled, describe))
+    return fail_int(err);
   Context& context = cq->context();
   if (CompletionChannel* channel = cq->channel()) {
     channel->discard_events_of(cq);
@@ -683,6 +710,16 @@ int destroy_srq(ibv_srq* verbs) {
   Lock guard = lock();
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   if (srq->attached_qps > 0) return fail_int(EBUSY);
+  // libibverbs counts the acks in the ibv_srq (ibv_ack_async_event(3)).
+  auto settled = [&] { return verbs->events_completed == srq->events_reported; };
+  auto describe = [&] {
+    return Described{
+        "srq#" + std::to_string(verbs->handle),
+        printf_string("ibv_destroy_srq(srq#%u): %u async events reported, %u acknowledged",
+                      verbs->handle, srq->events_reported, verbs->events_completed)};
+  };
+  if (int err = check_unacked_events(guard, "destroy_srq.unacked_events", settled, describe))
+    return fail_int(err);
   Context& context = srq->pd().context();
   for (auto& [cq, owned] : context.cqs) cq->forget(srq);
   --srq->pd().children;
@@ -735,7 +772,7 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
   const uint32_t qpn = fabric.reserve_qpn();
   auto qp = std::make_unique<QueuePair>(*pd, *init, qpn);
   fabric.bind_qp(qpn, qp.get());
-  fabric.next_index(Fabric::Kind::kQp);
+  qp->creation_index = fabric.next_index(Fabric::Kind::kQp);
   ++pd->children;
   ++CompletionQueue::from(init->send_cq)->attached_queues;
   if (init->recv_cq != init->send_cq) ++CompletionQueue::from(init->recv_cq)->attached_queues;
@@ -768,8 +805,17 @@ int destroy_qp(ibv_qp* verbs) {
   Lock guard = lock();
   QueuePair* qp = QueuePair::from(verbs);
   Context& context = qp->context();
-  // libibverbs' destroy waits until every async event of the QP is acked.
-  wait_for(guard, false, [&] { return verbs->events_completed == qp->events_reported; });
+  // libibverbs counts the acks in the ibv_qp (ibv_ack_async_event(3)).
+  auto settled = [&] { return verbs->events_completed == qp->events_reported; };
+  auto describe = [&] {
+    return Described{
+        "qp#" + std::to_string(qp->creation_index),
+        printf_string("ibv_destroy_qp(qp#%u, qp_num %u): %u async events reported, %u acknowledged",
+                      qp->creation_index, verbs->qp_num, qp->events_reported,
+                      verbs->events_completed)};
+  };
+  if (int err = check_unacked_events(guard, "destroy_qp.unacked_events", settled, describe))
+    return fail_int(err);
   Fabric& fabric = Fabric::get();
   fabric.unregister_qp(qp->qpn());
   fabric.unschedule(qp);

@@ -63,6 +63,7 @@ class QueuePair {
   // IBV_EVENT_QP_LAST_WQE_REACHED is raised once per entry into ERR.
   bool last_wqe_reached = false;
   uint32_t events_reported = 0;  // async events handed out for this QP
+  uint32_t creation_index = 0;   // "qp#2" is the third QP the process created
 
  private:
   int check_send_wr(const ibv_send_wr& wr);

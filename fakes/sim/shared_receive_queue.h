@@ -36,9 +36,8 @@ class SharedReceiveQueue {
     if (occupied_ > 0) --occupied_;
   }
 
-  int attached_qps = 0;
-  uint32_t events_reported =
-      0;  // async events handed out for this SRQ  // ibv_destroy_srq(3): EBUSY while a QP uses it
+  int attached_qps = 0;          // ibv_destroy_srq(3): EBUSY while a QP uses it
+  uint32_t events_reported = 0;  // async events handed out for this SRQ
 
  private:
   Handle<ibv_srq, SharedReceiveQueue> handle_;

@@ -3,6 +3,8 @@
 // between two devices, plus the basic error paths.
 #include "verbs_fixture.h"
 
+#include <verbfault/fabric.h>
+
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -743,6 +745,33 @@ TEST_F(CrossDevice, RdmaWriteAndReadAcrossDevices) {
   EXPECT_EQ(wc[1].status, IBV_WC_SUCCESS);
   EXPECT_EQ(std::memcmp(buf1_ + 50, "across", 6), 0);
   EXPECT_EQ(std::memcmp(buf0_ + 100, "readme", 6), 0);
+}
+
+// A port that is down neither sends nor receives: RC traffic from a device
+// whose port is down, and to it, ends in retry exhaustion.
+TEST_F(CrossDevice, RcTrafficFromOrToADownPortEndsInRetryExceeded) {
+  struct PortUpAtExit {
+    ibv_context* ctx;
+    ~PortUpAtExit() { fabric::set_port_state(ctx, 1, IBV_PORT_ACTIVE); }
+  } port_up{ctx_};
+  ASSERT_EQ(fabric::set_port_state(ctx_, 1, IBV_PORT_DOWN), 0);  // vfsim0 only
+  ibv_port_attr port{};
+  ASSERT_EQ(ibv_query_port(ctx1_, 1, &port), 0);
+  EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
+  // From vfsim0 (down) to vfsim1 (up).
+  ASSERT_EQ(post_send(qp0_, IBV_WR_RDMA_WRITE, 1, mr0_, buf0_, 6, IBV_SEND_SIGNALED, addr_of(buf1_),
+                      mr1_->rkey),
+            0);
+  auto wc = poll(cq0_, 1, 100);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+  // From vfsim1 (up) to vfsim0 (down).
+  ASSERT_EQ(post_send(qp1_, IBV_WR_RDMA_WRITE, 2, mr1_, buf1_ + 100, 6, IBV_SEND_SIGNALED,
+                      addr_of(buf0_ + 100), mr0_->rkey),
+            0);
+  wc = poll(cq1_, 1, 100);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
 }
 
 // ---- error basics ----------------------------------------------------------

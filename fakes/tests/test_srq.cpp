@@ -1,7 +1,10 @@
 // Shared receive queues: ibv_create_srq(3), ibv_modify_srq(3),
 // ibv_query_srq(3), ibv_post_srq_recv(3), ibv_destroy_srq(3) and the
-// IBV_EVENT_SRQ_LIMIT_REACHED async event (ibv_get_async_event(3)).
+// IBV_EVENT_SRQ_LIMIT_REACHED and IBV_EVENT_SRQ_ERR async events
+// (ibv_get_async_event(3)).
 #include "verbs_fixture.h"
+
+#include <verbfault/fabric.h>
 
 #include <fcntl.h>
 
@@ -167,6 +170,30 @@ TEST_F(SrqPair, DroppingBelowTheLimitRaisesSrqLimitReachedOnce) {
   ASSERT_EQ(send_from(0, "three"), 0);
   ASSERT_EQ(poll(recv_cq_, 1).size(), 1u);
   EXPECT_EQ(next_event().event_type, static_cast<ibv_event_type>(-1));
+}
+
+// IBA 11.6.3.1 "SRQ catastrophic error": the event names the SRQ, and every
+// QP on it goes to ERR, each reporting its last WQE.
+TEST_F(SrqPair, SrqErrIsReportedOnTheSrqAndEveryQpOnItGoesToErr) {
+  ASSERT_EQ(post_srq(1, 0), 0);
+  ASSERT_EQ(fabric::raise_event(srq_, IBV_EVENT_SRQ_ERR), 0);
+  ibv_async_event event = next_event();
+  ASSERT_EQ(event.event_type, IBV_EVENT_SRQ_ERR);
+  EXPECT_EQ(event.element.srq, srq_);
+  ibv_ack_async_event(&event);
+  EXPECT_EQ(srq_->events_completed, 1u);
+  for (ibv_qp* receiver : receivers_) {  // in QPN order
+    EXPECT_EQ(state_of(receiver), IBV_QPS_ERR);
+    event = next_event();
+    ASSERT_EQ(event.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+    EXPECT_EQ(event.element.qp, receiver);
+    ibv_ack_async_event(&event);
+  }
+  EXPECT_EQ(next_event().event_type, static_cast<ibv_event_type>(-1));
+  // The senders are not on the SRQ.
+  EXPECT_EQ(state_of(senders_[0]), IBV_QPS_RTS);
+  EXPECT_EQ(state_of(senders_[1]), IBV_QPS_RTS);
+  EXPECT_EQ(fabric::raise_event(srq_, IBV_EVENT_QP_FATAL), EINVAL);
 }
 
 TEST_F(SrqPair, DestroyWhileAttachedIsEbusy) {
