@@ -99,6 +99,16 @@ void closing(ibv_context* context, int result) {
   destroyed(context, "close_device", result);
 }
 
+bool device_dead(const void* object) {
+  if (!g_active) return false;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) return false;
+  Tracked* context = state.registry.context_of(*tracked);
+  return context != nullptr && context->dead;
+}
+
 int before_call(std::optional<Verb> verb, const void* object) {
   if (!g_active) return 0;
   State& state = State::get();
@@ -258,11 +268,33 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
   }
 }
 
+// delayed_completion on the CQs of `channel`: the application waits for an
+// event, so nothing else will happen before the held completions arrive;
+// they become visible now and, as any completion does, raise an event when
+// their CQ is armed. (Without this a correct application that drained,
+// re-armed and slept would wait forever for completions the harness holds.)
+void release_held_completions(State& state, ibv_comp_channel* channel) {
+  std::vector<std::pair<ibv_cq*, bool>> to_notify;  // CQ, simulated
+  {
+    std::lock_guard lock(state.mutex);
+    for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
+      auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
+      if (cq->channel != channel || tracked->held.empty()) continue;
+      tracked->held_polls = 0;
+      state.record(*tracked, {{"held", tracked->held.size()}, {"visible", "waiter"}});
+      if (tracked->simulated || tracked->armed) to_notify.emplace_back(cq, tracked->simulated);
+    }
+  }
+  // The simulated device fires only when the CQ is armed (sim::notify_cq).
+  for (auto [cq, simulated] : to_notify) (void)inject::spurious_cq_event(cq, simulated);
+}
+
 }  // namespace
 
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context);
   State& state = State::get();
+  release_held_completions(state, channel);
   for (;;) {
     if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
       const int error = errno;
@@ -300,6 +332,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       tracked->absorb_next_event = true;
       state.record_fault(*tracked, *decision, "effect");
     }
+    tracked->armed = false;  // an event disarms its CQ
     state.record(*tracked, {{"call", "get_cq_event"}, {"ret", 0}});
     return 0;
   }

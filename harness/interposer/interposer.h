@@ -44,6 +44,10 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
 // `verb` is empty for calls no verb_failure rule can name.
 int before_call(std::optional<Verb> verb, const void* object);
 
+// Whether `object`'s real device took an injected DEVICE_FATAL: the
+// posts and req_notify_cq then fail with EIO (polls still work).
+bool device_dead(const void* object);
+
 // A new object from a create call: names it ("qp#3") and traces the call.
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
              Fields args);

@@ -48,6 +48,7 @@ struct Tracked {
   std::vector<ibv_wc> held;        // completions held back (delayed_completion)
   std::uint32_t held_polls = 0;    // polls until `held` is visible again
   bool absorb_next_event = false;  // coalesce_cq_event pending
+  bool armed = false;              // req_notify_cq since the last event delivered
 
   // Effect level on a real provider: the wrapped fd of a channel or a
   // context, the events injected into it, and the conditions the

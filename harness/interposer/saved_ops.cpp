@@ -26,7 +26,9 @@ bool save_ops(ibv_context* context) {
     if (!slot.context.compare_exchange_strong(expected, claimed, std::memory_order_acquire))
       continue;
     const ibv_context_ops& ops = context->ops;
-    slot.ops = {ops.poll_cq, ops.req_notify_cq, ops.post_send, ops.post_recv, ops.post_srq_recv};
+    verbs_context* vctx = verbs_get_ctx_op(context, query_port);
+    slot.ops = {ops.poll_cq,   ops.req_notify_cq, ops.post_send,
+                ops.post_recv, ops.post_srq_recv, vctx != nullptr ? vctx->query_port : nullptr};
     slot.context.store(context, std::memory_order_release);
     return true;
   }

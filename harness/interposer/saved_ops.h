@@ -17,6 +17,9 @@ struct FastPathOps {
   decltype(ibv_context_ops::post_send) post_send;
   decltype(ibv_context_ops::post_recv) post_recv;
   decltype(ibv_context_ops::post_srq_recv) post_srq_recv;
+  // verbs.h's ibv_query_port() is inline and calls this op when the
+  // context has it (every libibverbs context does); null otherwise.
+  decltype(verbs_context::query_port) query_port;
 };
 
 // Saves `context`'s current ops; false when every slot is taken.

@@ -172,7 +172,9 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
 template <class Object, class Wr, class Op>
 int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr, Op op) {
   State& state = State::get();
-  if (int error = before_call(std::nullopt, object)) return error;
+  // Nothing of the list was posted: bad_wr points at its first WR.
+  if (int error = before_call(std::nullopt, object)) return *bad_wr = list, error;
+  if (device_dead(object)) return *bad_wr = list, EIO;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(object);
   if (tracked == nullptr) {
@@ -275,8 +277,12 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   at.site = Site::poll;
   at.object = tracked;
   at.verb = Verb::poll_cq;
-  auto decision = state.engine.decide(
-      at, {FaultKind::verb_failure, FaultKind::cq_overflow, FaultKind::partial_poll});
+  // A poll for one completion cannot return fewer without returning none,
+  // which is delayed_completion's business: partial_poll needs two or more.
+  auto decision = num_entries >= 2
+                      ? state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow,
+                                                 FaultKind::partial_poll})
+                      : state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow});
   int limit = num_entries;
   bool overflow = false;
   Fields fields = Fields::object();
@@ -290,11 +296,13 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       state.record(*tracked, std::move(fields));
       return -*rule.error;
     }
-    if (rule.kind == FaultKind::partial_poll && num_entries > 0) {
-      // Fewer than asked for: 0 .. num_entries - 1, drawn from the seed.
+    if (rule.kind == FaultKind::partial_poll) {
+      // Fewer than asked for: 1 .. num_entries - 1, drawn from the seed.
+      // Never none while completions wait: an application may take an
+      // empty poll for an empty CQ (ibv_poll_cq(3)) and go to sleep.
       const std::uint64_t bits = engine::draw(state.engine.seed(), decision->rule_index,
                                               decision->object_key, decision->opportunity, 1);
-      limit = static_cast<int>(bits % static_cast<std::uint64_t>(num_entries));
+      limit = 1 + static_cast<int>(bits % static_cast<std::uint64_t>(num_entries - 1));
       state.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
     }
     if (rule.kind == FaultKind::cq_overflow) overflow = true;
@@ -306,6 +314,11 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       lock.lock();
       if ((tracked = state.registry.find(cq)) == nullptr) return ops->poll_cq(cq, num_entries, wc);
       state.record_fault(*tracked, d, inject::to_string(level));
+      if (tracked->overflowed) {
+        // The overflowing poll already fails, as on the simulated device.
+        state.record(*tracked, {{"call", "poll_cq"}, {"max", num_entries}, {"ret", -EIO}});
+        return -EIO;
+      }
     }
   }
   // Completions held back by delayed_completion come first, once due.
@@ -368,6 +381,7 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   if (!g_active) return ops->req_notify_cq(cq, solicited_only);
   State& state = State::get();
   if (int error = before_call(std::nullopt, cq)) return error;
+  if (device_dead(cq)) return EIO;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(cq);
   if (tracked == nullptr) {
@@ -396,15 +410,27 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   if (decision && result == 0) level = inject::spurious_cq_event(cq, simulated);
   lock.lock();
   if ((tracked = state.registry.find(cq)) == nullptr) return result;
+  if (result == 0) tracked->armed = true;
   if (decision) state.record_fault(*tracked, *decision, inject::to_string(level));
   fields["ret"] = result;
   state.record(*tracked, std::move(fields));
   return result;
 }
 
+// ---- query_port ----------------------------------------------------------------------
+
+// A port the interposer took down on a real provider reads as down.
+int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t attr_len) {
+  const FastPathOps* ops = saved_ops(context);
+  const int result = ops->query_port(context, port, attr, attr_len);
+  if (result == 0 && g_active) adjust_port_attr(context, port, attr);
+  return result;
+}
+
 }  // namespace
 
 void install_trampolines(ibv_context* context) {
+  if (verbs_context* vctx = verbs_get_ctx_op(context, query_port)) vctx->query_port = query_port;
   context->ops.poll_cq = poll_cq;
   context->ops.req_notify_cq = req_notify_cq;
   context->ops.post_send = post_send;

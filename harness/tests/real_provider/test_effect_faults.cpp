@@ -1,0 +1,440 @@
+// Each fault kind injected on a REAL provider (the provider double, see
+// double_fixture.h), where the interposer works at effect level: it rewrites
+// what the application sees and drives the provider through its own verbs.
+// Each test checks the chain the application observes through
+// <infiniband/verbs.h>, and that the trace records the injection with
+// "level":"effect".
+#include "double_fixture.h"
+
+#include <cerrno>
+#include <chrono>
+#include <future>
+#include <thread>
+
+namespace verbfault::testing {
+namespace {
+
+constexpr uint32_t kPoison32 = 0xa5a5a5a5;
+constexpr uint32_t kInjectedVendorErr = 0x1f0;
+
+class EffectFaults : public DoublePair {};
+
+// ---- work requests ----------------------------------------------------------------
+
+TEST_F(EffectFaults, FlushMovesTheQpToErrorBeforeTheChosenWorkRequest) {
+  begin("flush qp#0 nth=2");
+  ASSERT_EQ(recv_on_b(1), 0);
+  ASSERT_EQ(recv_on_b(2), 0);
+  ASSERT_EQ(send_a_to_b(10), 0);  // opportunity 1: sent
+  ASSERT_EQ(send_a_to_b(11), 0);  // opportunity 2: QP to ERR first, then flushed
+  auto a = poll(cq_a_, 2);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].wr_id, 10u);
+  EXPECT_EQ(a[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(a[1].wr_id, 11u);
+  EXPECT_EQ(a[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(state_of(b_), IBV_QPS_RTS);
+  // The provider flushes what is posted later.
+  ASSERT_EQ(send_a_to_b(12), 0);
+  auto later = poll(cq_a_, 1);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(session_->fired()[0], 1u);
+  EXPECT_EQ(effect_records("flush"), 1u);
+}
+
+TEST_F(EffectFaults, CompletionErrorPoisonsTheCompletionAndFlushesWhatFollows) {
+  begin("completion_error(rem_access_err) qp#0 opcode=rdma_write nth=1");
+  // An unsignaled WRITE (its error completion is reported anyway), then a
+  // signaled WRITE behind it.
+  ASSERT_EQ(write_a_to_b(20, 0), 0);
+  ASSERT_EQ(write_a_to_b(21), 0);
+  auto a = poll(cq_a_, 2);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].wr_id, 20u);
+  EXPECT_EQ(a[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(a[0].qp_num, a_->qp_num);
+  EXPECT_EQ(a[0].vendor_err, kInjectedVendorErr);
+  EXPECT_EQ(a[0].byte_len, kPoison32);
+  EXPECT_EQ(a[0].src_qp, kPoison32);
+  EXPECT_EQ(a[1].wr_id, 21u);
+  EXPECT_EQ(a[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  // Later work is flushed by the provider itself (the QP really is in ERR).
+  ASSERT_EQ(write_a_to_b(22), 0);
+  auto later = poll(cq_a_, 1);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(effect_records("completion_error"), 1u);
+}
+
+TEST_F(EffectFaults, RnrRetryExhaustedFailsTheSendAndFlushesTheRest) {
+  begin("rnr_retry_exhausted qp#0 opcode=send nth=1");
+  ASSERT_EQ(recv_on_b(1), 0);
+  ASSERT_EQ(send_a_to_b(100), 0);
+  ASSERT_EQ(send_a_to_b(101), 0);
+  auto a = poll(cq_a_, 2);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].wr_id, 100u);
+  EXPECT_EQ(a[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
+  EXPECT_EQ(a[0].vendor_err, kInjectedVendorErr);
+  EXPECT_EQ(a[1].wr_id, 101u);
+  EXPECT_EQ(a[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(state_of(b_), IBV_QPS_RTS);  // the responder stays in RTS
+  EXPECT_EQ(effect_records("rnr_retry_exhausted"), 1u);
+}
+
+TEST_F(EffectFaults, RetryExhaustedFailsTheSend) {
+  begin("retry_exhausted qp#0 nth=1");
+  ASSERT_EQ(recv_on_b(1), 0);
+  ASSERT_EQ(send_a_to_b(110), 0);
+  auto a = poll(cq_a_, 1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].wr_id, 110u);
+  EXPECT_EQ(a[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(effect_records("retry_exhausted"), 1u);
+}
+
+TEST_F(EffectFaults, VerbFailureOfPostSendPointsBadWrAtTheFailedRequest) {
+  begin("verb_failure(post_send,ENOMEM) qp#0 nth=2");
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf_a_), 8, mr_a_->lkey};
+  ibv_send_wr wr[3]{};
+  for (int i = 0; i < 3; ++i) {
+    wr[i].wr_id = 30 + i;
+    wr[i].sg_list = &sge;
+    wr[i].num_sge = 1;
+    wr[i].opcode = IBV_WR_RDMA_WRITE;
+    wr[i].send_flags = IBV_SEND_SIGNALED;
+    wr[i].wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buf_b_);
+    wr[i].wr.rdma.rkey = mr_b_->rkey;
+    wr[i].next = i < 2 ? &wr[i + 1] : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(a_, wr, &bad), ENOMEM);
+  EXPECT_EQ(bad, &wr[1]);
+  // The WR before bad_wr reached the provider, the ones from bad_wr on did not.
+  auto a = poll(cq_a_, 3, 50);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].wr_id, 30u);
+  EXPECT_EQ(a[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(state_of(a_), IBV_QPS_RTS);
+  EXPECT_EQ(effect_records("verb_failure"), 1u);
+}
+
+TEST_F(EffectFaults, VerbFailureOfCreateQpSetsErrno) {
+  begin("verb_failure(create_qp,ENOMEM) nth=3");  // a_ and b_ are the first two
+  errno = 0;
+  EXPECT_EQ(create_qp(cq_a_, cq_a_), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  ibv_qp* fourth = create_qp(cq_a_, cq_a_);
+  ASSERT_NE(fourth, nullptr);
+  EXPECT_EQ(ibv_destroy_qp(fourth), 0);
+  EXPECT_EQ(effect_records("verb_failure"), 1u);
+}
+
+// ---- polls and completions ----------------------------------------------------------
+
+TEST_F(EffectFaults, PartialPollReturnsFewerButLosesNothing) {
+  begin("partial_poll cq#0 always");
+  for (uint64_t i = 0; i < 6; ++i) ASSERT_EQ(write_a_to_b(40 + i), 0);
+  std::vector<ibv_wc> all;
+  int polls = 0;
+  while (all.size() < 6 && polls < 100) {
+    ibv_wc wc[6];
+    int n = ibv_poll_cq(cq_a_, 6, wc);
+    ASSERT_GE(n, 0);
+    EXPECT_LT(n, 6) << "a partial poll returns fewer than asked for";
+    all.insert(all.end(), wc, wc + n);
+    ++polls;
+  }
+  ASSERT_EQ(all.size(), 6u);
+  for (uint64_t i = 0; i < 6; ++i) EXPECT_EQ(all[i].wr_id, 40 + i);
+  EXPECT_GT(polls, 1);
+  EXPECT_GE(effect_records("partial_poll"), 1u);
+}
+
+TEST_F(EffectFaults, DelayedCompletionAppearsAfterThePolls) {
+  begin("delayed_completion(3) cq#0 nth=1");
+  ASSERT_EQ(write_a_to_b(50), 0);
+  ASSERT_EQ(write_a_to_b(51), 0);
+  ibv_wc wc[4];
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 4, wc), 0);  // found, held back
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 4, wc), 0);
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 4, wc), 0);
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 4, wc), 2);  // the third poll after: in order
+  EXPECT_EQ(wc[0].wr_id, 50u);
+  EXPECT_EQ(wc[1].wr_id, 51u);
+  EXPECT_EQ(effect_records("delayed_completion"), 1u);
+}
+
+// ---- completion events on the wrapped channel fd ----------------------------------------
+
+TEST_F(EffectFaults, ProviderCompletionEventsStillArriveThroughTheWrappedFd) {
+  begin("", 1, /*with_channel=*/true);
+  EXPECT_FALSE(readable(channel_->fd));
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  EXPECT_FALSE(readable(channel_->fd)) << "arming alone raises nothing";
+  ASSERT_EQ(write_a_to_b(1), 0);
+  EXPECT_TRUE(readable(channel_->fd));
+  // Blocking mode: the event is there, the call returns it at once.
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(channel_, &cq, &context), 0);
+  EXPECT_EQ(cq, cq_a_);
+  EXPECT_EQ(context, &tag_a_);
+  EXPECT_FALSE(readable(channel_->fd));
+  ibv_ack_cq_events(cq, 1);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
+TEST_F(EffectFaults, ProviderAsyncEventsStillArriveThroughTheWrappedFd) {
+  begin("");
+  // c stays in RTR: the first message it receives makes the provider raise
+  // IBV_EVENT_COMM_EST.
+  ibv_qp* c = create_qp(cq_b_, cq_b_);
+  ibv_qp* d = create_qp(cq_a_, cq_a_);
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(connect(c, d->qp_num, lid(), IBV_QPS_RTR), 0);
+  ASSERT_EQ(connect(d, c->qp_num, lid()), 0);
+  EXPECT_FALSE(readable(ctx_->async_fd));
+  ASSERT_EQ(post_recv(c, 1, mr_b_, buf_b_, 64), 0);
+  ASSERT_EQ(post_send(d, IBV_WR_SEND, 2, mr_a_, buf_a_, 8), 0);
+  EXPECT_TRUE(readable(ctx_->async_fd));
+  ibv_async_event event{};
+  ASSERT_EQ(ibv_get_async_event(ctx_, &event), 0);  // blocking mode: there is one
+  EXPECT_EQ(event.event_type, IBV_EVENT_COMM_EST);
+  EXPECT_EQ(event.element.qp, c);
+  EXPECT_FALSE(readable(ctx_->async_fd));
+  ibv_ack_async_event(&event);
+  AsyncEvent none = take_async(ctx_);
+  EXPECT_FALSE(none.got);
+  EXPECT_EQ(none.error, EAGAIN);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+  EXPECT_EQ(poll(cq_b_, 1).size(), 1u);
+  // The provider's destroy_qp waits for the ack of every event it reported:
+  // the application's ack reached it.
+  EXPECT_EQ(ibv_destroy_qp(c), 0);
+  EXPECT_EQ(ibv_destroy_qp(d), 0);
+}
+
+TEST_F(EffectFaults, SpuriousCqEventMakesTheChannelFdReadableWithoutACompletion) {
+  begin("spurious_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  EXPECT_FALSE(readable(channel_->fd));
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  EXPECT_TRUE(readable(channel_->fd)) << "poll(2) reports the injected event";
+  // Blocking mode (the application's default): the event is taken at once.
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(channel_, &cq, &context), 0);
+  EXPECT_EQ(cq, cq_a_);
+  EXPECT_EQ(context, &tag_a_);
+  EXPECT_FALSE(readable(channel_->fd));
+  ibv_ack_cq_events(cq_a_, 1);
+  // Nothing behind it: no completion, and a non-blocking get finds nothing.
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 1, &wc), 0);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(effect_records("spurious_cq_event"), 1u);
+  // The injected event was acknowledged to the harness, not the provider:
+  // destroy neither fails nor waits.
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
+TEST_F(EffectFaults, SpuriousCqEventWakesAWaiterBlockedOnTheChannel) {
+  begin("spurious_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  auto waiter = std::async(std::launch::async, [&] {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    const int result = ibv_get_cq_event(channel_, &cq, &context);
+    return std::pair(result, cq);
+  });
+  // Let the waiter block (the outcome is the same if it has not yet).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);  // fires the rule
+  if (waiter.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "the injected event did not wake the blocked ibv_get_cq_event";
+    // Unblock it with a real event so that the test can end.
+    ASSERT_EQ(ibv_req_notify_cq(cq_b_, 0), 0);
+    ASSERT_EQ(recv_on_b(1), 0);
+    ASSERT_EQ(send_a_to_b(2), 0);
+  }
+  auto [result, cq] = waiter.get();
+  ASSERT_EQ(result, 0);
+  ibv_ack_cq_events(cq, 1);
+  EXPECT_EQ(cq, cq_a_);
+  EXPECT_EQ(effect_records("spurious_cq_event"), 1u);
+}
+
+TEST_F(EffectFaults, DroppedCqEventLeavesTheWaiterWithoutAWakeup) {
+  begin("drop_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(60), 0);
+  EXPECT_TRUE(readable(channel_->fd)) << "the provider's event is there";
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_FALSE(readable(channel_->fd));
+  // The completion is there; the dropped event was acknowledged to the
+  // provider by the harness, so destroy does not wait for it.
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+  EXPECT_EQ(session_->fired()[0], 1u);
+  EXPECT_EQ(effect_records("drop_cq_event"), 1u);
+}
+
+TEST_F(EffectFaults, CoalescedCqEventAbsorbsTheNextOne) {
+  begin("coalesce_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(70), 0);
+  ASSERT_EQ(try_get_event(), cq_a_);
+  ibv_ack_cq_events(cq_a_, 1);
+  // Re-armed before draining: the next completion's event merges into the
+  // one already delivered.
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(71), 0);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(poll(cq_a_, 2).size(), 2u);
+  EXPECT_EQ(effect_records("coalesce_cq_event"), 1u);
+  // Both provider events were acknowledged (one by the application, the
+  // absorbed one by the harness): destroy goes through.
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
+// ---- asynchronous events on the wrapped async fd ---------------------------------------
+
+TEST_F(EffectFaults, CqOverflowPutsTheCqInErrorWithItsChain) {
+  begin("cq_overflow cq#0 nth=1");
+  ibv_wc wc;
+  // The overflowing poll already fails, as on the simulated device.
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 1, &wc), -EIO) << "the poll at which the CQ overflows";
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 1, &wc), -EIO) << "every later poll";
+  EXPECT_TRUE(readable(ctx_->async_fd));
+  AsyncEvent first = take_async(ctx_);
+  ASSERT_TRUE(first.got);
+  EXPECT_EQ(first.event.event_type, IBV_EVENT_CQ_ERR);
+  EXPECT_EQ(first.event.element.cq, cq_a_);
+  ibv_ack_async_event(&first.event);
+  AsyncEvent second = take_async(ctx_);
+  ASSERT_TRUE(second.got);
+  EXPECT_EQ(second.event.event_type, IBV_EVENT_QP_FATAL);
+  EXPECT_EQ(second.event.element.qp, a_);
+  ibv_ack_async_event(&second.event);
+  AsyncEvent none = take_async(ctx_);
+  EXPECT_FALSE(none.got);
+  EXPECT_EQ(none.error, EAGAIN);
+  EXPECT_FALSE(readable(ctx_->async_fd));
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(effect_records("cq_overflow"), 1u);
+  // Only destroy works now, and it does: the acks of the injected events
+  // did not reach the provider.
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
+TEST_F(EffectFaults, AsyncQpFatalIsReadableOnTheAsyncFdAndMovesTheQpToError) {
+  // Calls on qp#0: three modify_qp to connect it, then the post.
+  begin("async_event(qp_fatal) qp#0 nth=4");
+  EXPECT_FALSE(readable(ctx_->async_fd));
+  ASSERT_EQ(send_a_to_b(80), 0);
+  EXPECT_TRUE(readable(ctx_->async_fd)) << "poll(2) reports the injected event";
+  // Blocking mode (the default): the event is taken at once.
+  ibv_async_event event{};
+  ASSERT_EQ(ibv_get_async_event(ctx_, &event), 0);
+  EXPECT_EQ(event.event_type, IBV_EVENT_QP_FATAL);
+  EXPECT_EQ(event.element.qp, a_);
+  EXPECT_FALSE(readable(ctx_->async_fd));
+  ibv_ack_async_event(&event);
+  AsyncEvent none = take_async(ctx_);
+  EXPECT_FALSE(none.got);
+  EXPECT_EQ(none.error, EAGAIN);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  auto a = poll(cq_a_, 1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(effect_records("async_event"), 1u);
+  // The ack went to the harness: the provider's destroy_qp does not wait
+  // for an event it never reported.
+  EXPECT_EQ(destroy_qp_a(), 0);
+}
+
+TEST_F(EffectFaults, AsyncPortErrTakesThePortDown) {
+  // Port events count calls on any object of the context: qp#1's fourth.
+  begin("async_event(port_err) qp#1 nth=4");
+  ASSERT_EQ(recv_on_b(1), 0);
+  EXPECT_TRUE(readable(ctx_->async_fd));
+  AsyncEvent event = take_async(ctx_);
+  ASSERT_TRUE(event.got);
+  EXPECT_EQ(event.event.event_type, IBV_EVENT_PORT_ERR);
+  EXPECT_EQ(event.event.element.port_num, 1);
+  ibv_ack_async_event(&event.event);
+  ibv_port_attr port{};
+  ASSERT_EQ(ibv_query_port(ctx_, 1, &port), 0);
+  EXPECT_EQ(port.state, IBV_PORT_DOWN) << "ibv_query_port after an injected PORT_ERR";
+  ASSERT_EQ(send_a_to_b(90), 0);
+  auto a = poll(cq_a_, 1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(effect_records("async_event"), 1u);
+}
+
+TEST_F(EffectFaults, PortDownEndsRcTrafficInRetryExhaustion) {
+  // Calls on qp#1: three modify_qp to connect it, then the post.
+  begin("port_down qp#1 nth=4");
+  ASSERT_EQ(recv_on_b(1), 0);
+  EXPECT_TRUE(readable(ctx_->async_fd));
+  AsyncEvent event = take_async(ctx_);
+  ASSERT_TRUE(event.got);
+  EXPECT_EQ(event.event.event_type, IBV_EVENT_PORT_ERR);
+  ibv_ack_async_event(&event.event);
+  ibv_port_attr port{};
+  ASSERT_EQ(ibv_query_port(ctx_, 1, &port), 0);
+  EXPECT_EQ(port.state, IBV_PORT_DOWN) << "ibv_query_port after an injected port_down";
+  ASSERT_EQ(send_a_to_b(90), 0);
+  auto a = poll(cq_a_, 1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(effect_records("port_down"), 1u);
+}
+
+TEST_F(EffectFaults, DeviceFatalMakesLaterVerbsFailWithEio) {
+  begin("device_fatal qp#1 nth=4");
+  (void)recv_on_b(1);  // the call at which the device dies
+  EXPECT_TRUE(readable(ctx_->async_fd));
+  AsyncEvent event = take_async(ctx_);
+  ASSERT_TRUE(event.got);
+  EXPECT_EQ(event.event.event_type, IBV_EVENT_DEVICE_FATAL);
+  ibv_ack_async_event(&event.event);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(state_of(b_), IBV_QPS_ERR);
+  // Every verb but destroy, poll and event handling fails with EIO.
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_pd(ctx_), nullptr);
+  EXPECT_EQ(errno, EIO);
+  EXPECT_EQ(send_a_to_b(2), EIO) << "ibv_post_send after DEVICE_FATAL";
+  EXPECT_EQ(recv_on_b(3), EIO) << "ibv_post_recv after DEVICE_FATAL";
+  EXPECT_EQ(ibv_req_notify_cq(cq_a_, 0), EIO) << "ibv_req_notify_cq after DEVICE_FATAL";
+  ibv_wc wc[4];
+  EXPECT_GE(ibv_poll_cq(cq_a_, 4, wc), 0) << "polls still work";
+  EXPECT_EQ(effect_records("device_fatal"), 1u);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
