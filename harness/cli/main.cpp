@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 namespace {
 
@@ -65,16 +66,26 @@ int main(int argc, char** argv) {
   run->add_flag("--check-determinism", options.check_determinism,
                 "run twice and compare the traces");
   run->add_option("--library", options.library, "libverbfault.so to preload");
-  run->add_option("command", options.command, "the program and its arguments (after --)")
-      ->required();
+  run->footer("Everything after -- is the program and its arguments, passed on untouched.");
 
   std::string plan_file;
   CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
   plan->add_option("file", plan_file, "YAML plan file")->required();
 
+  // The command after "--" is split off before CLI11 sees it: its options
+  // (sample_rc --messages 4) belong to the program, not to verbfault.
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--") continue;
+    own_argc = i;
+    options.command.assign(argv + i + 1, argv + argc);
+    break;
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(own_argc, argv);
     if (!seed_text.empty()) options.seed = parse_seed(seed_text);
+    if (*run && options.command.empty())
+      throw CLI::ValidationError("run", "expected the program to run after --");
   } catch (const CLI::ParseError& error) {
     const int status = app.exit(error);
     return status == 0 ? 0 : verbfault::cli::kExitUsage;

@@ -1,36 +1,20 @@
 // Unmodified binaries (Debian's ibv_devices and ibv_devinfo, and the bundled
 // sample program, all linked against libibverbs only) run with
 // LD_PRELOAD=libverbfault.so and see the simulated devices.
+#include "shell.h"
+
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 
 namespace {
 
-struct ProcessResult {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using verbfault::testing::contains;
+using verbfault::testing::ProcessResult;
 
 ProcessResult run(const std::string& env, const std::string& command) {
-  ProcessResult r;
-  std::string line =
-      "env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " " + env + " " + command + " 2>&1";
-  FILE* pipe = popen(line.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
+  return verbfault::testing::run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " " +
+                                       env + " " + command);
 }
 
 TEST(UnmodifiedBinaries, IbvDevicesListsTheSimulatedDevice) {

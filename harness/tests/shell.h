@@ -1,0 +1,33 @@
+// Runs a shell command line for the end-to-end tests and collects its
+// output (stdout and stderr) and exit status.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace verbfault::testing {
+
+struct ProcessResult {
+  int status = -1;     // the exit status, or 128 + N for a death by signal N
+  std::string output;  // stdout and stderr
+};
+
+inline ProcessResult run_shell(const std::string& command) {
+  ProcessResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace verbfault::testing

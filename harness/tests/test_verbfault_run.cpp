@@ -1,0 +1,160 @@
+// `verbfault run` end to end: unmodified binaries (the bundled sample and
+// Debian's ibv_devinfo) under plans, its exit statuses, its output, the
+// trace, and the environment-variable form of the configuration.
+#include "shell.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+namespace verbfault::testing {
+namespace {
+
+std::string verbfault_run(const std::string& options, const std::string& command) {
+  return std::string(VERBFAULT_CLI) + " run " + options + " -- " + command;
+}
+
+std::string scratch(const std::string& name) {
+  return ::testing::TempDir() + "verbfault_run_" + std::to_string(getpid()) + "_" + name;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(VerbfaultRun, SampleWithoutFaultsPassesItsStatusThrough) {
+  ProcessResult r = run_shell(verbfault_run("--seed 5", SAMPLE_RC));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: seed 5\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: plan: 0 rules")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: reproduce: verbfault run --seed 5 --")) << r.output;
+  EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
+  EXPECT_TRUE(contains(r.output, ", trace hash ")) << r.output;
+}
+
+TEST(VerbfaultRun, RnrRetryExhaustionFailsTheSampleWithItsOwnMessage) {
+  const std::string trace = scratch("rnr.jsonl");
+  ProcessResult r = run_shell(verbfault_run(
+      "--seed 11 --fault 'rnr_retry_exhausted qp#0 opcode=send nth=2' --trace " + trace,
+      SAMPLE_RC));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "RNR retry counter exceeded")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault:   #0 rnr_retry_exhausted qp#0 opcode=send nth=2"))
+      << r.output;
+  const std::string records = read_file(trace);
+  EXPECT_TRUE(contains(records, "\"fault\":\"rnr_retry_exhausted\",\"rule\":0,\"level\":"))
+      << records;
+  EXPECT_TRUE(contains(records, "\"status\":\"rnr_retry_exc_err\"")) << records;
+  std::remove(trace.c_str());
+}
+
+TEST(VerbfaultRun, PlanFileAndCoverageOfRulesThatNeverFired) {
+  const std::string plan = scratch("plan.yaml");
+  std::ofstream(plan) << "rules:\n  - kind: flush\n    object: qp#7\n    nth: 1\n";
+  ProcessResult r = run_shell(verbfault_run("--seed 3 --plan " + plan, SAMPLE_RC));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: coverage: rule #0 (flush qp#7 nth=1) never fired"))
+      << r.output;
+  std::remove(plan.c_str());
+}
+
+TEST(VerbfaultRun, IbvDevinfoRunsUnmodified) {
+  ProcessResult r = run_shell(verbfault_run("--seed 1", std::string(IBV_DEVINFO) + " -d vfsim0"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "hca_id:\tvfsim0")) << r.output;
+  EXPECT_TRUE(contains(r.output, "PORT_ACTIVE")) << r.output;
+}
+
+TEST(VerbfaultRun, VerbFailureReachesAnUnmodifiedBinary) {
+  // ibv_devinfo opens the device and queries it; alloc_pd is not among its
+  // calls, so a failure of open is shown through a context verb instead:
+  // the sample fails its first ibv_alloc_pd.
+  ProcessResult r =
+      run_shell(verbfault_run("--seed 1 --fault 'verb_failure(alloc_pd,ENOMEM)'", SAMPLE_RC));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "ibv_alloc_pd")) << r.output;
+}
+
+TEST(VerbfaultRun, BadRuleIsAUsageErrorWithOneLine) {
+  ProcessResult r = run_shell(verbfault_run("--fault 'cq_overflw cq#0'", SAMPLE_RC));
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: --fault: 'cq_overflw': unknown fault kind: expected"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "sample_rc:")) << "the program must not run\n" << r.output;
+}
+
+TEST(VerbfaultRun, BadSeedIsAUsageError) {
+  ProcessResult r = run_shell(verbfault_run("--seed twelve", SAMPLE_RC));
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(contains(r.output, "expected a 64-bit unsigned seed")) << r.output;
+}
+
+TEST(VerbfaultRun, MissingCommandIs127) {
+  ProcessResult r = run_shell(verbfault_run("--seed 1", "/nonexistent/program"));
+  EXPECT_EQ(r.status, 127) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: cannot run '/nonexistent/program'")) << r.output;
+}
+
+TEST(VerbfaultRun, DrawnSeedIsPrintedAndReplays) {
+  ProcessResult first = run_shell(verbfault_run("", SAMPLE_RC));
+  ASSERT_EQ(first.status, 0) << first.output;
+  const auto at = first.output.find("verbfault: seed ");
+  ASSERT_NE(at, std::string::npos) << first.output;
+  const std::string seed = first.output.substr(at + 16, first.output.find(' ', at + 16) - at - 16);
+  EXPECT_TRUE(contains(first.output, "(drawn)")) << first.output;
+  ProcessResult again = run_shell(verbfault_run("--seed " + seed, SAMPLE_RC));
+  EXPECT_TRUE(contains(again.output, "verbfault: seed " + seed + "\n")) << again.output;
+}
+
+TEST(VerbfaultRun, EnvironmentVariablesConfigureAProgramStartedDirectly) {
+  const std::string trace = scratch("env.jsonl");
+  ProcessResult r =
+      run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
+                " VERBFAULT_SEED=9 VERBFAULT_TRACE=" + trace +
+                " VERBFAULT_FAULTS='completion_error(rem_access_err) qp#0 nth=1' " + SAMPLE_RC);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "remote access error")) << r.output;
+  EXPECT_TRUE(contains(read_file(trace), "\"fault\":\"completion_error\"")) << read_file(trace);
+  std::remove(trace.c_str());
+}
+
+TEST(VerbfaultRun, BadEnvironmentVariableStopsTheProgramWithOneLine) {
+  ProcessResult r = run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
+                              " VERBFAULT_FAULTS='flush qp#x' " + SAMPLE_RC);
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: VERBFAULT_FAULTS: 'qp#x'")) << r.output;
+  EXPECT_FALSE(contains(r.output, "sample_rc:")) << r.output;
+}
+
+TEST(VerbfaultRun, SameSeedSameTraceDifferentSeedDifferentTrace) {
+  const std::string plan = "--fault 'partial_poll p=0.5' --fault 'delayed_completion(2) p=0.2'";
+  std::set<std::string> traces;
+  for (const char* seed : {"21", "21", "22"}) {
+    const std::string trace = scratch(std::string("det_") + seed + ".jsonl");
+    ProcessResult r =
+        run_shell(verbfault_run("--seed " + std::string(seed) + " " + plan + " --trace " + trace,
+                                std::string(SAMPLE_RC) + " --messages 4"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    traces.insert(read_file(trace));
+    std::remove(trace.c_str());
+  }
+  EXPECT_EQ(traces.size(), 2u) << "seed 21 twice must give one trace, seed 22 another";
+}
+
+TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {
+  ProcessResult r = run_shell(
+      verbfault_run("--seed 4 --fault 'partial_poll p=0.5' --check-determinism", SAMPLE_RC));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: determinism check passed: identical traces"))
+      << r.output;
+}
+
+}  // namespace
+}  // namespace verbfault::testing
