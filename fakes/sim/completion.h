@@ -25,6 +25,7 @@ struct Completion {
   bool send_queue = false;
   uint64_t sq_seq = 0;     // send completions: slots up to here are free
   bool solicited = false;  // receive of a SEND with IBV_SEND_SOLICITED
+  std::uint64_t step = 0;  // Fabric::step() when it entered the CQ
 };
 
 // vendor_err values of the simulated device (documented in

@@ -2,16 +2,21 @@
 
 #include "completion_channel.h"
 #include "context.h"
+#include "fabric.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
 
 #include <cerrno>
+#include <vector>
 
 namespace verbfault::sim {
 
 CompletionQueue::CompletionQueue(Context& context, int capacity, void* cq_context,
                                  CompletionChannel* channel)
-    : context_(context), channel_(channel), capacity_(capacity) {
+    : context_(context),
+      channel_(channel),
+      capacity_(capacity),
+      freedom_ordinal_(Fabric::get().freedoms().next_cq()) {
   handle_.owner = this;
   ibv_cq_ex& cq = handle_.verbs;
   cq.context = context.verbs();
@@ -35,6 +40,7 @@ bool CompletionQueue::push(const Completion& completion) {
     return false;
   }
   entries_.push_back(completion);
+  entries_.back().step = Fabric::get().step();
   // IBA 11.4.2.2: an armed CQ raises one event for the next completion, or
   // with solicited_only for the next solicited or unsuccessful one.
   bool fire =
@@ -47,11 +53,34 @@ bool CompletionQueue::push(const Completion& completion) {
   return true;
 }
 
+std::size_t CompletionQueue::pick_next() {
+  const Freedoms& freedoms = Fabric::get().freedoms();
+  if (!freedoms.drawn()) return 0;
+  // Candidates: the oldest completion of each work queue among those that
+  // entered in the same step as the oldest of all (a short window: the
+  // choice is among completions racing to the CQ, not the whole backlog).
+  constexpr std::size_t kWindow = 16;
+  auto work_queue = [](const Completion& c) { return std::pair(c.wc.qp_num, c.send_queue); };
+  std::vector<std::size_t> candidates;
+  for (std::size_t i = 0; i < entries_.size() && i < kWindow; ++i) {
+    if (entries_[i].step != entries_.front().step) break;
+    bool oldest_of_its_queue = true;
+    for (std::size_t j = 0; j < i && oldest_of_its_queue; ++j)
+      if (work_queue(entries_[j]) == work_queue(entries_[i])) oldest_of_its_queue = false;
+    if (oldest_of_its_queue) candidates.push_back(i);
+  }
+  return candidates[freedoms.next_completion(freedom_ordinal_, ++picks_, candidates.size())];
+}
+
 int CompletionQueue::poll(int n, ibv_wc* wc) {
   if (in_error_) return -EIO;
+  const Freedoms& freedoms = Fabric::get().freedoms();
+  if (n > 0 && !entries_.empty())
+    n = freedoms.poll_count(freedom_ordinal_, ++polls_, n, static_cast<int>(entries_.size()));
   int polled = 0;
   while (polled < n && !entries_.empty()) {
-    Completion& c = entries_.front();
+    const auto at = entries_.begin() + static_cast<std::ptrdiff_t>(pick_next());
+    Completion& c = *at;
     wc[polled++] = c.wc;
     if (c.qp != nullptr) {
       if (c.send_queue)
@@ -60,7 +89,7 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
         c.qp->release_recv_slot();
     }
     if (c.srq != nullptr) c.srq->release_slot();
-    entries_.pop_front();
+    entries_.erase(at);
   }
   return polled;
 }
@@ -79,6 +108,8 @@ void CompletionQueue::arm(bool solicited_only) {
     arm_ = Arm::kNextCompletion;
   else if (arm_ == Arm::kNone)
     arm_ = Arm::kSolicited;
+  if (!entries_.empty() && Fabric::get().freedoms().event_on_arm(freedom_ordinal_, ++arms_))
+    fire_spurious_event();
 }
 
 int CompletionQueue::resize(int capacity) {

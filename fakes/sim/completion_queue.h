@@ -33,9 +33,12 @@ class CompletionQueue {
   // Adds a completion; raises a completion event if the CQ is armed for it
   // (ibv_req_notify_cq(3)). Returns false when the CQ overflowed.
   bool push(const Completion& completion);
-  // Hands out up to n completions, oldest first, releasing their work-queue
-  // slots.
+  // Hands out up to n completions, releasing their work-queue slots: each
+  // work queue's completions in order; how many and the order across work
+  // queues entered in one step as the Freedoms draw.
   int poll(int n, ibv_wc* wc);
+  // Arming a CQ that still holds completions may fire an event at once
+  // (Freedoms).
   void arm(bool solicited_only);
   // Raises the completion event an armed CQ owes, without a completion
   // (the spurious event of ibv_get_cq_event(3)); false when not armed.
@@ -61,8 +64,16 @@ class CompletionQueue {
   CompletionChannel* channel_;
   int capacity_;
   std::deque<Completion> entries_;
+  // Index into entries_ of the completion polled next.
+  std::size_t pick_next();
+
   Arm arm_ = Arm::kNone;
   bool in_error_ = false;
+  // The CQ's ordinal and counters in the Freedoms' draws.
+  std::uint32_t freedom_ordinal_;
+  std::uint64_t polls_ = 0;
+  std::uint64_t picks_ = 0;
+  std::uint64_t arms_ = 0;
 };
 
 }  // namespace verbfault::sim

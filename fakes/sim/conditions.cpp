@@ -56,6 +56,7 @@ int set_port_state(ibv_context* verbs, uint8_t port, ibv_port_state state) {
   if (!owns(verbs)) return ENODEV;
   if (port != 1 || state < IBV_PORT_DOWN || state > IBV_PORT_ACTIVE_DEFER) return EINVAL;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   Device& device = Context::from(verbs)->device();
   ibv_port_attr& attr = device.port();
   const bool was_active = attr.state == IBV_PORT_ACTIVE;
@@ -71,6 +72,7 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
   // IBA 4.1.3: unicast LIDs are 0x0001..0xbfff.
   if (port != 1 || lid == 0 || lid >= 0xc000) return EINVAL;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   Device& device = Context::from(verbs)->device();
   if (device.port().lid == lid) return 0;
   device.port().lid = lid;
@@ -81,6 +83,7 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
 int set_gid(ibv_context* verbs, uint8_t port, int index, const ibv_gid& gid) {
   if (!owns(verbs)) return ENODEV;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   Device& device = Context::from(verbs)->device();
   if (port != 1 || index < 0 || index >= device.port().gid_tbl_len) return EINVAL;
   device.set_gid(index, gid);
@@ -91,6 +94,7 @@ int set_gid(ibv_context* verbs, uint8_t port, int index, const ibv_gid& gid) {
 int device_fatal(ibv_context* verbs) {
   if (!owns(verbs)) return ENODEV;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   Device& device = Context::from(verbs)->device();
   if (device.fatal()) return 0;
   device.set_fatal();
@@ -110,6 +114,7 @@ int device_fatal(ibv_context* verbs) {
 int raise_qp_event(ibv_qp* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   QueuePair* qp = QueuePair::from(verbs);
   switch (type) {
     case IBV_EVENT_QP_FATAL:
@@ -134,6 +139,7 @@ int raise_qp_event(ibv_qp* verbs, ibv_event_type type) {
 int raise_srq_event(ibv_srq* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   Context& context = srq->pd().context();
   switch (type) {
@@ -157,6 +163,7 @@ int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   if (type != IBV_EVENT_CQ_ERR) return EINVAL;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (!cq->in_error()) completer::cq_error(*cq);
   return 0;
@@ -165,6 +172,7 @@ int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
 int notify_cq(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
   return CompletionQueue::from(verbs)->fire_spurious_event() ? 0 : EAGAIN;
 }
 

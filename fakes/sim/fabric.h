@@ -3,6 +3,7 @@
 #pragma once
 
 #include "device.h"
+#include "freedoms.h"
 #include "virtual_clock.h"
 
 #include <condition_variable>
@@ -57,6 +58,12 @@ class Fabric {
   uint32_t next_index(Kind kind) { return next_index_[static_cast<int>(kind)]++; }
 
   VirtualClock& clock() { return clock_; }
+  // The choices the verbs leave to the provider, drawn from the seed.
+  Freedoms& freedoms() { return freedoms_; }
+  // Verbs calls so far: completions that enter a CQ in the same step may
+  // be reordered across work queues (Freedoms), never across steps.
+  std::uint64_t step() const { return step_; }
+  void next_step() { ++step_; }
   // QPs whose send queue head waits for a virtual-time deadline.
   void schedule(QueuePair* qp) { waiting_.insert(qp); }
   void unschedule(QueuePair* qp) { waiting_.erase(qp); }
@@ -75,6 +82,8 @@ class Fabric {
   uint32_t next_mr_index_ = 1;
   uint32_t next_index_[static_cast<int>(Kind::kCount)] = {};
   VirtualClock clock_;
+  Freedoms freedoms_;
+  std::uint64_t step_ = 0;
   std::set<QueuePair*> waiting_;
 };
 

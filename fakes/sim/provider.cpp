@@ -32,7 +32,9 @@ namespace {
 
 using Lock = std::unique_lock<std::mutex>;
 Lock lock() {
-  return Lock(Fabric::get().mutex);
+  Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
+  return guard;
 }
 
 template <class T>
@@ -226,6 +228,11 @@ int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describ
 }
 
 }  // namespace
+
+void set_freedom_seed(std::optional<std::uint64_t> seed) {
+  Lock guard = lock();
+  Fabric::get().freedoms().set_seed(seed);
+}
 
 std::vector<Diagnostic> diagnostics() {
   Lock guard = lock();

@@ -7,9 +7,10 @@
 
 namespace verbfault {
 
-Session::Session(Plan plan, std::uint64_t seed) : plan_(std::move(plan)), seed_(seed) {
+Session::Session(Plan plan, std::uint64_t seed, Freedoms freedoms)
+    : plan_(std::move(plan)), seed_(seed), freedoms_(freedoms) {
   for (const Rule& rule : plan_.rules) validate(rule, "Session");
-  interposer::State::get().begin_session(plan_, seed_);
+  interposer::State::get().begin_session(plan_, seed_, freedoms == Freedoms::drawn);
 }
 
 Session::~Session() {
@@ -39,6 +40,7 @@ std::string Session::reproduce() const {
   for (const Rule& rule : plan_.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);
   std::string line = "VERBFAULT_SEED=" + std::to_string(seed_);
   if (!rules.empty()) line += " VERBFAULT_FAULTS='" + rules + "'";
+  if (freedoms_ == Freedoms::canonical) line += " VERBFAULT_FREEDOMS=canonical";
   return line;
 }
 

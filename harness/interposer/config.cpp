@@ -43,6 +43,12 @@ Config config_from_environment() {
     if (trace->empty()) throw std::runtime_error("VERBFAULT_TRACE='': expected a file path");
     config.trace_path = *trace;
   }
+  if (auto freedoms = variable("VERBFAULT_FREEDOMS")) {
+    if (*freedoms != "drawn" && *freedoms != "canonical")
+      throw std::runtime_error("VERBFAULT_FREEDOMS='" + *freedoms +
+                               "': expected 'drawn' or 'canonical'");
+    config.draw_freedoms = *freedoms == "drawn";
+  }
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {
     // A plan needs a seed; one drawn here is printed so the run replays.

@@ -6,6 +6,9 @@
 //   VERBFAULT_PLAN   path of a YAML plan file
 //   VERBFAULT_FAULTS rules in the one-line form, separated by ';'
 //   VERBFAULT_TRACE  where to write the JSON Lines trace
+//   VERBFAULT_FREEDOMS  "drawn" (default): the simulated device draws the
+//                    choices the verbs leave open from the seed;
+//                    "canonical": it takes the canonical ones
 // A bad value is never ignored: the process stops with one line naming the
 // variable and what was expected (exit status kConfigErrorExit).
 #pragma once
@@ -25,6 +28,7 @@ struct Config {
   bool seed_given = false;
   Plan plan;
   std::optional<std::string> trace_path;
+  bool draw_freedoms = true;  // VERBFAULT_FREEDOMS
   // Whether the harness does anything beyond routing: a plan, a seed or a
   // trace was asked for. Without it every call is the provider's own.
   bool active = false;

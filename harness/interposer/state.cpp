@@ -3,6 +3,8 @@
 // signal.
 #include "state.h"
 
+#include "verbfault/sim/provider.h"
+
 #include "opcodes.h"
 
 #include <unistd.h>
@@ -52,6 +54,7 @@ State::State() {
   engine.configure(config.plan, config.seed);
   g_active = environment_active_ = config.active;
   if (!g_active) return;
+  if (config.draw_freedoms) sim::set_freedom_seed(config.seed);
   if (!config.seed_given)
     std::fprintf(stderr, "verbfault: seed %llu (drawn; VERBFAULT_SEED=%llu replays it)\n",
                  static_cast<unsigned long long>(config.seed),
@@ -65,7 +68,8 @@ State::State() {
   }
 }
 
-void State::begin_session(const Plan& plan, std::uint64_t seed) {
+void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms) {
+  sim::set_freedom_seed(draw_freedoms ? std::optional(seed) : std::nullopt);
   std::lock_guard lock(mutex);
   engine.configure(plan, seed);
   registry.restart_names();
@@ -74,6 +78,8 @@ void State::begin_session(const Plan& plan, std::uint64_t seed) {
 }
 
 void State::end_session() {
+  sim::set_freedom_seed(environment_active_ && config.draw_freedoms ? std::optional(config.seed)
+                                                                    : std::nullopt);
   std::lock_guard lock(mutex);
   trace.stop_capture();
   engine.configure(config.plan, config.seed);

@@ -39,7 +39,7 @@ class State {
   // Trace fields of a work completion.
   Fields completion_fields(const ibv_wc& wc);
   // A Session: its plan and seed replace the environment's until it ends.
-  void begin_session(const Plan& plan, std::uint64_t seed);
+  void begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms);
   void end_session();
 
   // The end of the run: coverage, trace hash; idempotent.

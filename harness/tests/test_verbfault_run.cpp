@@ -148,6 +148,58 @@ TEST(VerbfaultRun, SameSeedSameTraceDifferentSeedDifferentTrace) {
   EXPECT_EQ(traces.size(), 2u) << "seed 21 twice must give one trace, seed 22 another";
 }
 
+// The determinism check: the sample under probabilistic rules, 50
+// seeds, each run twice. The trace hash printed at the end of each run must
+// be the same both times, and differ from seed to seed.
+TEST(VerbfaultRun, FiftySeedsTwiceGiveIdenticalHashesPerSeedAndDistinctAcrossSeeds) {
+  const std::string plan =
+      "--fault 'partial_poll p=0.3' --fault 'delayed_completion(2) p=0.1' "
+      "--fault 'spurious_cq_event p=0.2' --fault 'coalesce_cq_event p=0.1'";
+  auto hash_of = [&](int seed) {
+    ProcessResult r =
+        run_shell(verbfault_run("--seed " + std::to_string(seed) + " " + plan, SAMPLE_RC));
+    EXPECT_EQ(r.status, 0) << r.output;
+    const auto at = r.output.find(", trace hash ");
+    EXPECT_NE(at, std::string::npos) << r.output;
+    return at == std::string::npos ? std::string() : r.output.substr(at + 13, 16);
+  };
+  std::set<std::string> hashes;
+  for (int seed = 1000; seed < 1050; ++seed) {
+    const std::string first = hash_of(seed);
+    EXPECT_EQ(hash_of(seed), first) << "seed " << seed << " ran twice";
+    hashes.insert(first);
+  }
+  EXPECT_EQ(hashes.size(), 50u) << "every seed its own trace";
+}
+
+// With no rule at all, the seed still draws the simulated device's
+// freedoms (poll counts, interleavings, events on arm): different seeds,
+// different traces; VERBFAULT_FREEDOMS=canonical takes them away.
+TEST(VerbfaultRun, TheSeedDrawsTheDevicesFreedomsUnlessCanonical) {
+  auto trace_of = [](const std::string& environment, const char* seed) {
+    const std::string trace = scratch(std::string("freedoms_") + seed + ".jsonl");
+    ProcessResult r =
+        run_shell(environment + " " +
+                  verbfault_run(std::string("--seed ") + seed + " --trace " + trace, SAMPLE_RC));
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::string records = read_file(trace);
+    std::remove(trace.c_str());
+    return records;
+  };
+  EXPECT_NE(trace_of("env", "1"), trace_of("env", "2"));
+  EXPECT_EQ(trace_of("env VERBFAULT_FREEDOMS=canonical", "1"),
+            trace_of("env VERBFAULT_FREEDOMS=canonical", "2"));
+}
+
+TEST(VerbfaultRun, BadFreedomsVariableIsOneLine) {
+  ProcessResult r =
+      run_shell("env VERBFAULT_FREEDOMS=sometimes " + verbfault_run("--seed 1", SAMPLE_RC));
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(contains(
+      r.output, "verbfault: VERBFAULT_FREEDOMS='sometimes': expected 'drawn' or 'canonical'"))
+      << r.output;
+}
+
 TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {
   ProcessResult r = run_shell(
       verbfault_run("--seed 4 --fault 'partial_poll p=0.5' --check-determinism", SAMPLE_RC));

@@ -19,9 +19,17 @@
 
 namespace verbfault {
 
+// What the simulated device does where the verbs leave it a choice (how
+// many completions a poll returns, the order of completions of different
+// work queues entering a CQ together, an extra event when arming a CQ that
+// holds completions): drawn from the seed, to explore what a correct
+// application must survive, or the canonical choice, for tests that count
+// polls and events exactly.
+enum class Freedoms { drawn, canonical };
+
 class Session {
  public:
-  Session(Plan plan, std::uint64_t seed);
+  Session(Plan plan, std::uint64_t seed, Freedoms freedoms = Freedoms::drawn);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -41,6 +49,7 @@ class Session {
  private:
   Plan plan_;
   std::uint64_t seed_;
+  Freedoms freedoms_;
 };
 
 }  // namespace verbfault

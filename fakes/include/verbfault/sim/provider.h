@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,11 +23,19 @@ namespace verbfault::sim {
 // ibv_destroy_cq with unacknowledged events), in the order it happened, for
 // the trace and the reports.
 struct Diagnostic {
-  std::string kind;    // stable id, e.g. "destroy_cq.unacked_events"
-  std::string object;  // stable object name, e.g. "cq#2"
-  std::string message; // the one line printed on stderr
+  std::string kind;     // stable id, e.g. "destroy_cq.unacked_events"
+  std::string object;   // stable object name, e.g. "cq#2"
+  std::string message;  // the one line printed on stderr
 };
 std::vector<Diagnostic> diagnostics();
+
+// ---- freedoms -------------------------------------------------------------
+// Where the verbs leave a choice to the provider (how many completions a
+// poll returns, the order across work queues of completions entering a CQ
+// together, an extra event when arming a non-empty CQ), the device draws it
+// from `seed`; with std::nullopt (the default) it takes the canonical
+// choice. The harness sets it from the run's seed (sim/freedoms.h).
+void set_freedom_seed(std::optional<std::uint64_t> seed);
 
 // ---- devices -------------------------------------------------------------
 // The simulated devices (vfsim0, vfsim1, ...), created once per process from

@@ -1,0 +1,39 @@
+#include "freedoms.h"
+
+#include <algorithm>
+
+namespace verbfault::sim {
+
+namespace {
+
+// splitmix64's finalizer: 64 well-mixed bits from any input.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::uint64_t Freedoms::draw(Kind kind, std::uint32_t cq, std::uint64_t counter) const {
+  return mix(mix(mix(*seed_ ^ static_cast<std::uint64_t>(kind) << 56) ^ cq) ^ counter);
+}
+
+int Freedoms::poll_count(std::uint32_t cq, std::uint64_t poll, int asked, int available) const {
+  const int most = std::min(asked, available);
+  if (!drawn() || most <= 1) return most;
+  return 1 + static_cast<int>(draw(Kind::poll_count, cq, poll) % static_cast<std::uint64_t>(most));
+}
+
+std::size_t Freedoms::next_completion(std::uint32_t cq, std::uint64_t pick,
+                                      std::size_t choices) const {
+  if (!drawn() || choices <= 1) return 0;
+  return draw(Kind::next_completion, cq, pick) % choices;
+}
+
+bool Freedoms::event_on_arm(std::uint32_t cq, std::uint64_t arm) const {
+  return drawn() && (draw(Kind::event_on_arm, cq, arm) & 1) != 0;
+}
+
+}  // namespace verbfault::sim
