@@ -138,14 +138,19 @@ void BM_PostSendAndPoll(benchmark::State& state) {
 }
 BENCHMARK(BM_PostSendAndPoll)->ArgName("interposed")->Arg(0)->Arg(1);
 
-// Collects the mean time per iteration of each run, by name.
+// Collects the time per iteration of each benchmark, by name: the median
+// of the repetitions when there are several, else the single run.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs)
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred)
-        times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      if (run.run_type == Run::RT_Iteration && !times_.contains(run.run_name.str()))
+        times_[run.run_name.str()] = run.GetAdjustedRealTime();
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median")
+        times_[run.run_name.str()] = run.GetAdjustedRealTime();
+    }
   }
   void PrintRatios() const {
     for (const char* name : {"BM_PollCqEmpty", "BM_PostSendAndPoll"}) {
