@@ -50,6 +50,10 @@ class CompletionQueue {
   void forget(const SharedReceiveQueue* srq);
   void enter_error() { in_error_ = true; }
 
+  // The completion the extended poll API (extended_cq.h) made current;
+  // owned by the application between ibv_start_poll and ibv_end_poll.
+  ibv_wc ex_current{};
+
   int attached_queues = 0;       // QPs using this CQ: destroy is EBUSY while > 0
   uint32_t events_reported = 0;  // events handed out by ibv_get_cq_event
   uint32_t events_acked = 0;     // ibv_ack_cq_events

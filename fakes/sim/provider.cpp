@@ -8,6 +8,7 @@
 #include "completion_queue.h"
 #include "context.h"
 #include "device.h"
+#include "extended_cq.h"
 #include "fabric.h"
 #include "memory_region.h"
 #include "protection_domain.h"
@@ -120,6 +121,7 @@ void install_ops(Context& context) {
   verbs_context* vctx = verbs_get_ctx(ctx);
   vctx->query_port = op_query_port;
   vctx->query_device_ex = op_query_device_ex;
+  vctx->create_cq_ex = create_cq_ex;
   // Every other extended op stays NULL: the inline wrappers of verbs.h then
   // fail with EOPNOTSUPP (or ENOSYS) as libibverbs documents.
 }

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <set>
+#include <vector>
 
 namespace verbfault::testing {
 namespace {
@@ -102,13 +103,70 @@ TEST_F(Cq, PollingAnEmptyCqReturnsZero) {
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
 
-TEST_F(Cq, CreateCqExIsNotSupported) {
+TEST_F(Cq, CreateCqExWithUnsupportedFieldsIsEopnotsupp) {
   ibv_cq_init_attr_ex attr{};
   attr.cqe = 16;
-  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
+  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
   errno = 0;
   EXPECT_EQ(ibv_create_cq_ex(ctx_, &attr), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(errno, EOPNOTSUPP) << "no completion timestamps on the simulated device";
+  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
+  attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(ctx_, &attr), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP) << "no parent domains";
+  attr.comp_mask = 0;
+  attr.cqe = 0;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(ctx_, &attr), nullptr);
+  EXPECT_EQ(errno, EINVAL) << "cqe 0, as for ibv_create_cq";
+}
+
+TEST_F(Cq, ExtendedPollApiReturnsEveryCompletionWithTheFieldsAskedFor) {
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 16;
+  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
+  ibv_cq_ex* cq_ex = ibv_create_cq_ex(ctx_, &attr);
+  ASSERT_NE(cq_ex, nullptr);
+  EXPECT_GE(cq_ex->cqe, 16);
+  EXPECT_EQ(cq_ex->read_imm_data, nullptr) << "only the accessors asked for";
+  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  ibv_poll_cq_attr poll_attr{};
+  EXPECT_EQ(ibv_start_poll(cq_ex, &poll_attr), ENOENT) << "empty CQ";
+  Link l = link(cq, cq);
+  ASSERT_NE(l.local, nullptr);
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(write(l.local, 70 + i), 0);
+  std::vector<uint64_t> wr_ids;
+  ASSERT_EQ(ibv_start_poll(cq_ex, &poll_attr), 0);
+  do {
+    EXPECT_EQ(cq_ex->status, IBV_WC_SUCCESS);
+    EXPECT_EQ(ibv_wc_read_opcode(cq_ex), IBV_WC_RDMA_WRITE);
+    EXPECT_EQ(ibv_wc_read_byte_len(cq_ex), 8u);
+    EXPECT_EQ(ibv_wc_read_qp_num(cq_ex), l.local->qp_num);
+    EXPECT_EQ(ibv_wc_read_vendor_err(cq_ex), 0u);
+    wr_ids.push_back(cq_ex->wr_id);
+  } while (ibv_next_poll(cq_ex) == 0);
+  ibv_end_poll(cq_ex);
+  EXPECT_EQ(wr_ids, (std::vector<uint64_t>{70, 71, 72}));
+  EXPECT_EQ(ibv_start_poll(cq_ex, &poll_attr), ENOENT) << "drained";
+  poll_attr.comp_mask = 1;
+  EXPECT_EQ(ibv_start_poll(cq_ex, &poll_attr), EINVAL) << "unknown comp_mask";
+  EXPECT_EQ(ibv_destroy_qp(l.local), 0);
+  EXPECT_EQ(ibv_destroy_qp(l.peer), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
+TEST_F(Cq, ExtendedPollOfAnOverflowedCqFailsWithEio) {
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 1;
+  ibv_cq_ex* cq_ex = ibv_create_cq_ex(ctx_, &attr);
+  ASSERT_NE(cq_ex, nullptr);
+  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  Link l = link(cq, cq);
+  ASSERT_NE(l.local, nullptr);
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_EQ(write(l.local, i), 0);  // one more than fits
+  ibv_poll_cq_attr poll_attr{};
+  EXPECT_EQ(ibv_start_poll(cq_ex, &poll_attr), EIO);
 }
 
 TEST_F(Cq, ResizeGrowsTheQueue) {

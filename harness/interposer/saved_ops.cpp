@@ -26,9 +26,15 @@ bool save_ops(ibv_context* context) {
     if (!slot.context.compare_exchange_strong(expected, claimed, std::memory_order_acquire))
       continue;
     const ibv_context_ops& ops = context->ops;
-    verbs_context* vctx = verbs_get_ctx_op(context, query_port);
-    slot.ops = {ops.poll_cq,   ops.req_notify_cq, ops.post_send,
-                ops.post_recv, ops.post_srq_recv, vctx != nullptr ? vctx->query_port : nullptr};
+    verbs_context* with_query_port = verbs_get_ctx_op(context, query_port);
+    verbs_context* with_create_cq_ex = verbs_get_ctx_op(context, create_cq_ex);
+    slot.ops = {ops.poll_cq,
+                ops.req_notify_cq,
+                ops.post_send,
+                ops.post_recv,
+                ops.post_srq_recv,
+                with_query_port != nullptr ? with_query_port->query_port : nullptr,
+                with_create_cq_ex != nullptr ? with_create_cq_ex->create_cq_ex : nullptr};
     slot.context.store(context, std::memory_order_release);
     return true;
   }

@@ -20,6 +20,8 @@ struct FastPathOps {
   // verbs.h's ibv_query_port() is inline and calls this op when the
   // context has it (every libibverbs context does); null otherwise.
   decltype(verbs_context::query_port) query_port;
+  // ibv_create_cq_ex() is inline too; null when the provider has none.
+  decltype(verbs_context::create_cq_ex) create_cq_ex;
 };
 
 // Saves `context`'s current ops; false when every slot is taken.

@@ -374,6 +374,110 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   return visible;
 }
 
+// ---- extended CQs: ibv_create_cq_ex, ibv_start_poll, ibv_next_poll ---------------------
+
+// After the provider's start_poll/next_poll: the current completion is
+// rewritten like a polled ibv_wc (an injected error, a flush after it) and
+// traced. ibv_wc_read_* still read the provider's fields: an application
+// must not read them for an error completion (ibv_poll_cq(3)).
+int after_ex_poll(ibv_cq_ex* cq_ex, std::string_view call, int result) {
+  State& state = State::get();
+  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  ibv_qp* to_error = nullptr;
+  {
+    std::lock_guard lock(state.mutex);
+    Tracked* tracked = state.registry.find(cq);
+    if (tracked == nullptr) return result;
+    Fields fields = Fields::object();
+    fields["call"] = call;
+    if (result != 0) {
+      fields["ret"] = errno_name(result);
+      state.record(*tracked, std::move(fields));
+      return result;
+    }
+    ibv_wc wc{};
+    wc.wr_id = cq_ex->wr_id;
+    wc.status = cq_ex->status;
+    wc.qp_num = ibv_wc_read_qp_num(cq_ex);
+    wc.opcode = ibv_wc_read_opcode(cq_ex);
+    if (wc.status == IBV_WC_SUCCESS) {
+      wc.wc_flags = ibv_wc_read_wc_flags(cq_ex);
+      if (cq_ex->read_byte_len != nullptr) wc.byte_len = ibv_wc_read_byte_len(cq_ex);
+    }
+    to_error = rewrite(state, wc);
+    cq_ex->status = wc.status;
+    fields["ret"] = 0;
+    fields["wc"] = Fields::array({state.completion_fields(wc)});
+    state.record(*tracked, std::move(fields));
+  }
+  if (to_error != nullptr) inject::qp_to_error(to_error);
+  return result;
+}
+
+// The provider's poll function of an extended CQ (nullptr: not one the
+// interposer wrapped), and in `error` what the poll must fail with instead
+// (a call-site fault, an injected DEVICE_FATAL, an injected overflow).
+template <class Fn>
+Fn ex_poll_original(ibv_cq_ex* cq_ex, Fn Tracked::*original, int& error) {
+  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  error = before_call(std::nullopt, cq);
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(cq);
+  if (tracked == nullptr) return nullptr;
+  if (error == 0 && tracked->overflowed) error = EIO;
+  return tracked->*original;
+}
+
+int ex_start_poll(ibv_cq_ex* cq_ex, ibv_poll_cq_attr* attr) {
+  int error = 0;
+  auto start = ex_poll_original(cq_ex, &Tracked::ex_start_poll, error);
+  if (error != 0 || start == nullptr) return error != 0 ? error : ENOENT;
+  return after_ex_poll(cq_ex, "start_poll", start(cq_ex, attr));
+}
+
+int ex_next_poll(ibv_cq_ex* cq_ex) {
+  int error = 0;
+  auto next = ex_poll_original(cq_ex, &Tracked::ex_next_poll, error);
+  if (error != 0 || next == nullptr) return error != 0 ? error : ENOENT;
+  return after_ex_poll(cq_ex, "next_poll", next(cq_ex));
+}
+
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  const FastPathOps* ops = saved_ops(context);
+  if (int error = before_call(Verb::create_cq, context)) {
+    errno = error;
+    return nullptr;
+  }
+  Fields args = Fields::object();
+  args["cqe"] = attr->cqe;
+  args["wc_flags"] = attr->wc_flags;
+  // Under a plan the interposer needs each completion's QP number; asking
+  // for one more field changes nothing else. Without one the provider gets
+  // the application's attributes untouched.
+  ibv_cq_init_attr_ex own = *attr;
+  if (g_active) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
+  ibv_cq_ex* cq_ex = ops->create_cq_ex(context, &own);
+  if (cq_ex == nullptr) {
+    const int error = errno;
+    create_failed(context, "create_cq_ex", std::move(args), error);
+    errno = error;
+    return nullptr;
+  }
+  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  created(ObjectKind::cq, cq, context, "create_cq_ex", std::move(args));
+  if (!g_active) return cq_ex;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(cq)) {
+    tracked->ex_start_poll = cq_ex->start_poll;
+    tracked->ex_next_poll = cq_ex->next_poll;
+    cq_ex->start_poll = ex_start_poll;
+    cq_ex->next_poll = ex_next_poll;
+  }
+  return cq_ex;
+}
+
 // ---- req_notify_cq -------------------------------------------------------------------
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
@@ -431,6 +535,8 @@ int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t a
 
 void install_trampolines(ibv_context* context) {
   if (verbs_context* vctx = verbs_get_ctx_op(context, query_port)) vctx->query_port = query_port;
+  if (verbs_context* vctx = verbs_get_ctx_op(context, create_cq_ex))
+    vctx->create_cq_ex = create_cq_ex;
   context->ops.poll_cq = poll_cq;
   context->ops.req_notify_cq = req_notify_cq;
   context->ops.post_send = post_send;

@@ -438,3 +438,56 @@ TEST_F(EffectFaults, DeviceFatalMakesLaterVerbsFailWithEio) {
 
 }  // namespace
 }  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+// ---- extended CQs (ibv_create_cq_ex) on a real provider -----------------------------
+
+TEST_F(EffectFaults, CompletionErrorReachesTheExtendedPollApiOfARealProvider) {
+  session_ = std::make_unique<Session>(
+      parse_rules("completion_error(rem_access_err) qp#0 nth=2", "test"), 1);
+  open_device();
+  ASSERT_FALSE(HasFatalFailure());
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 16;
+  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;  // the interposer adds the QP number it needs
+  ibv_cq_ex* cq_ex = ibv_create_cq_ex(ctx_, &attr);
+  ASSERT_NE(cq_ex, nullptr);
+  cq_a_ = ibv_cq_ex_to_cq(cq_ex);
+  cq_b_ = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  a_ = create_qp(cq_a_, cq_a_);
+  b_ = create_qp(cq_b_, cq_b_);
+  ASSERT_TRUE(cq_b_ && a_ && b_);
+  ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
+  ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+  mr_a_ = ibv_reg_mr(pd_, buf_a_, sizeof buf_a_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr_a_, nullptr);
+  for (uint64_t i = 0; i < 3; ++i) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buf_a_), 8, mr_a_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 20 + i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buf_a_ + 64);
+    wr.wr.rdma.rkey = mr_a_->rkey;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(a_, &wr, &bad), 0);
+  }
+  std::vector<std::pair<uint64_t, ibv_wc_status>> seen;
+  ibv_poll_cq_attr poll_attr{};
+  ASSERT_EQ(ibv_start_poll(cq_ex, &poll_attr), 0);
+  do seen.emplace_back(cq_ex->wr_id, cq_ex->status);
+  while (ibv_next_poll(cq_ex) == 0);
+  ibv_end_poll(cq_ex);
+  const std::vector<std::pair<uint64_t, ibv_wc_status>> expected = {
+      {20, IBV_WC_SUCCESS}, {21, IBV_WC_REM_ACCESS_ERR}, {22, IBV_WC_WR_FLUSH_ERR}};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR) << "driven to ERR through the provider's own verbs";
+  EXPECT_EQ(effect_records("completion_error"), 1u);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
