@@ -9,6 +9,7 @@
 #include "context.h"
 #include "device.h"
 #include "extended_cq.h"
+#include "extended_qp.h"
 #include "fabric.h"
 #include "memory_region.h"
 #include "protection_domain.h"
@@ -122,6 +123,7 @@ void install_ops(Context& context) {
   vctx->query_port = op_query_port;
   vctx->query_device_ex = op_query_device_ex;
   vctx->create_cq_ex = create_cq_ex;
+  vctx->create_qp_ex = create_qp_ex;
   // Every other extended op stays NULL: the inline wrappers of verbs.h then
   // fail with EOPNOTSUPP (or ENOSYS) as libibverbs documents.
 }
@@ -839,12 +841,12 @@ int destroy_qp(ibv_qp* verbs) {
   return 0;
 }
 
-ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) {
-  (void)qp;
-  // The extended post API (ibv_wr_*) is only available on QPs created with
-  // ibv_create_qp_ex and send_ops_flags, which the simulated device does not
-  // offer (create_qp_ex is EOPNOTSUPP): like libibverbs, NULL.
-  return nullptr;
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* verbs) {
+  // The extended post API (ibv_wr_*) exists only for QPs created with
+  // ibv_create_qp_ex and send_ops_flags; for any other, like libibverbs, NULL.
+  Lock guard = lock();
+  QueuePair* qp = QueuePair::from(verbs);
+  return qp->send_ops_flags != 0 ? qp->verbs_ex() : nullptr;
 }
 
 int attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {

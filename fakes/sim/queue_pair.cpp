@@ -206,6 +206,17 @@ int QueuePair::check_send_wr(const ibv_send_wr& wr) {
   return 0;
 }
 
+int QueuePair::check_send_list(const ibv_send_wr* list) {
+  const ibv_qp_state state = attr_.qp_state;
+  if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) return EINVAL;
+  uint64_t used = sq_next_seq_ - sq_released_;
+  for (const ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
+    if (int err = check_send_wr(*wr)) return err;
+    if (used++ >= attr_.cap.max_send_wr) return ENOMEM;
+  }
+  return 0;
+}
+
 int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   const ibv_qp_state state = attr_.qp_state;
   if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {

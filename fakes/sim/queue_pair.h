@@ -42,6 +42,9 @@ class QueuePair {
   void enter_error();
 
   int post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr);
+  // What post_send would fail the list with (0: every WR would be posted),
+  // without posting anything: ibv_wr_complete posts all or nothing.
+  int check_send_list(const ibv_send_wr* list);
   int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 
   // Send queue: WQEs not yet completed, oldest first.
@@ -64,6 +67,12 @@ class QueuePair {
   bool last_wqe_reached = false;
   uint32_t events_reported = 0;  // async events handed out for this QP
   uint32_t creation_index = 0;   // "qp#2" is the third QP the process created
+  // ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: the ibv_wr_*
+  // operations it allows (0: ibv_qp_to_qp_ex gives NULL), and the batch
+  // being built.
+  uint64_t send_ops_flags = 0;
+  WrBatch wr_batch;
+  ibv_qp_ex* verbs_ex() { return &handle_.verbs; }
 
  private:
   int check_send_wr(const ibv_send_wr& wr);

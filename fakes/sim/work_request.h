@@ -4,6 +4,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace verbfault::sim {
@@ -42,6 +43,16 @@ struct RecvWqe {
   uint64_t wr_id = 0;
   std::vector<ibv_sge> sges;
   uint64_t capacity = 0;  // sum of the SGE lengths
+};
+
+// The work requests built between ibv_wr_start and ibv_wr_complete (the
+// ibv_wr_* API, extended_qp.cpp): posted all together, or none of them.
+struct WrBatch {
+  bool open = false;                      // inside ibv_wr_start .. complete/abort
+  int error = 0;                          // a builder or setter was misused: complete fails with it
+  std::deque<ibv_send_wr> wrs;            // deques: stable addresses
+  std::deque<std::vector<ibv_sge>> sges;  // wrs[i]'s SGE list
+  std::deque<std::vector<uint8_t>> inlined;  // wrs[i]'s inline payload
 };
 
 }  // namespace verbfault::sim
