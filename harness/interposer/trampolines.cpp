@@ -6,6 +6,7 @@
 
 #include "decision.h"
 #include "opcodes.h"
+#include "post_decisions.h"
 #include "injections.h"
 #include "saved_ops.h"
 #include "state.h"
@@ -40,14 +41,6 @@ void poison(ibv_wc& wc, ibv_wc_status status) {
 
 // ---- post_send / post_recv -------------------------------------------------------
 
-// What the hooks decided for one post call.
-struct PostPlan {
-  std::size_t stop = SIZE_MAX;              // index of the WR that fails or flushes
-  int error = 0;                            // verb_failure: the errno
-  bool flush = false;                       // flush: the QP goes to ERR before WR `stop`
-  std::vector<std::size_t> force_signaled;  // doomed unsignaled send WRs
-};
-
 template <class Wr>
 Fields wr_fields(const Wr& wr, std::optional<Opcode> opcode) {
   Fields fields = Fields::object();
@@ -66,69 +59,18 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
   PostPlan plan;
   std::size_t index = 0;
   for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {
-    Opportunity at;
-    at.site = Site::posted_wr;
-    at.object = &object;
-    at.qp = qp;
-    at.verb = verb;
-    at.wr_id = wr->wr_id;
+    PostedWr posted;
+    posted.wr_id = wr->wr_id;
     if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
-      at.side = Side::send;
-      at.opcode = opcode_of(wr->opcode);
+      posted.side = Side::send;
+      posted.opcode = opcode_of(wr->opcode);
+      posted.send_flags = wr->send_flags;
     } else {
-      at.side = Side::recv;
-      at.opcode = Opcode::recv;
+      posted.side = Side::recv;
+      posted.opcode = Opcode::recv;
     }
-    wrs.push_back(wr_fields(*wr, at.opcode));
-    if (plan.stop != SIZE_MAX) continue;
-    if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
-      // A port the interposer took down (real provider): RC sends are not
-      // answered and end in retry exhaustion.
-      Tracked* context = state.registry.context_of(object);
-      if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
-        qp->doomed.push_back({wr->wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
-        if (!(wr->send_flags & IBV_SEND_SIGNALED)) plan.force_signaled.push_back(index);
-        continue;
-      }
-    }
-    // An SRQ's receives belong to no QP yet: only verb_failure applies.
-    auto decision =
-        qp == nullptr
-            ? state.engine.decide(at, {FaultKind::verb_failure})
-            : state.engine.decide(
-                  at, {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
-                       FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
-    if (!decision) continue;
-    const Rule& rule = *decision->rule;
-    Fields detail = Fields::object();
-    detail["wr"] = index;
-    switch (rule.kind) {
-      case FaultKind::verb_failure:
-        plan.stop = index;
-        plan.error = *rule.error;
-        detail["errno"] = errno_name(*rule.error);
-        state.record_fault(object, *decision, "effect", std::move(detail));
-        break;
-      case FaultKind::flush:
-        plan.stop = index;
-        plan.flush = true;
-        state.record_fault(object, *decision, object.simulated ? "cause" : "effect",
-                           std::move(detail));
-        break;
-      default: {
-        // The WR's completion becomes the error (effect level): forced to
-        // be signaled, as an error completion always is.
-        ibv_wc_status status = rule.kind == FaultKind::completion_error ? *rule.status
-                               : rule.kind == FaultKind::rnr_retry_exhausted
-                                   ? IBV_WC_RNR_RETRY_EXC_ERR
-                                   : IBV_WC_RETRY_EXC_ERR;
-        qp->doomed.push_back({wr->wr_id, *at.side, status, decision->rule_index});
-        if constexpr (std::is_same_v<Wr, ibv_send_wr>)
-          if (!(wr->send_flags & IBV_SEND_SIGNALED)) plan.force_signaled.push_back(index);
-        detail["status"] = to_string(status);
-        state.record_fault(object, *decision, "effect", std::move(detail));
-      }
-    }
+    wrs.push_back(wr_fields(*wr, posted.opcode));
+    if (plan.stop == SIZE_MAX) decide_wr(state, object, qp, verb, posted, index, plan);
   }
   return plan;
 }

@@ -1,0 +1,67 @@
+#include "post_decisions.h"
+
+#include "fault_engine.h"
+
+namespace verbfault::interposer {
+
+void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
+               std::size_t index, PostPlan& plan) {
+  const bool unsignaled_send = wr.side == Side::send && !(wr.send_flags & IBV_SEND_SIGNALED);
+  if (wr.side == Side::send) {
+    // A port the interposer took down (real provider): RC sends are not
+    // answered and end in retry exhaustion.
+    Tracked* context = state.registry.context_of(object);
+    if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
+      qp->doomed.push_back({wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
+      if (unsignaled_send) plan.force_signaled.push_back(index);
+      return;
+    }
+  }
+  Opportunity at;
+  at.site = Site::posted_wr;
+  at.object = &object;
+  at.qp = qp;
+  at.verb = verb;
+  at.wr_id = wr.wr_id;
+  at.side = wr.side;
+  at.opcode = wr.opcode;
+  // An SRQ's receives belong to no QP yet: only verb_failure applies.
+  auto decision =
+      qp == nullptr
+          ? state.engine.decide(at, {FaultKind::verb_failure})
+          : state.engine.decide(at, {FaultKind::verb_failure, FaultKind::flush,
+                                     FaultKind::completion_error, FaultKind::rnr_retry_exhausted,
+                                     FaultKind::retry_exhausted});
+  if (!decision) return;
+  const Rule& rule = *decision->rule;
+  Fields detail = Fields::object();
+  detail["wr"] = index;
+  switch (rule.kind) {
+    case FaultKind::verb_failure:
+      plan.stop = index;
+      plan.error = *rule.error;
+      detail["errno"] = errno_name(*rule.error);
+      state.record_fault(object, *decision, "effect", std::move(detail));
+      break;
+    case FaultKind::flush:
+      plan.stop = index;
+      plan.flush = true;
+      state.record_fault(object, *decision, object.simulated ? "cause" : "effect",
+                         std::move(detail));
+      break;
+    default: {
+      // The WR's completion becomes the error (effect level): forced to be
+      // signaled, as an error completion always is.
+      const ibv_wc_status status = rule.kind == FaultKind::completion_error ? *rule.status
+                                   : rule.kind == FaultKind::rnr_retry_exhausted
+                                       ? IBV_WC_RNR_RETRY_EXC_ERR
+                                       : IBV_WC_RETRY_EXC_ERR;
+      qp->doomed.push_back({wr.wr_id, wr.side, status, decision->rule_index});
+      if (unsignaled_send) plan.force_signaled.push_back(index);
+      detail["status"] = to_string(status);
+      state.record_fault(object, *decision, "effect", std::move(detail));
+    }
+  }
+}
+
+}  // namespace verbfault::interposer

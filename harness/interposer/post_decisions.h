@@ -1,0 +1,39 @@
+// The fault decisions for posted work requests, shared by ibv_post_send /
+// ibv_post_recv / ibv_post_srq_recv (trampolines.cpp) and the batches of
+// the ibv_wr_* API (extended_qp_trampolines.cpp): each WR is one
+// opportunity, in posting order.
+#pragma once
+
+#include "state.h"
+#include "verbfault/plan.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace verbfault::interposer {
+
+// What the hooks decided for the work requests of one post.
+struct PostPlan {
+  std::size_t stop = SIZE_MAX;              // index of the WR that fails or flushes
+  int error = 0;                            // verb_failure: the errno
+  bool flush = false;                       // flush: the QP goes to ERR before WR `stop`
+  std::vector<std::size_t> force_signaled;  // doomed unsignaled send WRs
+};
+
+// What the decision needs to know of one WR.
+struct PostedWr {
+  std::uint64_t wr_id = 0;
+  Side side = Side::send;
+  std::optional<Opcode> opcode;
+  unsigned send_flags = 0;
+};
+
+// Decides WR number `index` of a post on `object` (a QP, or an SRQ with
+// `qp` null) and records the fault it gets, if any (lock held). Call it
+// only while plan.stop is unset.
+void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
+               std::size_t index, PostPlan& plan);
+
+}  // namespace verbfault::interposer
