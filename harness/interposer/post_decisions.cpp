@@ -7,6 +7,11 @@ namespace verbfault::interposer {
 void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
                std::size_t index, PostPlan& plan) {
   const bool unsignaled_send = wr.side == Side::send && !(wr.send_flags & IBV_SEND_SIGNALED);
+  // Behind a WR that will complete in error everything on the QP is
+  // flushed, signaled or not (IBA 10.7.3.1): the provider may execute this
+  // one before the error is seen, so it is forced signaled, and its
+  // completion becomes the flush when polled.
+  if (unsignaled_send && qp != nullptr && !qp->doomed.empty()) plan.force_signaled.push_back(index);
   if (wr.side == Side::send) {
     // A port the interposer took down (real provider): RC sends are not
     // answered and end in retry exhaustion.
@@ -29,9 +34,9 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
   auto decision =
       qp == nullptr
           ? state.engine.decide(at, {FaultKind::verb_failure})
-          : state.engine.decide(at, {FaultKind::verb_failure, FaultKind::flush,
-                                     FaultKind::completion_error, FaultKind::rnr_retry_exhausted,
-                                     FaultKind::retry_exhausted});
+          : state.engine.decide(
+                at, {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
+                     FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
   if (!decision) return;
   const Rule& rule = *decision->rule;
   Fields detail = Fields::object();

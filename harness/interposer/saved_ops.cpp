@@ -28,13 +28,15 @@ bool save_ops(ibv_context* context) {
     const ibv_context_ops& ops = context->ops;
     verbs_context* with_query_port = verbs_get_ctx_op(context, query_port);
     verbs_context* with_create_cq_ex = verbs_get_ctx_op(context, create_cq_ex);
+    verbs_context* with_create_qp_ex = verbs_get_ctx_op(context, create_qp_ex);
     slot.ops = {ops.poll_cq,
                 ops.req_notify_cq,
                 ops.post_send,
                 ops.post_recv,
                 ops.post_srq_recv,
                 with_query_port != nullptr ? with_query_port->query_port : nullptr,
-                with_create_cq_ex != nullptr ? with_create_cq_ex->create_cq_ex : nullptr};
+                with_create_cq_ex != nullptr ? with_create_cq_ex->create_cq_ex : nullptr,
+                with_create_qp_ex != nullptr ? with_create_qp_ex->create_qp_ex : nullptr};
     slot.context.store(context, std::memory_order_release);
     return true;
   }

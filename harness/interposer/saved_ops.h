@@ -22,6 +22,8 @@ struct FastPathOps {
   decltype(verbs_context::query_port) query_port;
   // ibv_create_cq_ex() is inline too; null when the provider has none.
   decltype(verbs_context::create_cq_ex) create_cq_ex;
+  // ibv_create_qp_ex() likewise, for any comp_mask beyond the PD.
+  decltype(verbs_context::create_qp_ex) create_qp_ex;
 };
 
 // Saves `context`'s current ops; false when every slot is taken.

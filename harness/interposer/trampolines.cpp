@@ -5,6 +5,7 @@
 #include "trampolines.h"
 
 #include "decision.h"
+#include "extended_qp_trampolines.h"
 #include "opcodes.h"
 #include "post_decisions.h"
 #include "injections.h"
@@ -479,6 +480,8 @@ void install_trampolines(ibv_context* context) {
   if (verbs_context* vctx = verbs_get_ctx_op(context, query_port)) vctx->query_port = query_port;
   if (verbs_context* vctx = verbs_get_ctx_op(context, create_cq_ex))
     vctx->create_cq_ex = create_cq_ex;
+  if (verbs_context* vctx = verbs_get_ctx_op(context, create_qp_ex))
+    vctx->create_qp_ex = interposer::create_qp_ex;
   context->ops.poll_cq = poll_cq;
   context->ops.req_notify_cq = req_notify_cq;
   context->ops.post_send = post_send;

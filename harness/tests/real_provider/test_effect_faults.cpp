@@ -491,3 +491,53 @@ TEST_F(EffectFaults, CompletionErrorReachesTheExtendedPollApiOfARealProvider) {
 
 }  // namespace
 }  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+// ---- the ibv_wr_* post API (ibv_create_qp_ex) on a real provider -------------------
+
+TEST_F(EffectFaults, CompletionErrorReachesABuilderOfTheWrApiOnARealProvider) {
+  session_ = std::make_unique<Session>(
+      parse_rules("completion_error(rem_access_err) qp#0 nth=2", "test"), 1);
+  open_device();
+  ASSERT_FALSE(HasFatalFailure());
+  cq_a_ = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  cq_b_ = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(cq_a_ && cq_b_);
+  ibv_qp_init_attr_ex attr{};
+  attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  attr.pd = pd_;
+  attr.send_cq = attr.recv_cq = cq_a_;
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 8;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  attr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+  a_ = ibv_create_qp_ex(ctx_, &attr);
+  b_ = create_qp(cq_b_, cq_b_);
+  ASSERT_TRUE(a_ && b_);
+  ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
+  ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+  mr_a_ = ibv_reg_mr(pd_, buf_a_, sizeof buf_a_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr_a_, nullptr);
+  ibv_qp_ex* qpx = ibv_qp_to_qp_ex(a_);
+  ASSERT_NE(qpx, nullptr);
+  ibv_wr_start(qpx);
+  for (uint64_t i = 0; i < 3; ++i) {
+    qpx->wr_id = 30 + i;
+    qpx->wr_flags = i == 1 ? 0 : IBV_SEND_SIGNALED;  // the doomed one is unsignaled
+    ibv_wr_rdma_write(qpx, mr_a_->rkey, reinterpret_cast<uintptr_t>(buf_a_ + 64));
+    ibv_wr_set_sge(qpx, mr_a_->lkey, reinterpret_cast<uintptr_t>(buf_a_), 8);
+  }
+  ASSERT_EQ(ibv_wr_complete(qpx), 0);
+  std::vector<std::pair<uint64_t, ibv_wc_status>> seen;
+  for (const ibv_wc& wc : poll(cq_a_, 3)) seen.emplace_back(wc.wr_id, wc.status);
+  const std::vector<std::pair<uint64_t, ibv_wc_status>> expected = {
+      {30, IBV_WC_SUCCESS}, {31, IBV_WC_REM_ACCESS_ERR}, {32, IBV_WC_WR_FLUSH_ERR}};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  EXPECT_EQ(effect_records("completion_error"), 1u);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
