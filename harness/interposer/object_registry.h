@@ -49,10 +49,6 @@ struct Tracked {
   std::uint32_t held_polls = 0;    // polls until `held` is visible again
   bool absorb_next_event = false;  // coalesce_cq_event pending
   bool armed = false;              // req_notify_cq since the last event delivered
-  // Extended CQs (ibv_create_cq_ex): the provider's poll functions, which
-  // the interposer's replace in the ibv_cq_ex.
-  decltype(ibv_cq_ex::start_poll) ex_start_poll = nullptr;
-  decltype(ibv_cq_ex::next_poll) ex_next_poll = nullptr;
 
   // Effect level on a real provider: the wrapped fd of a channel or a
   // context, the events injected into it, and the conditions the

@@ -4,7 +4,9 @@
 // trampoline runs the hooks, then the provider's saved op.
 #include "trampolines.h"
 
+#include "completions.h"
 #include "decision.h"
+#include "extended_cq_trampolines.h"
 #include "extended_qp_trampolines.h"
 #include "opcodes.h"
 #include "post_decisions.h"
@@ -19,26 +21,6 @@
 namespace verbfault::interposer {
 
 namespace {
-
-// Vendor syndrome of a completion the interposer turned into an error.
-constexpr std::uint32_t kInjectedVendorErr = 0x1f0;
-// Filler of the fields an error completion does not define; the same
-// pattern the simulated device uses.
-constexpr unsigned char kPoison = 0xa5;
-
-Side side_of(const ibv_wc& wc) {
-  return (wc.opcode & IBV_WC_RECV) ? Side::recv : Side::send;
-}
-
-void poison(ibv_wc& wc, ibv_wc_status status) {
-  const std::uint64_t wr_id = wc.wr_id;
-  const std::uint32_t qp_num = wc.qp_num;
-  std::memset(&wc, kPoison, sizeof wc);
-  wc.wr_id = wr_id;
-  wc.qp_num = qp_num;
-  wc.status = status;
-  wc.vendor_err = kInjectedVendorErr;
-}
 
 // ---- post_send / post_recv -------------------------------------------------------
 
@@ -172,33 +154,6 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 // ---- poll_cq ---------------------------------------------------------------------------
 
-// Applies the interposer's rewrites to a completion the provider returned
-// (lock held); returns the QP to drive into ERR, if the completion became
-// an injected error.
-ibv_qp* rewrite(State& state, ibv_wc& wc) {
-  Tracked* qp = state.registry.find_qp(wc.qp_num);
-  if (qp == nullptr) return nullptr;
-  const Side side = side_of(wc);
-  if (wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_WR_FLUSH_ERR) {
-    for (auto it = qp->doomed.begin(); it != qp->doomed.end(); ++it) {
-      if (it->side != side || it->wr_id != wc.wr_id) continue;
-      const ibv_wc_status status = it->status;
-      qp->doomed.erase(it);
-      if (qp->injected_error) {
-        poison(wc, IBV_WC_WR_FLUSH_ERR);  // already in ERR: flushed like the rest
-        return nullptr;
-      }
-      poison(wc, status);
-      qp->injected_error = true;
-      return static_cast<ibv_qp*>(const_cast<void*>(qp->handle));
-    }
-  }
-  // After an injected error the QP is in ERR: what completes later is a
-  // flush, even if the provider had already executed it.
-  if (qp->injected_error && wc.status == IBV_WC_SUCCESS) poison(wc, IBV_WC_WR_FLUSH_ERR);
-  return nullptr;
-}
-
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   const FastPathOps* ops = saved_ops(cq->context);
   if (!g_active) return ops->poll_cq(cq, num_entries, wc);
@@ -287,14 +242,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   int visible = count + polled;
   for (int i = count; i < count + polled; ++i) {
     if (ibv_qp* qp = rewrite(state, wc[i])) to_error.push_back(qp);
-    Opportunity completion;
-    completion.site = Site::completion;
-    completion.object = tracked;
-    completion.qp = state.registry.find_qp(wc[i].qp_num);
-    completion.opcode = wc[i].status == IBV_WC_SUCCESS ? opcode_of(wc[i].opcode) : std::nullopt;
-    completion.side = wc[i].status == IBV_WC_SUCCESS ? std::optional(side_of(wc[i])) : std::nullopt;
-    completion.wr_id = wc[i].wr_id;
-    auto delay = state.engine.decide(completion, {FaultKind::delayed_completion});
+    auto delay = decide_delay(state, *tracked, wc[i]);
     if (!delay) continue;
     // This completion and the ones behind it stay invisible for `polls`
     // more polls (order within the CQ is kept).
@@ -315,110 +263,6 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);
   return visible;
-}
-
-// ---- extended CQs: ibv_create_cq_ex, ibv_start_poll, ibv_next_poll ---------------------
-
-// After the provider's start_poll/next_poll: the current completion is
-// rewritten like a polled ibv_wc (an injected error, a flush after it) and
-// traced. ibv_wc_read_* still read the provider's fields: an application
-// must not read them for an error completion (ibv_poll_cq(3)).
-int after_ex_poll(ibv_cq_ex* cq_ex, std::string_view call, int result) {
-  State& state = State::get();
-  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
-  ibv_qp* to_error = nullptr;
-  {
-    std::lock_guard lock(state.mutex);
-    Tracked* tracked = state.registry.find(cq);
-    if (tracked == nullptr) return result;
-    Fields fields = Fields::object();
-    fields["call"] = call;
-    if (result != 0) {
-      fields["ret"] = errno_name(result);
-      state.record(*tracked, std::move(fields));
-      return result;
-    }
-    ibv_wc wc{};
-    wc.wr_id = cq_ex->wr_id;
-    wc.status = cq_ex->status;
-    wc.qp_num = ibv_wc_read_qp_num(cq_ex);
-    wc.opcode = ibv_wc_read_opcode(cq_ex);
-    if (wc.status == IBV_WC_SUCCESS) {
-      wc.wc_flags = ibv_wc_read_wc_flags(cq_ex);
-      if (cq_ex->read_byte_len != nullptr) wc.byte_len = ibv_wc_read_byte_len(cq_ex);
-    }
-    to_error = rewrite(state, wc);
-    cq_ex->status = wc.status;
-    fields["ret"] = 0;
-    fields["wc"] = Fields::array({state.completion_fields(wc)});
-    state.record(*tracked, std::move(fields));
-  }
-  if (to_error != nullptr) inject::qp_to_error(to_error);
-  return result;
-}
-
-// The provider's poll function of an extended CQ (nullptr: not one the
-// interposer wrapped), and in `error` what the poll must fail with instead
-// (a call-site fault, an injected DEVICE_FATAL, an injected overflow).
-template <class Fn>
-Fn ex_poll_original(ibv_cq_ex* cq_ex, Fn Tracked::*original, int& error) {
-  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
-  error = before_call(std::nullopt, cq);
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(cq);
-  if (tracked == nullptr) return nullptr;
-  if (error == 0 && tracked->overflowed) error = EIO;
-  return tracked->*original;
-}
-
-int ex_start_poll(ibv_cq_ex* cq_ex, ibv_poll_cq_attr* attr) {
-  int error = 0;
-  auto start = ex_poll_original(cq_ex, &Tracked::ex_start_poll, error);
-  if (error != 0 || start == nullptr) return error != 0 ? error : ENOENT;
-  return after_ex_poll(cq_ex, "start_poll", start(cq_ex, attr));
-}
-
-int ex_next_poll(ibv_cq_ex* cq_ex) {
-  int error = 0;
-  auto next = ex_poll_original(cq_ex, &Tracked::ex_next_poll, error);
-  if (error != 0 || next == nullptr) return error != 0 ? error : ENOENT;
-  return after_ex_poll(cq_ex, "next_poll", next(cq_ex));
-}
-
-ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
-  const FastPathOps* ops = saved_ops(context);
-  if (int error = before_call(Verb::create_cq, context)) {
-    errno = error;
-    return nullptr;
-  }
-  Fields args = Fields::object();
-  args["cqe"] = attr->cqe;
-  args["wc_flags"] = attr->wc_flags;
-  // Under a plan the interposer needs each completion's QP number; asking
-  // for one more field changes nothing else. Without one the provider gets
-  // the application's attributes untouched.
-  ibv_cq_init_attr_ex own = *attr;
-  if (g_active) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
-  ibv_cq_ex* cq_ex = ops->create_cq_ex(context, &own);
-  if (cq_ex == nullptr) {
-    const int error = errno;
-    create_failed(context, "create_cq_ex", std::move(args), error);
-    errno = error;
-    return nullptr;
-  }
-  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
-  created(ObjectKind::cq, cq, context, "create_cq_ex", std::move(args));
-  if (!g_active) return cq_ex;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(cq)) {
-    tracked->ex_start_poll = cq_ex->start_poll;
-    tracked->ex_next_poll = cq_ex->next_poll;
-    cq_ex->start_poll = ex_start_poll;
-    cq_ex->next_poll = ex_next_poll;
-  }
-  return cq_ex;
 }
 
 // ---- req_notify_cq -------------------------------------------------------------------
@@ -479,7 +323,7 @@ int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t a
 void install_trampolines(ibv_context* context) {
   if (verbs_context* vctx = verbs_get_ctx_op(context, query_port)) vctx->query_port = query_port;
   if (verbs_context* vctx = verbs_get_ctx_op(context, create_cq_ex))
-    vctx->create_cq_ex = create_cq_ex;
+    vctx->create_cq_ex = interposer::create_cq_ex;
   if (verbs_context* vctx = verbs_get_ctx_op(context, create_qp_ex))
     vctx->create_qp_ex = interposer::create_qp_ex;
   context->ops.poll_cq = poll_cq;

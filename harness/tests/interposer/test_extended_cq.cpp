@@ -85,6 +85,33 @@ TEST_F(ExtendedCq, CompletionErrorReachesTheExtendedPollApiAndFlushesWhatFollows
   EXPECT_EQ(polls, 4u) << "start_poll + three next_poll (the last one ENOENT)";
 }
 
+TEST_F(ExtendedCq, AnInjectedErrorIsPoisonedInTheReadAccessorsToo) {
+  begin("completion_error(loc_prot_err) qp#0 nth=1");
+  ASSERT_EQ(write(1), 0);
+  ibv_poll_cq_attr attr{};
+  ASSERT_EQ(ibv_start_poll(cq_ex_, &attr), 0);
+  EXPECT_EQ(cq_ex_->status, IBV_WC_LOC_PROT_ERR);
+  EXPECT_EQ(cq_ex_->wr_id, 1u);
+  EXPECT_EQ(ibv_wc_read_vendor_err(cq_ex_), 0x1f0u) << "the harness's vendor syndrome";
+  EXPECT_EQ(static_cast<uint32_t>(ibv_wc_read_opcode(cq_ex_)), 0xa5a5a5a5u)
+      << "an error completion's opcode is undefined (ibv_poll_cq(3)): poisoned";
+  EXPECT_EQ(ibv_wc_read_byte_len(cq_ex_), 0xa5a5a5a5u);
+  ibv_end_poll(cq_ex_);
+}
+
+TEST_F(ExtendedCq, DelayedCompletionIsServedOnALaterStartPoll) {
+  begin("delayed_completion(2) cq#0 nth=1");
+  ASSERT_EQ(write(1), 0);
+  ASSERT_EQ(write(2), 0);
+  ibv_poll_cq_attr attr{};
+  EXPECT_EQ(ibv_start_poll(cq_ex_, &attr), ENOENT) << "held back (no end_poll owed)";
+  EXPECT_EQ(ibv_start_poll(cq_ex_, &attr), ENOENT) << "one poll to go";
+  const std::vector<std::pair<uint64_t, ibv_wc_status>> expected = {{1, IBV_WC_SUCCESS},
+                                                                    {2, IBV_WC_SUCCESS}};
+  EXPECT_EQ(drain(), expected) << "the held one first, then the provider's, in order";
+  EXPECT_EQ(session_->fired()[0], 1u);
+}
+
 TEST_F(ExtendedCq, InjectedOverflowFailsTheExtendedPoll) {
   // The overflow is decided at ibv_poll_cq calls; the extended poll of the
   // same CQ then fails too.

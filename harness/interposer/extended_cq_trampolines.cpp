@@ -1,0 +1,228 @@
+// Extended CQs (ibv_create_cq_ex(3)): ibv_create_cq_ex is inline in verbs.h
+// and jumps through the verbs_context, and ibv_start_poll / ibv_next_poll /
+// ibv_end_poll / ibv_wc_read_* are function pointers in the ibv_cq_ex, so
+// the interposer replaces them. Under a plan each completion the provider
+// hands out is copied, rewritten like a polled ibv_wc (completions.h: an
+// injected error with its poisoned fields, flushes after it), and the
+// ibv_wc_read_* trampolines answer from the copy; delayed_completion holds
+// copies back and serves them on a later ibv_start_poll. partial_poll does
+// not apply: the extended API takes one completion at a time.
+#include "extended_cq_trampolines.h"
+
+#include "completions.h"
+#include "injections.h"
+#include "saved_ops.h"
+#include "state.h"
+
+#include <cerrno>
+#include <memory>
+#include <unordered_map>
+
+namespace verbfault::interposer {
+
+namespace {
+
+// The interposer's view of one extended CQ. Guarded by the interposer lock,
+// but `current`, which the application's poll section owns between
+// ibv_start_poll and ibv_end_poll (ibv_create_cq_ex(3)).
+struct ExtendedCq {
+  ibv_cq_ex provider{};           // the provider's functions
+  ibv_wc current{};               // what ibv_wc_read_* answer
+  bool provider_polling = false;  // the provider's start_poll succeeded, end_poll pending
+};
+
+// Keyed by the CQ; an entry is replaced when a CQ is created at the same
+// address, and only a CQ whose trampolines were installed looks it up.
+std::unordered_map<const ibv_cq*, std::unique_ptr<ExtendedCq>>& extended_cqs() {
+  static auto* cqs = new std::unordered_map<const ibv_cq*, std::unique_ptr<ExtendedCq>>();
+  return *cqs;
+}
+
+ExtendedCq* find(ibv_cq_ex* cq_ex) {
+  auto it = extended_cqs().find(ibv_cq_ex_to_cq(cq_ex));
+  return it == extended_cqs().end() ? nullptr : it->second.get();
+}
+
+// The provider's current completion as an ibv_wc: every field it can read.
+ibv_wc copy_current(const ibv_cq_ex& provider, ibv_cq_ex* cq_ex) {
+  ibv_wc wc{};
+  wc.wr_id = cq_ex->wr_id;
+  wc.status = cq_ex->status;
+  wc.opcode = provider.read_opcode(cq_ex);
+  wc.vendor_err = provider.read_vendor_err(cq_ex);
+  wc.wc_flags = provider.read_wc_flags(cq_ex);
+  if (provider.read_byte_len) wc.byte_len = provider.read_byte_len(cq_ex);
+  if (provider.read_imm_data) wc.imm_data = provider.read_imm_data(cq_ex);
+  if (provider.read_qp_num) wc.qp_num = provider.read_qp_num(cq_ex);
+  if (provider.read_src_qp) wc.src_qp = provider.read_src_qp(cq_ex);
+  if (provider.read_slid) wc.slid = static_cast<std::uint16_t>(provider.read_slid(cq_ex));
+  if (provider.read_sl) wc.sl = provider.read_sl(cq_ex);
+  if (provider.read_dlid_path_bits) wc.dlid_path_bits = provider.read_dlid_path_bits(cq_ex);
+  return wc;
+}
+
+// Makes `wc` the application's current completion and traces it (lock held).
+int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv_wc& wc,
+          const char* call) {
+  ex.current = wc;
+  cq_ex->wr_id = wc.wr_id;
+  cq_ex->status = wc.status;
+  state.record(cq,
+               {{"call", call}, {"ret", 0}, {"wc", Fields::array({state.completion_fields(wc)})}});
+  return 0;
+}
+
+int refuse(State& state, Tracked& cq, const char* call, int error) {
+  state.record(cq, {{"call", call}, {"ret", errno_name(error)}});
+  return error;
+}
+
+// ibv_start_poll (first) and ibv_next_poll: the next completion for the
+// application, held ones first once due.
+int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
+  State& state = State::get();
+  ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
+  const char* call = first ? "start_poll" : "next_poll";
+  if (int error = before_call(std::nullopt, cq)) return error;
+  ibv_cq_ex provider;
+  bool provider_polling = false;
+  {
+    std::lock_guard lock(state.mutex);
+    ExtendedCq* ex = find(cq_ex);
+    Tracked* tracked = state.registry.find(cq);
+    if (ex == nullptr || tracked == nullptr) return ENOENT;
+    if (tracked->overflowed) return refuse(state, *tracked, call, EIO);
+    if (first) tracked->absorb_next_event = false;  // the application looks at the CQ
+    // A start_poll is a poll: it counts down the held completions' delay.
+    if (first && tracked->held_polls > 0) --tracked->held_polls;
+    if (!tracked->held.empty()) {
+      if (tracked->held_polls > 0) return refuse(state, *tracked, call, ENOENT);
+      const ibv_wc wc = tracked->held.front();
+      tracked->held.erase(tracked->held.begin());
+      return serve(state, *tracked, cq_ex, *ex, wc, call);
+    }
+    provider = ex->provider;
+    provider_polling = ex->provider_polling;
+  }
+  // The provider's own session: opened by the first completion taken from
+  // it, closed by the application's ibv_end_poll.
+  ibv_poll_cq_attr none{};
+  const int result = provider_polling ? provider.next_poll(cq_ex)
+                                      : provider.start_poll(cq_ex, attr != nullptr ? attr : &none);
+  ibv_wc wc{};
+  if (result == 0) wc = copy_current(provider, cq_ex);
+  ibv_qp* to_error = nullptr;
+  bool close_provider = false;
+  int returned = result;
+  {
+    std::lock_guard lock(state.mutex);
+    ExtendedCq* ex = find(cq_ex);
+    Tracked* tracked = state.registry.find(cq);
+    if (ex == nullptr || tracked == nullptr) return result;
+    if (result != 0) return refuse(state, *tracked, call, result);
+    ex->provider_polling = true;
+    to_error = rewrite(state, wc);
+    if (auto delay = decide_delay(state, *tracked, wc)) {
+      // Held with what follows it (later polls do not reach the provider
+      // while anything is held), visible `polls` polls from now.
+      state.record_fault(*tracked, *delay, "effect",
+                         {{"wr_id", wc.wr_id}, {"polls", *delay->rule->polls}});
+      tracked->held.push_back(wc);
+      tracked->held_polls = *delay->rule->polls;
+      // After ENOENT from start_poll the application does not call
+      // end_poll: the provider's session is closed here.
+      close_provider = first;
+      returned = refuse(state, *tracked, call, ENOENT);
+    } else {
+      serve(state, *tracked, cq_ex, *ex, wc, call);
+    }
+    if (close_provider) ex->provider_polling = false;
+  }
+  if (close_provider) provider.end_poll(cq_ex);
+  if (to_error != nullptr) inject::qp_to_error(to_error);
+  return returned;
+}
+
+int start_poll(ibv_cq_ex* cq_ex, ibv_poll_cq_attr* attr) {
+  if (attr == nullptr || attr->comp_mask != 0) return EINVAL;
+  return next(cq_ex, true, attr);
+}
+
+int next_poll(ibv_cq_ex* cq_ex) {
+  return next(cq_ex, false, nullptr);
+}
+
+void end_poll(ibv_cq_ex* cq_ex) {
+  decltype(ibv_cq_ex::end_poll) provider_end = nullptr;
+  {
+    std::lock_guard lock(State::get().mutex);
+    ExtendedCq* ex = find(cq_ex);
+    if (ex == nullptr || !ex->provider_polling) return;  // served from held copies only
+    ex->provider_polling = false;
+    provider_end = ex->provider.end_poll;
+  }
+  provider_end(cq_ex);
+}
+
+// ibv_wc_read_*: a field of the current completion (poisoned when the
+// interposer turned it into an error).
+template <auto Field, class Result>
+Result read(ibv_cq_ex* cq_ex) {
+  std::lock_guard lock(State::get().mutex);
+  ExtendedCq* ex = find(cq_ex);
+  return ex != nullptr ? static_cast<Result>(ex->current.*Field) : Result{};
+}
+
+// Installs the trampolines over the provider's functions (lock held); only
+// the accessors the provider offers are replaced.
+void wrap(ibv_cq_ex* cq_ex) {
+  auto ex = std::make_unique<ExtendedCq>();
+  ex->provider = *cq_ex;
+  cq_ex->start_poll = start_poll;
+  cq_ex->next_poll = next_poll;
+  cq_ex->end_poll = end_poll;
+  cq_ex->read_opcode = read<&ibv_wc::opcode, ibv_wc_opcode>;
+  cq_ex->read_vendor_err = read<&ibv_wc::vendor_err, std::uint32_t>;
+  cq_ex->read_wc_flags = read<&ibv_wc::wc_flags, unsigned int>;
+  if (cq_ex->read_byte_len) cq_ex->read_byte_len = read<&ibv_wc::byte_len, std::uint32_t>;
+  if (cq_ex->read_imm_data) cq_ex->read_imm_data = read<&ibv_wc::imm_data, __be32>;
+  if (cq_ex->read_qp_num) cq_ex->read_qp_num = read<&ibv_wc::qp_num, std::uint32_t>;
+  if (cq_ex->read_src_qp) cq_ex->read_src_qp = read<&ibv_wc::src_qp, std::uint32_t>;
+  if (cq_ex->read_slid) cq_ex->read_slid = read<&ibv_wc::slid, std::uint32_t>;
+  if (cq_ex->read_sl) cq_ex->read_sl = read<&ibv_wc::sl, std::uint8_t>;
+  if (cq_ex->read_dlid_path_bits)
+    cq_ex->read_dlid_path_bits = read<&ibv_wc::dlid_path_bits, std::uint8_t>;
+  extended_cqs()[ibv_cq_ex_to_cq(cq_ex)] = std::move(ex);
+}
+
+}  // namespace
+
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  const FastPathOps* ops = saved_ops(context);
+  if (int error = before_call(Verb::create_cq, context)) {
+    errno = error;
+    return nullptr;
+  }
+  Fields args = Fields::object();
+  args["cqe"] = attr->cqe;
+  args["wc_flags"] = attr->wc_flags;
+  // Under a plan the interposer needs each completion's QP number; asking
+  // for one more field changes nothing else. Without one the provider gets
+  // the application's attributes untouched.
+  ibv_cq_init_attr_ex own = *attr;
+  if (g_active) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
+  ibv_cq_ex* cq_ex = ops->create_cq_ex(context, &own);
+  if (cq_ex == nullptr) {
+    const int error = errno;
+    create_failed(context, "create_cq_ex", std::move(args), error);
+    errno = error;
+    return nullptr;
+  }
+  created(ObjectKind::cq, ibv_cq_ex_to_cq(cq_ex), context, "create_cq_ex", std::move(args));
+  if (!g_active) return cq_ex;
+  std::lock_guard lock(State::get().mutex);
+  wrap(cq_ex);
+  return cq_ex;
+}
+
+}  // namespace verbfault::interposer
