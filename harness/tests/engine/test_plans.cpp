@@ -1,0 +1,169 @@
+// Plans: the YAML and one-line forms, their errors, and round trips.
+#include "verbfault/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+namespace verbfault {
+namespace {
+
+// The error message of parsing `text` as YAML, or "" when it parses.
+std::string yaml_error(const std::string& text) {
+  try {
+    parse_plan_yaml(text, "plan.yaml");
+  } catch (const PlanError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::string rule_error(const std::string& text) {
+  try {
+    parse_rule(text, "--fault");
+  } catch (const PlanError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Plans, TheReadmesHeadlineFaultsParse) {
+  const Plan plan = parse_plan_yaml(R"(
+rules:
+  - kind: cq_overflow
+    object: cq#0
+    nth: 5
+  - kind: flush
+    object: qp#1
+    nth: 3
+  - kind: rnr_retry_exhausted
+    qp_type: rc
+    opcode: send
+    probability: 0.01
+    count: 2
+  - kind: spurious_cq_event
+    object: cq#1
+    every: 4
+)");
+  ASSERT_EQ(plan.rules.size(), 4u);
+  const Rule& overflow = plan.rules[0];
+  EXPECT_EQ(overflow.kind, FaultKind::cq_overflow);
+  EXPECT_EQ(overflow.selector.object, (ObjectRef{ObjectKind::cq, 0}));
+  EXPECT_EQ(overflow.trigger.kind, Trigger::Kind::nth);
+  EXPECT_EQ(overflow.trigger.n, 5u);
+  const Rule& rnr = plan.rules[2];
+  EXPECT_EQ(rnr.selector.qp_type, IBV_QPT_RC);
+  EXPECT_EQ(rnr.selector.opcode, Opcode::send);
+  EXPECT_EQ(rnr.trigger.kind, Trigger::Kind::probability);
+  EXPECT_DOUBLE_EQ(rnr.trigger.probability, 0.01);
+  EXPECT_EQ(rnr.count, 2u);
+  EXPECT_EQ(plan.rules[3].trigger.kind, Trigger::Kind::every);
+  // The one-line forms of the README are the same rules.
+  EXPECT_EQ(parse_rules("cq_overflow cq#0 nth=5; flush qp#1 nth=3; "
+                        "rnr_retry_exhausted type=rc opcode=send p=0.01 count=2; "
+                        "spurious_cq_event cq#1 every=4"),
+            plan);
+}
+
+TEST(Plans, KindParametersParse) {
+  const Rule error = parse_rule("completion_error(rem_access_err) qp#2 side=send nth=1");
+  EXPECT_EQ(error.status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(error.selector.side, Side::send);
+  const Rule failure = parse_rule("verb_failure(post_send,ENOMEM) wr_id=0x10/0xff");
+  EXPECT_EQ(failure.verb, Verb::post_send);
+  EXPECT_EQ(failure.error, ENOMEM);
+  EXPECT_EQ(failure.selector.wr_id, 0x10u);
+  EXPECT_EQ(failure.selector.wr_id_mask, 0xffu);
+  EXPECT_EQ(parse_rule("async_event(qp_fatal) qp#0").event, IBV_EVENT_QP_FATAL);
+  EXPECT_EQ(parse_rule("delayed_completion(3) cq#0").polls, 3u);
+  EXPECT_EQ(parse_rule("port_down(1) context#0 window=2..5").trigger.to, 5u);
+}
+
+// Every kind, parameter, selector field and trigger survives both forms.
+TEST(Plans, EveryRuleRoundTripsThroughBothForms) {
+  const std::vector<std::string> rules = {
+      "cq_overflow cq#0 nth=5",
+      "flush qp#1 every=3 count=2",
+      "rnr_retry_exhausted type=rc opcode=send p=0.25",
+      "retry_exhausted qp#0 window=2..7",
+      "completion_error(loc_len_err) side=recv wr_id=0x5/0xf",
+      "spurious_cq_event cq#1 every=4",
+      "drop_cq_event cq#0 nth=1",
+      "coalesce_cq_event cq#0 nth=2",
+      "async_event(srq_limit_reached) srq#0 nth=1",
+      "verb_failure(modify_qp,EINVAL) type=ud",
+      "delayed_completion(2) cq#0 opcode=rdma_write p=0.5",
+      "partial_poll cq#3",
+      "port_down(1) context#0 nth=9",
+      "device_fatal context#0 nth=4",
+  };
+  Plan plan;
+  for (const std::string& text : rules) {
+    const Rule rule = parse_rule(text);
+    EXPECT_EQ(parse_rule(to_cli(rule)), rule) << text << " -> " << to_cli(rule);
+    plan.rules.push_back(rule);
+  }
+  const std::string yaml = to_yaml(plan);
+  EXPECT_EQ(parse_plan_yaml(yaml), plan) << yaml;
+  EXPECT_EQ(to_yaml(parse_plan_yaml(yaml)), yaml) << "the YAML writer is canonical";
+}
+
+TEST(Plans, YamlErrorsNameTheFileTheLineAndWhatWasExpected) {
+  const std::string unknown = yaml_error("rules:\n  - kind: cq_overflw\n    object: cq#0\n");
+  EXPECT_NE(unknown.find("plan.yaml:2: "), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown fault kind 'cq_overflw': expected one of"), std::string::npos)
+      << unknown;
+  const std::string bad_object = yaml_error("rules:\n  - kind: flush\n    object: qp#x\n");
+  EXPECT_NE(bad_object.find("plan.yaml:3: "), std::string::npos) << bad_object;
+  const std::string not_yaml = yaml_error("rules: [\n");
+  EXPECT_NE(not_yaml.find("plan.yaml:"), std::string::npos) << not_yaml;
+  EXPECT_NE(not_yaml.find("not YAML"), std::string::npos) << not_yaml;
+  EXPECT_NE(yaml_error("faults: []\n").find("unknown key 'faults': expected rules"),
+            std::string::npos);
+  EXPECT_NE(yaml_error("rules:\n  - object: cq#0\n").find("a rule without 'kind'"),
+            std::string::npos);
+  EXPECT_EQ(yaml_error("rules: []\n"), "") << "an empty plan is a plan";
+}
+
+TEST(Plans, RuleErrorsAreOneLineWithWhatWasExpected) {
+  EXPECT_NE(rule_error("cq_overflw cq#0").find("--fault: 'cq_overflw': unknown fault kind: expected"),
+            std::string::npos);
+  EXPECT_NE(rule_error("completion_error qp#0").find("expected an error status"), std::string::npos)
+      << "a completion_error needs its status";
+  EXPECT_NE(rule_error("completion_error(success) qp#0").find("expected an error status"),
+            std::string::npos);
+  EXPECT_NE(rule_error("flush qp#0 nth=0").find("nth '0': expected a number from 1"),
+            std::string::npos);
+  EXPECT_NE(rule_error("flush qp#0 p=1.5").find("expected a number in (0, 1]"), std::string::npos);
+  EXPECT_NE(rule_error("flush qp#0 window=5..2").find("expected a start below the end"),
+            std::string::npos);
+  EXPECT_NE(rule_error("flush qp#0 count=0").find("count '0': expected a number from 1"),
+            std::string::npos);
+  EXPECT_NE(rule_error("flush qp#0 colour=red").find("unknown option"), std::string::npos);
+  EXPECT_NE(rule_error("verb_failure(post_send) qp#0").find("expected"), std::string::npos);
+  EXPECT_NE(rule_error("flush wr_id_mask=0xff").find("expected"), std::string::npos);
+  for (const std::string& text : {std::string("cq_overflw cq#0"), std::string("flush qp#0 nth=0")})
+    EXPECT_EQ(rule_error(text).find('\n'), std::string::npos) << "one line";
+}
+
+TEST(Plans, AParameterOfAnotherKindIsRejected) {
+  Rule rule = parse_rule("flush qp#0");
+  rule.polls = 3;  // delayed_completion's parameter
+  EXPECT_THROW(validate(rule), PlanError);
+}
+
+TEST(Plans, MissingPlanFileIsAnError) {
+  try {
+    parse_plan_file("/nonexistent/plan.yaml");
+    FAIL() << "no error";
+  } catch (const PlanError& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/plan.yaml: cannot open"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace verbfault
