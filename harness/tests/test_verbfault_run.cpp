@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -198,6 +199,35 @@ TEST(VerbfaultRun, BadFreedomsVariableIsOneLine) {
   EXPECT_TRUE(contains(
       r.output, "verbfault: VERBFAULT_FREEDOMS='sometimes': expected 'drawn' or 'canonical'"))
       << r.output;
+}
+
+TEST(VerbfaultRun, CheckDeterminismReportsTheFirstDifferingRecord) {
+  // The program sends one more message in the second run than in the first.
+  const std::string counter = scratch("runs");
+  std::remove(counter.c_str());
+  const std::string command = "bash -c 'n=$(cat " + counter +
+                              " 2>/dev/null || echo 1); echo $((n + 1)) > " + counter + "; exec " +
+                              SAMPLE_RC + " --messages $n'";
+  ProcessResult r = run_shell(verbfault_run("--seed 4 --check-determinism", command));
+  std::remove(counter.c_str());
+  EXPECT_EQ(r.status, 124) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "verbfault: determinism check FAILED: the traces differ at record "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault:   run 1: {")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault:   run 2: {")) << r.output;
+}
+
+TEST(VerbfaultRun, TheTraceSurvivesAFatalSignal) {
+  const std::string trace = scratch("abort.jsonl");
+  ProcessResult r = run_shell(verbfault_run("--seed 6 --trace " + trace, ABORT_AFTER_VERBS));
+  EXPECT_EQ(r.status, 128 + SIGABRT) << r.output;
+  EXPECT_TRUE(contains(r.output, ", trace hash ")) << "the end-of-run line, even on a signal\n"
+                                                   << r.output;
+  const std::string records = read_file(trace);
+  EXPECT_TRUE(contains(records, "\"call\":\"open_device\"")) << records;
+  EXPECT_TRUE(contains(records, "\"call\":\"alloc_pd\"")) << records;
+  std::remove(trace.c_str());
 }
 
 TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {

@@ -24,7 +24,8 @@ std::vector<std::uint64_t> firing(const Rule& rule, std::uint64_t n, std::uint64
 TEST(Decisions, DeterministicTriggersSelectTheirOpportunities) {
   EXPECT_EQ(firing(parse_rule("flush qp#0 nth=3"), 10), (std::vector<std::uint64_t>{3}));
   EXPECT_EQ(firing(parse_rule("flush qp#0 every=4"), 12), (std::vector<std::uint64_t>{4, 8, 12}));
-  EXPECT_EQ(firing(parse_rule("flush qp#0 window=2..5"), 10), (std::vector<std::uint64_t>{2, 3, 4}));
+  EXPECT_EQ(firing(parse_rule("flush qp#0 window=2..5"), 10),
+            (std::vector<std::uint64_t>{2, 3, 4}));
   EXPECT_EQ(firing(parse_rule("flush qp#0"), 3), (std::vector<std::uint64_t>{1, 2, 3}));
 }
 
@@ -52,7 +53,8 @@ TEST(Decisions, DrawIsAPureFunctionOfItsTuple) {
     for (std::uint32_t rule : {0u, 1u})
       for (std::uint64_t key : {10, 11})
         for (std::uint64_t counter : {1, 2})
-          for (std::uint64_t stream : {0, 1}) distinct.insert(draw(seed, rule, key, counter, stream));
+          for (std::uint64_t stream : {0, 1})
+            distinct.insert(draw(seed, rule, key, counter, stream));
   EXPECT_EQ(distinct.size(), 32u) << "every element of the tuple changes the draw";
 }
 

@@ -128,8 +128,9 @@ TEST(Plans, YamlErrorsNameTheFileTheLineAndWhatWasExpected) {
 }
 
 TEST(Plans, RuleErrorsAreOneLineWithWhatWasExpected) {
-  EXPECT_NE(rule_error("cq_overflw cq#0").find("--fault: 'cq_overflw': unknown fault kind: expected"),
-            std::string::npos);
+  EXPECT_NE(
+      rule_error("cq_overflw cq#0").find("--fault: 'cq_overflw': unknown fault kind: expected"),
+      std::string::npos);
   EXPECT_NE(rule_error("completion_error qp#0").find("expected an error status"), std::string::npos)
       << "a completion_error needs its status";
   EXPECT_NE(rule_error("completion_error(success) qp#0").find("expected an error status"),

@@ -1,0 +1,17 @@
+// A program that makes a few verbs calls and then dies of SIGABRT: the
+// trace written so far must survive (test_verbfault_run.cpp).
+#include <infiniband/verbs.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+int main() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list == nullptr || n == 0) return 2;
+  ibv_context* context = ibv_open_device(list[n - 1]);
+  if (context == nullptr) return 2;
+  if (ibv_alloc_pd(context) == nullptr) return 2;
+  std::fflush(stdout);
+  std::abort();
+}
