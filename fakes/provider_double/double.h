@@ -40,5 +40,10 @@ void channel_destroyed(ibv_comp_channel* channel);
 ibv_comp_channel* channel_with_fd(int fd);
 // Whether `context->async_fd` is the fd the provider gave the context.
 bool async_fd_is_providers(const ibv_context* context);
+// Whether `channel->fd` is the fd the provider gave the channel (true for
+// no channel). libibverbs passes channel->fd to the kernel when it creates
+// a CQ, and the kernel knows the channel by that fd only: any other fd is
+// EBADF there, and so it is here.
+bool channel_fd_is_providers(const ibv_comp_channel* channel);
 
 }  // namespace verbfault::provider_double

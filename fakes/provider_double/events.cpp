@@ -32,7 +32,26 @@ Fds& fds() {
 
 }  // namespace
 
+namespace {
+
+decltype(verbs_context::create_cq_ex) simulator_create_cq_ex = nullptr;
+
+// The extended CQ reaches the kernel the same way: the channel by its fd.
+ibv_cq_ex* checked_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  if (attr != nullptr && !channel_fd_is_providers(attr->channel)) {
+    errno = EBADF;
+    return nullptr;
+  }
+  return simulator_create_cq_ex(context, attr);
+}
+
+}  // namespace
+
 void context_opened(ibv_context* context) {
+  if (verbs_context* vctx = verbs_get_ctx_op(context, create_cq_ex)) {
+    simulator_create_cq_ex = vctx->create_cq_ex;  // the same op for every context
+    vctx->create_cq_ex = checked_create_cq_ex;
+  }
   std::lock_guard guard(fds().mutex);
   fds().async_fds[context] = context->async_fd;
 }
@@ -59,6 +78,10 @@ ibv_comp_channel* channel_with_fd(int fd) {
   std::lock_guard guard(fds().mutex);
   auto it = fds().channels.find(fd);
   return it == fds().channels.end() ? nullptr : it->second;
+}
+
+bool channel_fd_is_providers(const ibv_comp_channel* channel) {
+  return channel == nullptr || channel_with_fd(channel->fd) == channel;
 }
 
 bool async_fd_is_providers(const ibv_context* context) {

@@ -92,6 +92,10 @@ ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port
 
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                       int comp_vector) {
+  if (!verbfault::provider_double::channel_fd_is_providers(channel)) {
+    errno = EBADF;
+    return nullptr;
+  }
   return sim::create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 

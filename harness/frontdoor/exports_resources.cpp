@@ -164,9 +164,14 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
                       int comp_vector) {
   if (int error = interposer::before_call(Verb::create_cq, context))
     return fail_create<ibv_cq>(error);
-  ibv_cq* cq = simulated(context) ? sim::create_cq(context, cqe, cq_context, channel, comp_vector)
-                                  : VERBFAULT_REAL(ibv_create_cq, "IBVERBS_1.1")(
-                                        context, cqe, cq_context, channel, comp_vector);
+  ibv_cq* cq = nullptr;
+  if (simulated(context)) {
+    cq = sim::create_cq(context, cqe, cq_context, channel, comp_vector);
+  } else {
+    interposer::ProviderFdLoan loan(channel);
+    cq = VERBFAULT_REAL(ibv_create_cq, "IBVERBS_1.1")(context, cqe, cq_context, channel,
+                                                      comp_vector);
+  }
   return created(cq, ObjectKind::cq, context, "create_cq", cq_fields(cqe, channel));
 }
 

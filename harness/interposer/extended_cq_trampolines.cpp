@@ -11,6 +11,7 @@
 
 #include "completions.h"
 #include "injections.h"
+#include "provider_calls.h"
 #include "saved_ops.h"
 #include "state.h"
 
@@ -211,7 +212,11 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   // the application's attributes untouched.
   ibv_cq_init_attr_ex own = *attr;
   if (g_active) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
-  ibv_cq_ex* cq_ex = ops->create_cq_ex(context, &own);
+  ibv_cq_ex* cq_ex = nullptr;
+  {
+    ProviderFdLoan loan(frontdoor::simulated(context) ? nullptr : attr->channel);
+    cq_ex = ops->create_cq_ex(context, &own);
+  }
   if (cq_ex == nullptr) {
     const int error = errno;
     create_failed(context, "create_cq_ex", std::move(args), error);

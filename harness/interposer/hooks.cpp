@@ -63,6 +63,23 @@ void unwrap_fd(const void* handle) {
     static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd = provider_fd;
 }
 
+ProviderFdLoan::ProviderFdLoan(ibv_comp_channel* channel) {
+  if (channel == nullptr) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(channel);
+  if (tracked == nullptr || !tracked->events.wrapped()) return;
+  channel_ = channel;
+  wrapped_fd_ = channel->fd;
+  channel->fd = tracked->events.provider_fd();
+}
+
+ProviderFdLoan::~ProviderFdLoan() {
+  if (channel_ == nullptr) return;
+  std::lock_guard lock(State::get().mutex);
+  channel_->fd = wrapped_fd_;
+}
+
 void opened(ibv_context* context, const char* device_name) {
   State& state = State::get();
   const bool simulated = frontdoor::simulated(context);

@@ -33,6 +33,23 @@ void closing(ibv_context* context, int result);
 // Before a real channel or context is destroyed: the provider's own fd goes
 // back in place (destroyed() wraps it again if the destroy fails).
 void unwrap_fd(const void* handle);
+// libibverbs hands channel->fd to the kernel when it creates a CQ, and the
+// kernel knows the channel by that fd only: for such a call on a real
+// provider the channel holds the provider's own fd, then the harness's
+// again. (Another thread polling the channel's fd meanwhile sees the
+// provider's fd, which is readable for the provider's events.)
+class ProviderFdLoan {
+ public:
+  explicit ProviderFdLoan(ibv_comp_channel* channel);
+  ~ProviderFdLoan();
+  ProviderFdLoan(const ProviderFdLoan&) = delete;
+  ProviderFdLoan& operator=(const ProviderFdLoan&) = delete;
+
+ private:
+  ibv_comp_channel* channel_ = nullptr;
+  int wrapped_fd_ = -1;
+};
+
 // A real port the interposer has taken down reads as down.
 void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr);
 

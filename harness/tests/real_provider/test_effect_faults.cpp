@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -537,6 +538,29 @@ TEST_F(EffectFaults, CompletionErrorReachesABuilderOfTheWrApiOnARealProvider) {
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
   EXPECT_EQ(effect_records("completion_error"), 1u);
+}
+
+}  // namespace
+}  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+// libibverbs hands the channel's fd to the kernel: the provider's own fd,
+// not the harness's wrapper (regression: rxe failed this with EBADF).
+TEST_F(EffectFaults, ExtendedCqWithAChannelIsCreatedOnARealProvider) {
+  session_ = std::make_unique<Session>(parse_rules("partial_poll cq#5", "test"), 1);
+  open_device();
+  ASSERT_FALSE(HasFatalFailure());
+  channel_ = ibv_create_comp_channel(ctx_);
+  ASSERT_NE(channel_, nullptr);
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 4;
+  attr.channel = channel_;
+  ibv_cq_ex* cq_ex = ibv_create_cq_ex(ctx_, &attr);
+  ASSERT_NE(cq_ex, nullptr) << std::strerror(errno);
+  cq_a_ = ibv_cq_ex_to_cq(cq_ex);
+  EXPECT_EQ(cq_a_->channel, channel_);
 }
 
 }  // namespace
