@@ -42,8 +42,9 @@ ibv_comp_channel* channel_with_fd(int fd);
 bool async_fd_is_providers(const ibv_context* context);
 // Whether `channel->fd` is the fd the provider gave the channel (true for
 // no channel). libibverbs passes channel->fd to the kernel when it creates
-// a CQ, and the kernel knows the channel by that fd only: any other fd is
-// EBADF there, and so it is here.
+// a CQ, and context->async_fd when it creates a CQ, QP, SRQ or WQ; the
+// kernel knows them by those fds only: any other fd is EBADF there, and
+// so it is here.
 bool channel_fd_is_providers(const ibv_comp_channel* channel);
 
 }  // namespace verbfault::provider_double

@@ -35,22 +35,38 @@ Fds& fds() {
 namespace {
 
 decltype(verbs_context::create_cq_ex) simulator_create_cq_ex = nullptr;
+decltype(verbs_context::create_qp_ex) simulator_create_qp_ex = nullptr;
 
-// The extended CQ reaches the kernel the same way: the channel by its fd.
+// The extended verbs reach the kernel the same way: the channel and the
+// async event file by their fds.
 ibv_cq_ex* checked_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
-  if (attr != nullptr && !channel_fd_is_providers(attr->channel)) {
+  if ((attr != nullptr && !channel_fd_is_providers(attr->channel)) ||
+      !async_fd_is_providers(context)) {
     errno = EBADF;
     return nullptr;
   }
   return simulator_create_cq_ex(context, attr);
 }
 
+ibv_qp* checked_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if (!async_fd_is_providers(context)) {
+    errno = EBADF;
+    return nullptr;
+  }
+  return simulator_create_qp_ex(context, attr);
+}
+
 }  // namespace
 
 void context_opened(ibv_context* context) {
+  // The same simulator ops for every context.
   if (verbs_context* vctx = verbs_get_ctx_op(context, create_cq_ex)) {
-    simulator_create_cq_ex = vctx->create_cq_ex;  // the same op for every context
+    simulator_create_cq_ex = vctx->create_cq_ex;
     vctx->create_cq_ex = checked_create_cq_ex;
+  }
+  if (verbs_context* vctx = verbs_get_ctx_op(context, create_qp_ex)) {
+    simulator_create_qp_ex = vctx->create_qp_ex;
+    vctx->create_qp_ex = checked_create_qp_ex;
   }
   std::lock_guard guard(fds().mutex);
   fds().async_fds[context] = context->async_fd;

@@ -92,7 +92,8 @@ ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port
 
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                       int comp_vector) {
-  if (!verbfault::provider_double::channel_fd_is_providers(channel)) {
+  if (!verbfault::provider_double::channel_fd_is_providers(channel) ||
+      !verbfault::provider_double::async_fd_is_providers(context)) {
     errno = EBADF;
     return nullptr;
   }
@@ -108,6 +109,10 @@ int ibv_destroy_cq(ibv_cq* cq) {
 }
 
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+  if (!verbfault::provider_double::async_fd_is_providers(pd->context)) {
+    errno = EBADF;
+    return nullptr;
+  }
   return sim::create_srq(pd, attr);
 }
 
@@ -124,6 +129,10 @@ int ibv_destroy_srq(ibv_srq* srq) {
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  if (!verbfault::provider_double::async_fd_is_providers(pd->context)) {
+    errno = EBADF;
+    return nullptr;
+  }
   return sim::create_qp(pd, attr);
 }
 

@@ -169,6 +169,21 @@ int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
   return 0;
 }
 
+int post_send_with_failures(ibv_qp* verbs, ibv_send_wr* wr, ibv_send_wr** bad_wr,
+                            const std::vector<SendFailure>& failures) {
+  if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
+  Lock guard(Fabric::get().mutex);
+  Fabric::get().next_step();
+  if (Context::from(verbs->context)->device().fatal()) return EIO;
+  std::vector<SendWqe::Forced> forced;
+  forced.reserve(failures.size());
+  for (SendFailure failure : failures)
+    forced.push_back(failure == SendFailure::rnr_nak     ? SendWqe::Forced::kRnrNak
+                     : failure == SendFailure::no_answer ? SendWqe::Forced::kNoAnswer
+                                                         : SendWqe::Forced::kNone);
+  return QueuePair::from(verbs)->post_send(wr, bad_wr, &forced);
+}
+
 int notify_cq(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   Lock guard(Fabric::get().mutex);

@@ -217,13 +217,15 @@ int QueuePair::check_send_list(const ibv_send_wr* list) {
   return 0;
 }
 
-int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
+                         const std::vector<SendWqe::Forced>* forced) {
+  std::size_t index = 0;
   const ibv_qp_state state = attr_.qp_state;
   if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
     *bad_wr = wr;
     return EINVAL;
   }
-  for (; wr != nullptr; wr = wr->next) {
+  for (; wr != nullptr; wr = wr->next, ++index) {
     int err = check_send_wr(*wr);
     if (err == 0 && sq_next_seq_ - sq_released_ >= attr_.cap.max_send_wr) err = ENOMEM;
     if (err != 0) {
@@ -264,6 +266,7 @@ int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       wqe.remote_qpn = wr->wr.ud.remote_qpn;
       wqe.remote_qkey = wr->wr.ud.remote_qkey;
     }
+    if (forced != nullptr && index < forced->size()) wqe.forced = (*forced)[index];
     sq_.push_back(std::move(wqe));
   }
   requester::progress(*this);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 namespace verbfault::sim {
 
@@ -41,7 +42,9 @@ class QueuePair {
   // Moves to ERR without a modify_qp (an error completion, a fatal event).
   void enter_error();
 
-  int post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr);
+  // `forced[i]`, when given, is brought about for the i-th WR of the list.
+  int post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
+                const std::vector<SendWqe::Forced>* forced = nullptr);
   // What post_send would fail the list with (0: every WR would be posted),
   // without posting anything: ibv_wr_complete posts all or nothing.
   int check_send_list(const ibv_send_wr* list);

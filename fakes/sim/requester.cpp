@@ -68,7 +68,11 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
 
   QueuePair* peer = destination(qp, wqe);
   ResponderResult result;
-  if (peer == nullptr)
+  if (wqe.forced == SendWqe::Forced::kNoAnswer)
+    result.response = Response::kNoAnswer;  // the message is lost on every attempt
+  else if (wqe.forced == SendWqe::Forced::kRnrNak)
+    result.response = Response::kRnrNak;  // the responder has no receive WR, every time
+  else if (peer == nullptr)
     result.response = qp.type() == IBV_QPT_RC ? Response::kNoAnswer : Response::kDropped;
   else
     result = responder::receive(*peer, message);
@@ -84,15 +88,19 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
       completer::complete_send(qp, wqe, IBV_WC_SUCCESS, kVendorNone);
       return Step::kCompleted;
     case Response::kRnrNak: {
-      // IBA 9.7.5.2.8: rnr_retry 7 retries forever.
+      // IBA 9.7.5.2.8: rnr_retry 7 retries forever; an injected exhaustion
+      // gives up after 7 retries all the same (it is the fault asked for).
       const uint8_t limit = qp.attr().rnr_retry;
-      if (limit != 7 && wqe.rnr_retries_done >= limit) {
+      const bool forced = wqe.forced == SendWqe::Forced::kRnrNak;
+      if ((limit != 7 || forced) && wqe.rnr_retries_done >= limit) {
         completer::complete_send(qp, wqe, IBV_WC_RNR_RETRY_EXC_ERR, kVendorRnrRetryExceeded);
         return Step::kCompleted;
       }
       ++wqe.rnr_retries_done;
-      // The NAK carries the responder's min_rnr_timer.
-      wqe.not_before_ns = fabric.clock().now() + rnr_timer_ns(peer->attr().min_rnr_timer);
+      // The NAK carries the responder's min_rnr_timer (the requester's own
+      // when no responder answers an injected NAK).
+      const uint8_t timer = (peer != nullptr ? *peer : qp).attr().min_rnr_timer;
+      wqe.not_before_ns = fabric.clock().now() + rnr_timer_ns(timer);
       wqe.waiting = true;
       return Step::kWaiting;
     }

@@ -31,6 +31,12 @@ struct SendWqe {
   uint32_t remote_qkey = 0;
   uint64_t length = 0;  // total payload bytes
 
+  // A condition the fault engine brought about for this WR
+  // (conditions.h, post_send_with_failures): the fabric answers it with RNR
+  // NAKs, or not at all, until the requester gives up.
+  enum class Forced : uint8_t { kNone, kRnrNak, kNoAnswer };
+  Forced forced = Forced::kNone;
+
   // Retry state of the requester (IBA 9.7.5.2.8 RNR, 9.7.6.1.3 timeout).
   int rnr_retries_done = 0;
   int transport_retries_done = 0;

@@ -168,7 +168,8 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   if (simulated(context)) {
     cq = sim::create_cq(context, cqe, cq_context, channel, comp_vector);
   } else {
-    interposer::ProviderFdLoan loan(channel);
+    interposer::FdLoan channel_fd(channel);
+    interposer::FdLoan async_fd(context);
     cq = VERBFAULT_REAL(ibv_create_cq, "IBVERBS_1.1")(context, cqe, cq_context, channel,
                                                       comp_vector);
   }
@@ -192,8 +193,13 @@ int ibv_destroy_cq(ibv_cq* cq) {
 
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   if (int error = interposer::before_call(Verb::create_srq, pd)) return fail_create<ibv_srq>(error);
-  ibv_srq* srq = simulated(pd) ? sim::create_srq(pd, attr)
-                               : VERBFAULT_REAL(ibv_create_srq, "IBVERBS_1.1")(pd, attr);
+  ibv_srq* srq = nullptr;
+  if (simulated(pd)) {
+    srq = sim::create_srq(pd, attr);
+  } else {
+    interposer::FdLoan async_fd(pd->context);
+    srq = VERBFAULT_REAL(ibv_create_srq, "IBVERBS_1.1")(pd, attr);
+  }
   return created(srq, ObjectKind::srq, pd, "create_srq", {{"max_wr", attr->attr.max_wr}});
 }
 
@@ -219,8 +225,13 @@ int ibv_destroy_srq(ibv_srq* srq) {
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (int error = interposer::before_call(Verb::create_qp, pd)) return fail_create<ibv_qp>(error);
-  ibv_qp* qp = simulated(pd) ? sim::create_qp(pd, attr)
-                             : VERBFAULT_REAL(ibv_create_qp, "IBVERBS_1.1")(pd, attr);
+  ibv_qp* qp = nullptr;
+  if (simulated(pd)) {
+    qp = sim::create_qp(pd, attr);
+  } else {
+    interposer::FdLoan async_fd(pd->context);
+    qp = VERBFAULT_REAL(ibv_create_qp, "IBVERBS_1.1")(pd, attr);
+  }
   return created(qp, ObjectKind::qp, pd, "create_qp", qp_fields(attr));
 }
 

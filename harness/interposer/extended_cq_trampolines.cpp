@@ -11,7 +11,6 @@
 
 #include "completions.h"
 #include "injections.h"
-#include "provider_calls.h"
 #include "saved_ops.h"
 #include "state.h"
 
@@ -214,7 +213,8 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   if (g_active) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
   ibv_cq_ex* cq_ex = nullptr;
   {
-    ProviderFdLoan loan(frontdoor::simulated(context) ? nullptr : attr->channel);
+    FdLoan channel_fd(attr->channel);
+    FdLoan async_fd(context);
     cq_ex = ops->create_cq_ex(context, &own);
   }
   if (cq_ex == nullptr) {

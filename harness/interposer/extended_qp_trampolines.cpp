@@ -194,7 +194,11 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   args["max_send_wr"] = attr->cap.max_send_wr;
   args["max_recv_wr"] = attr->cap.max_recv_wr;
   args["send_ops"] = attr->send_ops_flags;
-  ibv_qp* qp = ops->create_qp_ex(context, attr);
+  ibv_qp* qp = nullptr;
+  {
+    FdLoan async_fd(context);  // the QP's async event file (a real provider)
+    qp = ops->create_qp_ex(context, attr);
+  }
   if (qp == nullptr) {
     const int error = errno;
     create_failed(parent, "create_qp_ex", std::move(args), error);

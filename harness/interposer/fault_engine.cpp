@@ -61,6 +61,14 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
     const ObjectKind element = inject::element_kind(*rule.event);
     if (element != ObjectKind::context && at.object->ref.kind != element) return false;
   }
+  // Retry exhaustion is the requester's, on a reliable connection; an RNR
+  // NAK answers only a request that consumes a receive WR (IBA 9.7.5.2.8).
+  if (rule.kind == FaultKind::rnr_retry_exhausted || rule.kind == FaultKind::retry_exhausted) {
+    if (at.side != Side::send || at.qp == nullptr || at.qp->qp_type != IBV_QPT_RC) return false;
+    if (rule.kind == FaultKind::rnr_retry_exhausted && at.opcode != Opcode::send &&
+        at.opcode != Opcode::send_with_imm && at.opcode != Opcode::rdma_write_with_imm)
+      return false;
+  }
   if (s.object) {
     const bool same_object = at.object->ref == *s.object || (at.qp && at.qp->ref == *s.object);
     const bool same_context =

@@ -63,21 +63,30 @@ void unwrap_fd(const void* handle) {
     static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd = provider_fd;
 }
 
-ProviderFdLoan::ProviderFdLoan(ibv_comp_channel* channel) {
-  if (channel == nullptr) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(channel);
-  if (tracked == nullptr || !tracked->events.wrapped()) return;
-  channel_ = channel;
-  wrapped_fd_ = channel->fd;
-  channel->fd = tracked->events.provider_fd();
+FdLoan::FdLoan(ibv_comp_channel* channel) {
+  if (channel != nullptr) lend(channel, &channel->fd);
 }
 
-ProviderFdLoan::~ProviderFdLoan() {
-  if (channel_ == nullptr) return;
-  std::lock_guard lock(State::get().mutex);
-  channel_->fd = wrapped_fd_;
+FdLoan::FdLoan(ibv_context* context) {
+  if (context != nullptr) lend(context, &context->async_fd);
+}
+
+void FdLoan::lend(const void* handle, int* fd) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle);
+  if (tracked == nullptr || !tracked->events.wrapped()) return;
+  handle_ = handle;
+  fd_ = fd;
+  if (tracked->fd_loans++ == 0) *fd = tracked->events.provider_fd();
+}
+
+FdLoan::~FdLoan() {
+  if (handle_ == nullptr) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle_);
+  if (tracked != nullptr && --tracked->fd_loans == 0) *fd_ = tracked->events.application_fd();
 }
 
 void opened(ibv_context* context, const char* device_name) {
@@ -424,7 +433,7 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
       context->async_fd = fds.provider_fd();
       const int result = frontdoor::provider::get_async_event(context, event);
       const int error = errno;
-      context->async_fd = fds.application_fd();
+      if (tracked->fd_loans == 0) context->async_fd = fds.application_fd();  // else lent out
       errno = error;
       if (result == 0 || error != EAGAIN || fds.nonblocking()) return result;
     }

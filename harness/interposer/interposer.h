@@ -33,21 +33,26 @@ void closing(ibv_context* context, int result);
 // Before a real channel or context is destroyed: the provider's own fd goes
 // back in place (destroyed() wraps it again if the destroy fails).
 void unwrap_fd(const void* handle);
-// libibverbs hands channel->fd to the kernel when it creates a CQ, and the
-// kernel knows the channel by that fd only: for such a call on a real
-// provider the channel holds the provider's own fd, then the harness's
-// again. (Another thread polling the channel's fd meanwhile sees the
-// provider's fd, which is readable for the provider's events.)
-class ProviderFdLoan {
+// libibverbs hands file descriptors to the kernel when it creates objects:
+// a CQ's completion channel (channel->fd) and, for CQs, QPs, SRQs and WQs,
+// the context's async event file (context->async_fd), and the kernel knows
+// them by those fds only. For such a call on a real provider the channel or
+// context holds the provider's own fd, then the harness's again. Loans
+// nest and overlap across threads (counted per object); another thread
+// polling the fd meanwhile sees the provider's fd, which is readable for
+// the provider's events. No-op for simulated objects and nullptr.
+class FdLoan {
  public:
-  explicit ProviderFdLoan(ibv_comp_channel* channel);
-  ~ProviderFdLoan();
-  ProviderFdLoan(const ProviderFdLoan&) = delete;
-  ProviderFdLoan& operator=(const ProviderFdLoan&) = delete;
+  explicit FdLoan(ibv_comp_channel* channel);
+  explicit FdLoan(ibv_context* context);
+  ~FdLoan();
+  FdLoan(const FdLoan&) = delete;
+  FdLoan& operator=(const FdLoan&) = delete;
 
  private:
-  ibv_comp_channel* channel_ = nullptr;
-  int wrapped_fd_ = -1;
+  void lend(const void* handle, int* fd);
+  const void* handle_ = nullptr;
+  int* fd_ = nullptr;  // channel->fd or context->async_fd
 };
 
 // A real port the interposer has taken down reads as down.

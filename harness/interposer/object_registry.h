@@ -54,6 +54,7 @@ struct Tracked {
   // context, the events injected into it, and the conditions the
   // interposer emulates.
   EventFd events;
+  int fd_loans = 0;  // FdLoans in progress: the object holds the provider's fd
   std::deque<ibv_cq*> injected_cq_events;               // channels
   std::deque<ibv_async_event> injected_async;           // contexts: not yet read
   std::vector<ibv_async_event> injected_async_unacked;  // contexts: read, not acked

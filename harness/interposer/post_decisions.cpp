@@ -5,7 +5,7 @@
 namespace verbfault::interposer {
 
 void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
-               std::size_t index, PostPlan& plan) {
+               std::size_t index, PostPlan& plan, bool can_cause) {
   const bool unsignaled_send = wr.side == Side::send && !(wr.send_flags & IBV_SEND_SIGNALED);
   // Behind a WR that will complete in error everything on the QP is
   // flushed, signaled or not (IBA 10.7.3.1): the provider may execute this
@@ -54,6 +54,19 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
       state.record_fault(object, *decision, object.simulated ? "cause" : "effect",
                          std::move(detail));
       break;
+    case FaultKind::rnr_retry_exhausted:
+    case FaultKind::retry_exhausted:
+      if (can_cause) {
+        // The simulated fabric really NAKs or drops the message until the
+        // requester gives up; the responder never sees it.
+        const bool rnr = rule.kind == FaultKind::rnr_retry_exhausted;
+        plan.caused.emplace_back(index,
+                                 rnr ? sim::SendFailure::rnr_nak : sim::SendFailure::no_answer);
+        detail["status"] = rnr ? "rnr_retry_exc_err" : "retry_exc_err";
+        state.record_fault(object, *decision, "cause", std::move(detail));
+        break;
+      }
+      [[fallthrough]];
     default: {
       // The WR's completion becomes the error (effect level): forced to be
       // signaled, as an error completion always is.

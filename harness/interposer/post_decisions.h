@@ -6,10 +6,12 @@
 
 #include "state.h"
 #include "verbfault/plan.h"
+#include "verbfault/sim/conditions.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace verbfault::interposer {
@@ -20,6 +22,9 @@ struct PostPlan {
   int error = 0;                            // verb_failure: the errno
   bool flush = false;                       // flush: the QP goes to ERR before WR `stop`
   std::vector<std::size_t> force_signaled;  // doomed unsignaled send WRs
+  // Cause level (a simulated QP, ibv_post_send): the device itself answers
+  // these WRs with RNR NAKs or not at all (sim::post_send_with_failures).
+  std::vector<std::pair<std::size_t, sim::SendFailure>> caused;
 };
 
 // What the decision needs to know of one WR.
@@ -32,8 +37,9 @@ struct PostedWr {
 
 // Decides WR number `index` of a post on `object` (a QP, or an SRQ with
 // `qp` null) and records the fault it gets, if any (lock held). Call it
-// only while plan.stop is unset.
+// only while plan.stop is unset. `can_cause`: the post can hand the device
+// fabric conditions (plan.caused) for the retry exhaustion kinds.
 void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
-               std::size_t index, PostPlan& plan);
+               std::size_t index, PostPlan& plan, bool can_cause = false);
 
 }  // namespace verbfault::interposer

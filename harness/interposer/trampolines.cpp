@@ -13,6 +13,7 @@
 #include "injections.h"
 #include "saved_ops.h"
 #include "state.h"
+#include "verbfault/sim/conditions.h"
 
 #include <cerrno>
 #include <cstring>
@@ -53,7 +54,9 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
       posted.opcode = Opcode::recv;
     }
     wrs.push_back(wr_fields(*wr, posted.opcode));
-    if (plan.stop == SIZE_MAX) decide_wr(state, object, qp, verb, posted, index, plan);
+    // Only ibv_post_send on a simulated QP can hand the device conditions.
+    const bool can_cause = verb == Verb::post_send && object.simulated;
+    if (plan.stop == SIZE_MAX) decide_wr(state, object, qp, verb, posted, index, plan, can_cause);
   }
   return plan;
 }
@@ -77,7 +80,7 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
     if (from >= to) return 0;
     copy[to - 1].next = nullptr;
     Wr* bad = nullptr;
-    int result = post(&copy[from], &bad);
+    int result = post(&copy[from], &bad, from);
     if (to < copy.size()) copy[to - 1].next = &copy[to];
     if (result != 0 && bad != nullptr)
       *bad_wr = original(static_cast<std::size_t>(bad - copy.data()));
@@ -111,11 +114,26 @@ int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
   PostPlan plan = decide_post(state, *tracked, tracked_qp, verb, list, wrs);
   lock.unlock();
   int result = 0;
-  if (plan.stop == SIZE_MAX && plan.force_signaled.empty()) {
+  if (plan.stop == SIZE_MAX && plan.force_signaled.empty() && plan.caused.empty()) {
     result = op(object, list, bad_wr);
   } else {
-    result = execute_post(
-        list, bad_wr, plan, [&](Wr* first, Wr** bad) { return op(object, first, bad); }, qp);
+    // Posts copy[from...] with the provider's op, or through the simulated
+    // device with the conditions caused for those WRs.
+    auto post = [&](Wr* first, Wr** bad, std::size_t from) {
+      if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
+        if (!plan.caused.empty()) {
+          std::vector<sim::SendFailure> failures;
+          for (auto [index, failure] : plan.caused) {
+            if (index < from) continue;
+            failures.resize(std::max(failures.size(), index - from + 1), sim::SendFailure::none);
+            failures[index - from] = failure;
+          }
+          return sim::post_send_with_failures(qp, first, bad, failures);
+        }
+      }
+      return op(object, first, bad);
+    };
+    result = execute_post(list, bad_wr, plan, post, qp);
   }
   lock.lock();
   if ((tracked = state.registry.find(object))) {

@@ -42,9 +42,13 @@ TEST(VerbfaultRun, SampleWithoutFaultsPassesItsStatusThrough) {
 
 TEST(VerbfaultRun, RnrRetryExhaustionFailsTheSampleWithItsOwnMessage) {
   const std::string trace = scratch("rnr.jsonl");
-  ProcessResult r = run_shell(verbfault_run(
-      "--seed 11 --fault 'rnr_retry_exhausted qp#0 opcode=send nth=2' --trace " + trace,
-      SAMPLE_RC));
+  // Canonical freedoms: the RNR error completion is polled before the
+  // flushed receives (a drawn interleaving may legally put one first).
+  ProcessResult r = run_shell("env VERBFAULT_FREEDOMS=canonical " +
+                              verbfault_run("--seed 11 --fault 'rnr_retry_exhausted qp#0 "
+                                            "opcode=send nth=2' --trace " +
+                                                trace,
+                                            SAMPLE_RC));
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "RNR retry counter exceeded")) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault:   #0 rnr_retry_exhausted qp#0 opcode=send nth=2"))

@@ -274,8 +274,12 @@ TEST_F(FaultKinds, RnrRetryExhaustedFailsTheSendAndFlushesTheRest) {
   EXPECT_EQ(a[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
   EXPECT_EQ(a[1].status, IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
-  // The responder stays in RTS.
+  // The responder stays in RTS and never saw the message: the device
+  // really NAKed it (cause level), its receive is still posted.
   EXPECT_EQ(state_of(b_), IBV_QPS_RTS);
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq_b_, 1, &wc), 0);
+  EXPECT_EQ(records_with("\"fault\":\"rnr_retry_exhausted\",\"rule\":0,\"level\":\"cause\""), 1u);
 }
 
 TEST_F(FaultKinds, RetryExhaustedFailsTheSend) {
@@ -286,6 +290,9 @@ TEST_F(FaultKinds, RetryExhaustedFailsTheSend) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].status, IBV_WC_RETRY_EXC_ERR);
   EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq_b_, 1, &wc), 0) << "the message never arrived";
+  EXPECT_EQ(records_with("\"level\":\"cause\""), 1u);
 }
 
 }  // namespace

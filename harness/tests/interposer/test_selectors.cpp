@@ -67,6 +67,30 @@ TEST_F(Selectors, QpTypeThatNoQpHasNeverFires) {
   EXPECT_EQ(session_->fired()[0], 0u);
 }
 
+TEST_F(Selectors, RnrRetryExhaustionCountsOnlyRequestsThatConsumeAReceive) {
+  // qp#1's receive and RDMA WRITE are no opportunities: its first SEND is.
+  begin("rnr_retry_exhausted qp#1 nth=1");
+  ASSERT_EQ(recv_on_b(5), 0);
+  ASSERT_EQ(post_send(b_, IBV_WR_RDMA_WRITE, 11, mr_b_, buf_b_, 8, IBV_SEND_SIGNALED,
+                      reinterpret_cast<uintptr_t>(buf_a_), mr_a_->rkey),
+            0);
+  ASSERT_EQ(post_recv(a_, 6, mr_a_, buf_a_, 64), 0);
+  ASSERT_EQ(post_send(b_, IBV_WR_SEND, 12, mr_b_, buf_b_, 8), 0);
+  // Caused on the simulated device: qp#1 goes to ERR (its receive is
+  // flushed) and qp#0 never sees the SEND (its receive stays posted).
+  // (The receive's flush may come before or after the RNR error: they are
+  // on different work queues, whose relative order the seed draws.)
+  auto b = statuses(poll(cq_b_, 3));
+  ASSERT_EQ(b.size(), 3u);
+  std::erase(b, std::pair(uint64_t{5}, IBV_WC_WR_FLUSH_ERR));
+  const std::vector<std::pair<uint64_t, ibv_wc_status>> sends = {{11, IBV_WC_SUCCESS},
+                                                                 {12, IBV_WC_RNR_RETRY_EXC_ERR}};
+  EXPECT_EQ(b, sends) << "the receive was flushed, the sends completed in order";
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 1, &wc), 0) << "qp#0's receive is still waiting";
+  EXPECT_EQ(session_->fired()[0], 1u);
+}
+
 TEST_F(Selectors, CountersArePerObject) {
   // nth=2 counts each QP's WRs on its own: the second WR of each QP.
   begin("completion_error(rem_access_err) side=send nth=2");

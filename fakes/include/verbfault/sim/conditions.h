@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace verbfault::sim {
 
@@ -39,6 +40,18 @@ int device_fatal(ibv_context* context);
 int raise_qp_event(ibv_qp* qp, ibv_event_type type);
 int raise_srq_event(ibv_srq* srq, ibv_event_type type);
 int raise_cq_event(ibv_cq* cq, ibv_event_type type);
+
+// ibv_post_send with fabric conditions for some of its WRs, brought about
+// in the same step as the post (so no other thread's WR can take them):
+// failures[i] applies to the i-th WR of the list. An RNR NAK answers every
+// attempt of that WR until the requester exhausts rnr_retry (7 included:
+// the injected exhaustion gives up after 7 retries): IBV_WC_RNR_RETRY_EXC_ERR;
+// or no answer comes until it exhausts retry_cnt: IBV_WC_RETRY_EXC_ERR. The
+// responder never sees the message; the QP goes to ERR and the rest is
+// flushed, as for the natural condition. Returns what ibv_post_send does.
+enum class SendFailure : uint8_t { none, rnr_nak, no_answer };
+int post_send_with_failures(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr,
+                            const std::vector<SendFailure>& failures);
 
 // A completion event with no completion behind it: an armed CQ with a
 // channel fires now (ibv_get_cq_event(3) warns that events may come
