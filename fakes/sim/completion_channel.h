@@ -30,6 +30,11 @@ class CompletionChannel {
 
   void notify(CompletionQueue* cq);
   bool has_event() const { return !events_.empty(); }
+  bool has_event_of(const CompletionQueue* cq) const {
+    for (const CompletionQueue* pending : events_)
+      if (pending == cq) return true;
+    return false;
+  }
   CompletionQueue* take_event();
   // Drops the events of a CQ being destroyed that nobody has read (the
   // kernel does the same: only events read count as reported).

@@ -83,6 +83,14 @@ MemoryRegion* Fabric::find_mr(uint32_t key) const {
   return it == mrs_.end() ? nullptr : it->second;
 }
 
+bool Fabric::deadline_pending() const {
+  for (QueuePair* qp : waiting_)
+    if (!qp->send_queue().empty() &&
+        qp->send_queue().front().not_before_ns != std::numeric_limits<uint64_t>::max())
+      return true;
+  return false;
+}
+
 bool Fabric::advance_clock() {
   if (waiting_.empty()) return false;
   uint64_t next = std::numeric_limits<uint64_t>::max();

@@ -70,6 +70,9 @@ class Fabric {
   // Jumps the clock to the earliest deadline and retries the QPs due then.
   // Returns false when no deadline is pending.
   bool advance_clock();
+  // Whether a retry is scheduled on the virtual clock: work that can still
+  // complete without any further verbs call.
+  bool deadline_pending() const;
 
  private:
   Fabric();

@@ -233,6 +233,24 @@ int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describ
 
 }  // namespace
 
+std::size_t cq_depth(ibv_cq* verbs) {
+  if (verbs == nullptr || !owns(verbs->context)) return 0;
+  std::lock_guard guard(Fabric::get().mutex);
+  return CompletionQueue::from(verbs)->size();
+}
+
+bool cq_event_pending(ibv_cq* verbs) {
+  if (verbs == nullptr || !owns(verbs->context)) return false;
+  std::lock_guard guard(Fabric::get().mutex);
+  CompletionQueue* cq = CompletionQueue::from(verbs);
+  return cq->channel() != nullptr && cq->channel()->has_event_of(cq);
+}
+
+bool work_pending() {
+  std::lock_guard guard(Fabric::get().mutex);
+  return Fabric::get().deadline_pending();
+}
+
 void set_freedom_seed(std::optional<std::uint64_t> seed) {
   Lock guard = lock();
   Fabric::get().freedoms().set_seed(seed);

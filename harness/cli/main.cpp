@@ -4,7 +4,9 @@
 //                 [--check-determinism] [--library PATH] -- CMD ARGS
 //   verbfault plan FILE         check a plan file and print it canonically
 //
-// Exit status: the program's own; 124 when --check-determinism finds the
+// Exit status: the program's own; 121 when it exited 0 but the runtime
+// checks reported findings; 122 when the checks ended a program that could
+// never make progress (liveness); 124 when --check-determinism finds the
 // two runs differ; 125 for a usage or plan error; 126 / 127 when the
 // command cannot be executed / is not found (the convention of env(1)).
 #include "process.h"

@@ -10,6 +10,8 @@
 namespace verbfault::cli {
 
 // Exit statuses of `verbfault` itself (besides the program's own).
+inline constexpr int kExitFindings = 121;  // the program passed; the checks did not
+inline constexpr int kExitHang = 122;      // the checks ended a program that could never progress
 inline constexpr int kExitNondeterministic = 124;  // --check-determinism: traces differ
 inline constexpr int kExitUsage = 125;             // bad option, plan, seed or environment
 inline constexpr int kExitCannotExecute = 126;     // the command exists but cannot run

@@ -98,9 +98,28 @@ int run(const RunOptions& options) {
   if (options.plan_file) environment["VERBFAULT_PLAN"] = fs::absolute(*options.plan_file);
   if (!options.faults.empty()) environment["VERBFAULT_FAULTS"] = join_rules(options.faults);
 
+  environment["VERBFAULT_REPRODUCE"] = reproduce_line(options, seed);
+  // The runtime checks append their findings here; a program that passes
+  // with findings makes `verbfault run` fail (kExitFindings).
+  const std::string findings =
+      (fs::temp_directory_path() / ("verbfault-" + std::to_string(getpid()) + ".findings"))
+          .string();
+  fs::remove(findings);
+  environment["VERBFAULT_FINDINGS"] = findings;
+  auto judge = [&](int status) {
+    std::ifstream in(findings);
+    std::size_t count = 0;
+    for (std::string line; std::getline(in, line);) ++count;
+    fs::remove(findings);
+    if (count == 0) return status;
+    std::fprintf(stderr, "verbfault: %zu runtime check finding%s (listed above)\n", count,
+                 count == 1 ? "" : "s");
+    return status == 0 ? kExitFindings : status;
+  };
+
   if (!options.check_determinism) {
     if (options.trace) environment["VERBFAULT_TRACE"] = *options.trace;
-    return run_program(options.command, environment);
+    return judge(run_program(options.command, environment));
   }
 
   // Twice, with the same seed and plan: the traces must be identical.
@@ -114,7 +133,7 @@ int run(const RunOptions& options) {
   for (int i = 0; i < 2; ++i) {
     environment["VERBFAULT_TRACE"] = traces[i];
     std::fprintf(stderr, "verbfault: determinism check: run %d of 2\n", i + 1);
-    status[i] = run_program(options.command, environment);
+    status[i] = judge(run_program(options.command, environment));
   }
   const auto difference = compare_traces(traces[0], traces[1]);
   int result = status[0];

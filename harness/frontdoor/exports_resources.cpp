@@ -185,6 +185,7 @@ int ibv_resize_cq(ibv_cq* cq, int cqe) {
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
+  interposer::destroying(cq);
   int result =
       simulated(cq) ? sim::destroy_cq(cq) : VERBFAULT_REAL(ibv_destroy_cq, "IBVERBS_1.1")(cq);
   interposer::destroyed(cq, "destroy_cq", result);
@@ -217,6 +218,7 @@ int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
 }
 
 int ibv_destroy_srq(ibv_srq* srq) {
+  interposer::destroying(srq);
   int result =
       simulated(srq) ? sim::destroy_srq(srq) : VERBFAULT_REAL(ibv_destroy_srq, "IBVERBS_1.1")(srq);
   interposer::destroyed(srq, "destroy_srq", result);
@@ -243,6 +245,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (mask & IBV_QP_STATE) fields["state"] = attr->qp_state;
   fields["ret"] = result;
   interposer::traced(qp, "modify_qp", std::move(fields));
+  if (result == 0) interposer::qp_modified(qp, *attr, mask);
   return result;
 }
 
@@ -252,6 +255,7 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
+  interposer::destroying(qp);
   int result =
       simulated(qp) ? sim::destroy_qp(qp) : VERBFAULT_REAL(ibv_destroy_qp, "IBVERBS_1.1")(qp);
   interposer::destroyed(qp, "destroy_qp", result);

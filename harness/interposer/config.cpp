@@ -49,6 +49,12 @@ Config config_from_environment() {
                                "': expected 'drawn' or 'canonical'");
     config.draw_freedoms = *freedoms == "drawn";
   }
+  if (auto checks = variable("VERBFAULT_CHECKS"))
+    config.checks = checkers::CheckSelection::parse(*checks, "VERBFAULT_CHECKS");
+  if (auto findings = variable("VERBFAULT_FINDINGS")) {
+    if (findings->empty()) throw std::runtime_error("VERBFAULT_FINDINGS='': expected a file path");
+    config.findings_file = *findings;
+  }
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {
     // A plan needs a seed; one drawn here is printed so the run replays.

@@ -6,6 +6,9 @@
 //   VERBFAULT_PLAN   path of a YAML plan file
 //   VERBFAULT_FAULTS rules in the one-line form, separated by ';'
 //   VERBFAULT_TRACE  where to write the JSON Lines trace
+//   VERBFAULT_CHECKS which runtime checks run (checkers/check_catalogue.h)
+//   VERBFAULT_FINDINGS  a file the checks' findings are appended to (JSON
+//                    Lines; verbfault run sets it to count them)
 //   VERBFAULT_FREEDOMS  "drawn" (default): the simulated device draws the
 //                    choices the verbs leave open from the seed;
 //                    "canonical": it takes the canonical ones
@@ -13,6 +16,7 @@
 // variable and what was expected (exit status kConfigErrorExit).
 #pragma once
 
+#include "check_catalogue.h"
 #include "verbfault/plan.h"
 
 #include <cstdint>
@@ -29,6 +33,8 @@ struct Config {
   Plan plan;
   std::optional<std::string> trace_path;
   bool draw_freedoms = true;  // VERBFAULT_FREEDOMS
+  checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
+  std::string findings_file;
   // Whether the harness does anything beyond routing: a plan, a seed or a
   // trace was asked for. Without it every call is the provider's own.
   bool active = false;

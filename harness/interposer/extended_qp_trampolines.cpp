@@ -194,6 +194,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   args["max_send_wr"] = attr->cap.max_send_wr;
   args["max_recv_wr"] = attr->cap.max_recv_wr;
   args["send_ops"] = attr->send_ops_flags;
+  args["sq_sig_all"] = attr->sq_sig_all;
   ibv_qp* qp = nullptr;
   {
     FdLoan async_fd(context);  // the QP's async event file (a real provider)

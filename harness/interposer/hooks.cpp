@@ -201,6 +201,9 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   if (kind == ObjectKind::channel && !simulated)
     wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
   if (!g_active) return;
+  if (kind == ObjectKind::qp)
+    state.checkers.qp_created(state, tracked, args.value("max_send_wr", 0u),
+                              args.value("max_recv_wr", 0u), args.value("sq_sig_all", 0) != 0);
   Fields fields = Fields::object();
   fields["call"] = call;
   if (Tracked* p = state.registry.find(parent)) fields["parent"] = p->name();
@@ -234,6 +237,7 @@ void destroyed(const void* handle, std::string_view call, int result) {
     fields["ret"] = result;
     state.record(*tracked, std::move(fields));
   }
+  if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
   if (result == 0) {
     state.registry.remove(handle);
   } else if (!tracked->simulated && !tracked->events.wrapped()) {
@@ -243,6 +247,21 @@ void destroyed(const void* handle, std::string_view call, int result) {
     if (tracked->ref.kind == ObjectKind::context)
       wrap_fd(*tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
   }
+}
+
+void destroying(const void* handle) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(handle)) state.checkers.destroying(state, *tracked);
+}
+
+void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(qp))
+    state.checkers.qp_modified(state, *tracked, attr, mask);
 }
 
 void traced(const void* object, std::string_view call, Fields fields) {
@@ -322,6 +341,12 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   State& state = State::get();
   release_held_completions(state, channel);
   for (;;) {
+    {
+      // What the application leaves behind when it waits; a wait nothing
+      // can end is diagnosed here instead of hanging.
+      std::lock_guard lock(state.mutex);
+      state.checkers.before_cq_event_wait(state, channel, /*blocking=*/true);
+    }
     if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
       const int error = errno;
       Fields fields = Fields::object();
@@ -360,6 +385,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     }
     tracked->armed = false;  // an event disarms its CQ
     state.record(*tracked, {{"call", "get_cq_event"}, {"ret", 0}});
+    state.checkers.cq_event_taken(state, *tracked);
     return 0;
   }
 }
@@ -372,6 +398,7 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
     State& state = State::get();
     std::lock_guard lock(state.mutex);
     if (Tracked* tracked = state.registry.find(cq)) {
+      if (g_active) state.checkers.cq_events_acked(state, *tracked, nevents);
       const unsigned int injected = std::min(nevents, tracked->injected_cq_unacked);
       tracked->injected_cq_unacked -= injected;
       provider_events -= injected;
@@ -385,21 +412,24 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
 
 namespace {
 
-std::string element_name(State& state, const ibv_async_event& event) {
-  const void* element = nullptr;
+// The QP, SRQ or CQ an affiliated event is about (nullptr: a port or
+// device event).
+const void* element_of(const ibv_async_event& event) {
   switch (inject::element_kind(event.event_type)) {
     case ObjectKind::qp:
-      element = event.element.qp;
-      break;
+      return event.element.qp;
     case ObjectKind::srq:
-      element = event.element.srq;
-      break;
+      return event.element.srq;
     case ObjectKind::cq:
-      element = event.element.cq;
-      break;
+      return event.element.cq;
     default:
-      return "port " + std::to_string(event.element.port_num);
+      return nullptr;
   }
+}
+
+std::string element_name(State& state, const ibv_async_event& event) {
+  const void* element = element_of(event);
+  if (element == nullptr) return "port " + std::to_string(event.element.port_num);
   if (Tracked* tracked = state.registry.find(element)) return tracked->name();
   return "unknown";
 }
@@ -447,6 +477,9 @@ void ack_async_event(ibv_async_event* event) {
   State& state = State::get();
   {
     std::lock_guard lock(state.mutex);
+    if (g_active)
+      if (const void* element = element_of(*event))
+        state.checkers.async_event_acked(state, state.registry.find(element));
     for (Tracked* context : state.registry.all(ObjectKind::context)) {
       auto& unacked = context->injected_async_unacked;
       for (auto it = unacked.begin(); it != unacked.end(); ++it) {
@@ -461,6 +494,10 @@ void ack_async_event(ibv_async_event* event) {
 
 int get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state0 = State::get();
+  if (g_active) {
+    std::lock_guard lock(state0.mutex);
+    state0.checkers.before_async_event_wait(state0, context, /*blocking=*/true);
+  }
   const int result = next_async_event(state0, context, event);
   if (!g_active) return result;
   const int error = errno;
@@ -473,6 +510,9 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
     if (result == 0) {
       fields["event"] = to_string(event->event_type);
       fields["element"] = element_name(state, *event);
+      if (const void* element = element_of(*event))
+        if (Tracked* element_record = state.registry.find(element))
+          state.checkers.async_event_taken(state, *element_record);
     } else {
       fields["errno"] = errno_name(error);
     }

@@ -77,6 +77,11 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
 void create_failed(const void* parent, std::string_view call, Fields args, int error);
 // A destroy call; the name is forgotten when it succeeded.
 void destroyed(const void* handle, std::string_view call, int result);
+// Before the provider's destroy of a CQ, QP or SRQ (the runtime checks
+// look at what the application leaves unacknowledged).
+void destroying(const void* handle);
+// After a successful ibv_modify_qp.
+void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask);
 // Any other call worth a trace record.
 void traced(const void* object, std::string_view call, Fields fields);
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "injected_events.h"
+#include "object_checks.h"
 #include "verbfault/plan.h"
 
 #include <infiniband/verbs.h>
@@ -62,6 +63,8 @@ struct Tracked {
   bool overflowed = false;                              // CQs: in error after an injected overflow
   bool port_down = false;                               // contexts
   bool dead = false;                                    // contexts: after an injected DEVICE_FATAL
+
+  checkers::ObjectChecks checks;  // what the runtime checks remember of it
 
   std::uint64_t trace_seq = 0;  // next per-object sequence number
   std::string name() const { return to_string(ref); }

@@ -52,6 +52,7 @@ State::State() {
     std::_Exit(kConfigErrorExit);
   }
   engine.configure(config.plan, config.seed);
+  checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
   if (!g_active) return;
   if (config.draw_freedoms) sim::set_freedom_seed(config.seed);
@@ -74,6 +75,7 @@ void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedo
   engine.configure(plan, seed);
   registry.restart_names();
   trace.start_capture();
+  checkers.restart();
   g_active = true;
 }
 
@@ -124,10 +126,18 @@ Fields State::completion_fields(const ibv_wc& wc) {
   return fields;
 }
 
-void State::finish() noexcept {
+void State::finish(bool check_leaks) noexcept {
   // Not under the lock: a fatal signal may arrive while it is held.
   if (finished_ || !g_active) return;
   finished_ = true;
+  {
+    // What is still alive at the end (not when a signal interrupted a
+    // holder of the lock).
+    if (check_leaks) {
+      std::unique_lock lock(mutex, std::try_to_lock);
+      if (lock.owns_lock()) checkers.exiting(*this);
+    }
+  }
   const auto& fired = engine.fired();
   for (std::size_t i = 0; i < fired.size(); ++i) {
     if (fired[i] != 0) continue;

@@ -1,6 +1,7 @@
 // The interposer's process-wide state and the one lock that guards it.
 #pragma once
 
+#include "checkers.h"
 #include "config.h"
 #include "fault_engine.h"
 #include "interposer.h"
@@ -30,6 +31,7 @@ class State {
   FaultEngine engine;
   ObjectRegistry registry;
   Trace trace;
+  checkers::Checkers checkers;
 
   // Appends a trace record {"obj": name, "seq": n, ...fields} (lock held).
   void record(Tracked& object, Fields fields);
@@ -42,8 +44,9 @@ class State {
   void begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms);
   void end_session();
 
-  // The end of the run: coverage, trace hash; idempotent.
-  void finish() noexcept;
+  // The end of the run: what is still alive (check_leaks: only when the
+  // lock is free), coverage, trace hash; idempotent.
+  void finish(bool check_leaks = true) noexcept;
 
  private:
   State();

@@ -110,6 +110,10 @@ int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
     return op(object, list, bad_wr);
   }
   Tracked* tracked_qp = qp != nullptr ? tracked : nullptr;
+  if constexpr (std::is_same_v<Wr, ibv_send_wr>)
+    state.checkers.send_posted(state, *tracked, list);
+  else
+    state.checkers.recv_posted(state, *tracked, list);
   Fields wrs = Fields::array();
   PostPlan plan = decide_post(state, *tracked, tracked_qp, verb, list, wrs);
   lock.unlock();
@@ -271,6 +275,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     visible = i;
     break;
   }
+  state.checkers.polled(state, *tracked, num_entries, visible, wc);
   fields["ret"] = visible;
   if (visible > 0) {
     Fields list = Fields::array();
@@ -319,7 +324,10 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   if (decision && result == 0) level = inject::spurious_cq_event(cq, simulated);
   lock.lock();
   if ((tracked = state.registry.find(cq)) == nullptr) return result;
-  if (result == 0) tracked->armed = true;
+  if (result == 0) {
+    tracked->armed = true;
+    state.checkers.armed(state, *tracked);
+  }
   if (decision) state.record_fault(*tracked, *decision, inject::to_string(level));
   fields["ret"] = result;
   state.record(*tracked, std::move(fields));

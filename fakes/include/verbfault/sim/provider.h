@@ -37,6 +37,15 @@ std::vector<Diagnostic> diagnostics();
 // choice. The harness sets it from the run's seed (sim/freedoms.h).
 void set_freedom_seed(std::optional<std::uint64_t> seed);
 
+// ---- observation (for the harness's runtime checks) -------------------------
+// How many completions `cq` holds (0 for a CQ of another provider).
+std::size_t cq_depth(ibv_cq* cq);
+// Whether a completion event of `cq` waits in its channel, not yet taken.
+bool cq_event_pending(ibv_cq* cq);
+// Whether the device has work scheduled on its virtual clock (a retry) that
+// can still produce completions or events without any further verbs call.
+bool work_pending();
+
 // ---- devices -------------------------------------------------------------
 // The simulated devices (vfsim0, vfsim1, ...), created once per process from
 // VERBFAULT_SIM_DEVICES (default 1). An invalid value is reported on stderr

@@ -1,0 +1,131 @@
+#include "check_catalogue.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace verbfault::checkers {
+
+namespace {
+
+constexpr std::array<CheckInfo, 15> kChecks = {{
+    {"ack.cq_events_unacked_at_destroy",
+     "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
+     "(libibverbs waits forever)",
+     "F08"},
+    {"ack.cq_events_overacked",
+     "ibv_ack_cq_events acknowledges more events than were taken for that CQ (acks given to "
+     "the wrong CQ)",
+     "F07"},
+    {"ack.async_unacked_at_destroy",
+     "an object destroyed while async events about it are not acknowledged (libibverbs waits "
+     "forever)",
+     ""},
+    {"ack.async_overacked", "ibv_ack_async_event for an event that was not taken, or twice", ""},
+    {"poll.wait_without_drain",
+     "waiting for a completion event while the CQ still holds completions: one event covers "
+     "several completions, and no event comes for these",
+     "F12, F17"},
+    {"poll.stranded_between_poll_and_arm",
+     "a completion that arrived after the last empty poll and before the re-arm is not polled "
+     "before waiting: no event will report it",
+     "F10, F11"},
+    {"event.not_rearmed",
+     "waiting on a channel after an event without re-arming its CQ (e.g. after an event with "
+     "no completion behind it): no further event comes from that CQ",
+     "F13"},
+    {"error.post_to_qp_in_err",
+     "posting again and again to a QP after polling its error completion: everything is "
+     "flushed until the QP is reset",
+     "F18"},
+    {"error.poisoned_field_used",
+     "a work request built from fields of an error completion that ibv_poll_cq(3) leaves "
+     "undefined (the harness poisons them with 0xa5)",
+     "F02, F03, F04, F05"},
+    {"resource.cq_too_small",
+     "the QPs completing into a CQ can have more work outstanding than the CQ holds: an "
+     "overflow waiting to happen",
+     "F16"},
+    {"resource.unsignaled_sends_fill_queue",
+     "max_send_wr unsignaled sends in a row: without a signaled one the send queue is never "
+     "reclaimed",
+     ""},
+    {"resource.destroy_order",
+     "a destroy refused with EBUSY because objects that depend on it still exist", ""},
+    {"resource.leak_at_exit", "verbs objects still alive when the program exits", ""},
+    {"liveness.blocked_forever",
+     "blocked in ibv_get_cq_event or ibv_get_async_event when no event can ever arrive (the run "
+     "ends with exit status 122)",
+     "F09"},
+    {"liveness.spinning",
+     "polling an empty CQ over and over when no completion can ever arrive (the run ends with "
+     "exit status 122)",
+     ""},
+}};
+
+// "ack.cq_events_overacked", a family "ack.*", or every check "*.*".
+bool matches(std::string_view pattern, std::string_view id) {
+  if (pattern == "*.*") return true;
+  if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == ".*")
+    return id.substr(0, pattern.size() - 1) == pattern.substr(0, pattern.size() - 1);
+  return pattern == id;
+}
+
+std::string known_ids() {
+  std::string ids;
+  for (const CheckInfo& check : kChecks) ids += (ids.empty() ? "" : ", ") + std::string(check.id);
+  return ids;
+}
+
+}  // namespace
+
+std::span<const CheckInfo> catalogue() {
+  return kChecks;
+}
+
+bool known(std::string_view id) {
+  return std::any_of(kChecks.begin(), kChecks.end(),
+                     [&](const CheckInfo& check) { return check.id == id; });
+}
+
+CheckSelection CheckSelection::parse(std::string_view text, std::string_view source) {
+  CheckSelection selection;
+  auto set_all = [&](bool on, std::string_view pattern) {
+    for (const CheckInfo& check : kChecks) {
+      if (!matches(pattern, check.id)) continue;
+      if (on)
+        selection.enabled_.emplace(check.id);
+      else
+        selection.enabled_.erase(std::string(check.id));
+    }
+  };
+  set_all(true, "*.*");
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    if (item == "all" || item == "off") {
+      set_all(item == "all", "*.*");
+      continue;
+    }
+    const char sign = item.front();
+    const std::string_view pattern = item.substr(1);
+    const bool any = std::any_of(kChecks.begin(), kChecks.end(),
+                                 [&](const CheckInfo& c) { return matches(pattern, c.id); });
+    if ((sign != '-' && sign != '+') || !any)
+      throw std::runtime_error(
+          std::string(source) + "='" + std::string(text) + "': '" + std::string(item) +
+          "': expected off, all, or -ID / +ID / -FAMILY.* with an ID of: " + known_ids());
+    set_all(sign == '+', pattern);
+  }
+  return selection;
+}
+
+bool CheckSelection::enabled(std::string_view id) const {
+  return enabled_.contains(id);
+}
+
+}  // namespace verbfault::checkers

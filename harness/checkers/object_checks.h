@@ -1,0 +1,33 @@
+// What the runtime checks remember of one verbs object (kept in the
+// interposer's Tracked record; guarded by the interposer lock).
+#pragma once
+
+#include <cstdint>
+
+namespace verbfault::checkers {
+
+struct ObjectChecks {
+  // CQs: completion events through ibv_get_cq_event / ibv_ack_cq_events.
+  std::uint64_t cq_events_taken = 0;
+  std::uint64_t cq_events_acked = 0;
+  bool used_with_events = false;     // an event was ever taken for it
+  bool event_not_rearmed = false;    // an event was taken; no req_notify_cq since
+  bool drained_since_event = false;  // an empty poll since the last event
+  std::uint64_t arm_depth = 0;       // completions it held at the last arm
+  bool polled_since_arm = false;     // any poll since the last arm
+  bool drained_since_arm = false;    // an empty poll since the last arm
+  // Async events about this object (CQ, QP, SRQ, or a context's port events).
+  std::uint64_t async_taken = 0;
+  std::uint64_t async_acked = 0;
+  // QPs.
+  std::uint32_t max_send_wr = 0;
+  std::uint32_t max_recv_wr = 0;
+  bool sq_sig_all = false;
+  bool error_polled = false;            // one of its error completions was polled
+  std::uint64_t posts_after_error = 0;  // posts since then, until a reset
+  std::uint64_t unsignaled_run = 0;     // unsignaled sends in a row
+  // Empty polls in a row of a CQ (liveness).
+  std::uint64_t empty_polls = 0;
+};
+
+}  // namespace verbfault::checkers

@@ -1,0 +1,100 @@
+// The runtime checks against the field failures (shared/field-failures.md):
+// each scenario's buggy program is caught under `verbfault run` with the
+// right check id (and the documented exit status), its fixed program runs
+// clean. The programs: scenarios/field_failures.
+#include "shell.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace verbfault::testing {
+namespace {
+
+struct Scenario {
+  const char* name;    // field_failures SCENARIO
+  const char* faults;  // --fault options the scenario needs, or ""
+  const char* check;   // the check that must catch the buggy program
+  int buggy_status;    // verbfault run's exit status for it
+  // Or this one: where the device may legally fire an event on re-arm (a
+  // freedom the seed draws), the buggy program is caught and finishes
+  // (121) or is caught and then hangs, which the checks end (122).
+  int or_status = -1;
+};
+
+std::ostream& operator<<(std::ostream& out, const Scenario& s) {
+  return out << s.name;
+}
+
+class FieldFailures : public ::testing::TestWithParam<Scenario> {
+ protected:
+  ProcessResult run(const char* variant, int seed) {
+    const Scenario& s = GetParam();
+    return run_shell(std::string(VERBFAULT_CLI) + " run --seed " + std::to_string(seed) + " " +
+                     s.faults + " -- " + FIELD_FAILURES + " " + s.name + " " + variant);
+  }
+};
+
+TEST_P(FieldFailures, TheBuggyProgramIsCaughtWithTheRightCheck) {
+  for (int seed : {1, 2, 3}) {
+    ProcessResult r = run("buggy", seed);
+    EXPECT_TRUE(contains(r.output, std::string("verbfault: check ") + GetParam().check + " on "))
+        << "seed " << seed << "\n"
+        << r.output;
+    EXPECT_TRUE(
+        contains(r.output, "verbfault:   replay: verbfault run --seed " + std::to_string(seed)))
+        << r.output;
+    EXPECT_TRUE(r.status == GetParam().buggy_status || r.status == GetParam().or_status)
+        << "exit status " << r.status << ", seed " << seed << "\n"
+        << r.output;
+  }
+}
+
+TEST_P(FieldFailures, TheFixedProgramRunsClean) {
+  for (int seed : {1, 2, 3}) {
+    ProcessResult r = run("fixed", seed);
+    EXPECT_EQ(r.status, 0) << "seed " << seed << "\n" << r.output;
+    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << "seed " << seed << "\n" << r.output;
+  }
+}
+
+// Exit statuses: 1 when the program itself saw a verb fail, 121 when it
+// passed but the checks did not, 122 when the checks ended a hang.
+INSTANTIATE_TEST_SUITE_P(
+    Checks, FieldFailures,
+    ::testing::Values(Scenario{"F02", "--fault 'completion_error(rem_access_err) qp#0 nth=1'",
+                               "error.poisoned_field_used", 121},
+                      Scenario{"F07", "", "ack.cq_events_overacked", 1},
+                      Scenario{"F08", "", "ack.cq_events_unacked_at_destroy", 1},
+                      Scenario{"F09", "", "liveness.blocked_forever", 122},
+                      Scenario{"F10", "", "poll.stranded_between_poll_and_arm", 121, 122},
+                      Scenario{"F12", "", "poll.wait_without_drain", 121, 122},
+                      Scenario{"F13", "--fault 'spurious_cq_event cq#0 nth=2'", "event.not_rearmed",
+                               122},
+                      Scenario{"F16", "", "resource.cq_too_small", 121},
+                      Scenario{"F18", "--fault 'completion_error(rem_access_err) qp#0 nth=1'",
+                               "error.post_to_qp_in_err", 121},
+                      Scenario{"leak", "", "resource.leak_at_exit", 121}),
+    [](const ::testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
+
+TEST(Checks, VerbfaultChecksSwitchesAChecksOff) {
+  ProcessResult r =
+      run_shell("env VERBFAULT_CHECKS=-resource.cq_too_small " + std::string(VERBFAULT_CLI) +
+                " run --seed 1 -- " + FIELD_FAILURES + " F16 buggy");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+}
+
+TEST(Checks, AnUnknownCheckIsAConfigurationError) {
+  ProcessResult r =
+      run_shell("env VERBFAULT_CHECKS=-poll.everything " + std::string(VERBFAULT_CLI) +
+                " run --seed 1 -- " + FIELD_FAILURES + " F16 fixed");
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "VERBFAULT_CHECKS='-poll.everything': '-poll.everything': "
+                       "expected off, all, or -ID"))
+      << r.output;
+}
+
+}  // namespace
+}  // namespace verbfault::testing

@@ -1,0 +1,334 @@
+// field_failures: small programs that commit the mistakes behind the field
+// failures of shared/field-failures.md, each with its corrected version.
+//
+//   field_failures SCENARIO buggy|fixed
+//
+// Plain libibverbs, one thread, one RC QP pair in loopback on the first
+// device; run under `verbfault run` (some scenarios need a fault plan, see
+// harness/tests/test_field_failures.cpp). The buggy version is caught by a
+// runtime check of the harness; the fixed one runs clean. Exit status 0
+// when the program itself saw nothing wrong, 1 when a verb failed, 2 for a
+// usage error.
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace {
+
+[[noreturn]] void fail(const char* what, int err) {
+  std::fprintf(stderr, "field_failures: %s failed: %s\n", what, std::strerror(err));
+  std::exit(1);
+}
+
+// One RC QP pair in loopback, a (sender) -> b (receiver), both completing
+// into `cq`, which reports to `channel`.
+struct Pair {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* channel = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_cq* other_cq = nullptr;  // a second CQ on the same channel (F07)
+  ibv_qp* a = nullptr;
+  ibv_qp* b = nullptr;
+  ibv_mr* mr = nullptr;
+  char buffer[4096] = {};
+
+  explicit Pair(int cqe = 64, uint32_t depth = 8) {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (list == nullptr || n == 0) fail("ibv_get_device_list", ENODEV);
+    ctx = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
+    if (ctx == nullptr) fail("ibv_open_device", errno);
+    pd = ibv_alloc_pd(ctx);
+    channel = ibv_create_comp_channel(ctx);
+    cq = ibv_create_cq(ctx, cqe, nullptr, channel, 0);
+    other_cq = ibv_create_cq(ctx, 16, nullptr, channel, 0);
+    if (!pd || !channel || !cq || !other_cq) fail("setup", errno);
+    a = make_qp(depth);
+    b = make_qp(depth);
+    mr = ibv_reg_mr(pd, buffer, sizeof buffer, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!mr) fail("ibv_reg_mr", errno);
+    ibv_port_attr port{};
+    if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
+    connect(a, b->qp_num, port.lid);
+    connect(b, a->qp_num, port.lid);
+  }
+
+  ibv_qp* make_qp(uint32_t depth) {
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = depth;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(pd, &init);
+    if (!qp) fail("ibv_create_qp", errno);
+    return qp;
+  }
+
+  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+      fail("ibv_modify_qp(INIT)", errno);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = remote;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.dlid = lid;
+    a.ah_attr.port_num = 1;
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+      fail("ibv_modify_qp(RTR)", errno);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+      fail("ibv_modify_qp(RTS)", errno);
+  }
+
+  // A signaled 8-byte RDMA WRITE from a: one completion on cq.
+  int write(uint64_t wr_id, uint32_t length = 8) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), length, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buffer + 2048);
+    wr.wr.rdma.rkey = mr->rkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(a, &wr, &bad);
+  }
+
+  void arm(ibv_cq* which) {
+    if (int rc = ibv_req_notify_cq(which, 0)) fail("ibv_req_notify_cq", rc);
+  }
+
+  ibv_cq* wait() {
+    ibv_cq* got = nullptr;
+    void* context = nullptr;
+    if (ibv_get_cq_event(channel, &got, &context)) fail("ibv_get_cq_event", errno);
+    return got;
+  }
+
+  int poll(int max, ibv_wc* wc = nullptr) {
+    ibv_wc local[16];
+    const int n = ibv_poll_cq(cq, max, wc != nullptr ? wc : local);
+    if (n < 0) fail("ibv_poll_cq", EIO);
+    return n;
+  }
+
+  // One full, correct round: arm, write, event, ack, re-arm, drain.
+  void round(uint64_t wr_id) {
+    arm(cq);
+    if (write(wr_id)) fail("ibv_post_send", errno);
+    ibv_ack_cq_events(wait(), 1);
+    arm(cq);
+    while (poll(16) > 0) {
+    }
+  }
+
+  void teardown() {
+    ibv_destroy_qp(a);
+    ibv_destroy_qp(b);
+    ibv_dereg_mr(mr);
+    if (int rc = ibv_destroy_cq(cq)) fail("ibv_destroy_cq", rc);
+    if (int rc = ibv_destroy_cq(other_cq)) fail("ibv_destroy_cq", rc);
+    ibv_destroy_comp_channel(channel);
+    ibv_dealloc_pd(pd);
+    ibv_close_device(ctx);
+  }
+};
+
+// F07: events of one CQ acknowledged on another.
+void f07(bool fixed) {
+  Pair p;
+  p.arm(p.cq);
+  if (p.write(1)) fail("ibv_post_send", errno);
+  ibv_cq* got = p.wait();
+  ibv_ack_cq_events(fixed ? got : p.other_cq, 1);
+  p.poll(16);
+  if (!fixed) ibv_ack_cq_events(p.cq, 1);  // the buggy program "makes up" for it later
+  p.teardown();
+}
+
+// F08: destroy_cq with an event not acknowledged.
+void f08(bool fixed) {
+  Pair p;
+  p.arm(p.cq);
+  if (p.write(1)) fail("ibv_post_send", errno);
+  ibv_cq* got = p.wait();
+  p.poll(16);
+  if (fixed) ibv_ack_cq_events(got, 1);
+  p.teardown();
+}
+
+// F09: at teardown, waiting for the completion of a work request that was
+// never posted (the fixed version waits only for what it posted).
+void f09(bool fixed) {
+  Pair p;
+  p.round(1);
+  const uint64_t awaited = fixed ? 2 : 99;
+  if (p.write(2)) fail("ibv_post_send", errno);
+  for (bool found = false; !found;) {
+    ibv_ack_cq_events(p.wait(), 1);
+    p.arm(p.cq);
+    ibv_wc wc[16];
+    for (int n; (n = p.poll(16, wc)) > 0;)
+      for (int i = 0; i < n; ++i) found = found || wc[i].wr_id == awaited;
+  }
+  p.teardown();
+}
+
+// F10/F11/F17: a completion lands between the last empty poll and the
+// re-arm, and the program waits without polling again.
+void f10(bool fixed) {
+  Pair p;
+  p.round(1);  // events in use; the CQ is re-armed and drained
+  if (p.write(2)) fail("ibv_post_send", errno);
+  ibv_ack_cq_events(p.wait(), 1);  // the event of write 2
+  while (p.poll(16) > 0) {
+  }                                              // up to date: the last poll found nothing ...
+  if (p.write(3)) fail("ibv_post_send", errno);  // ... and now a completion lands
+  p.arm(p.cq);  // armed after it landed: the arm covers the NEXT completion only
+  if (fixed) {
+    while (p.poll(16) > 0) {
+    }  // poll once more after arming: write 3 is found
+  } else {
+    ibv_ack_cq_events(p.wait(), 1);  // asleep: write 3 is stranded
+  }
+  p.teardown();
+}
+
+// F12: one completion polled per event while several arrived.
+void f12(bool fixed) {
+  Pair p;
+  p.arm(p.cq);
+  if (p.write(1) || p.write(2)) fail("ibv_post_send", errno);
+  ibv_ack_cq_events(p.wait(), 1);
+  p.arm(p.cq);
+  if (fixed) {
+    while (p.poll(16) > 0) {
+    }
+    if (p.write(3)) fail("ibv_post_send", errno);
+    ibv_ack_cq_events(p.wait(), 1);
+  } else {
+    p.poll(1);                       // one of two
+    ibv_ack_cq_events(p.wait(), 1);  // the other completion raises no event
+  }
+  while (p.poll(16) > 0) {
+  }
+  p.teardown();
+}
+
+// F13: an event with no completion behind it (run with
+// spurious_cq_event cq#0 nth=2): the buggy program does not re-arm when
+// the poll finds nothing, and waits.
+void f13(bool fixed) {
+  Pair p;
+  p.round(1);  // the second arm of round() is answered by a spurious event
+  ibv_cq* got = p.wait();
+  ibv_ack_cq_events(got, 1);
+  const int found = p.poll(16);
+  if (found == 0 && !fixed) {
+    // "nothing there: ignore the event" -- and forget to re-arm.
+  } else {
+    p.arm(p.cq);
+  }
+  if (p.write(2)) fail("ibv_post_send", errno);
+  if (fixed) {
+    ibv_ack_cq_events(p.wait(), 1);
+    while (p.poll(16) > 0) {
+    }
+  } else {
+    ibv_ack_cq_events(p.wait(), 1);  // no event can come: the CQ is not armed
+  }
+  p.teardown();
+}
+
+// F16: a CQ smaller than what its QPs can have outstanding.
+void f16(bool fixed) {
+  Pair p(fixed ? 64 : 8, 8);  // two QPs x (8 send + 8 receive) = 32
+  p.round(1);
+  p.teardown();
+}
+
+// F18: posting again and again to a QP whose error completion was polled
+// (run with completion_error(...) qp#0 nth=1).
+void f18(bool fixed) {
+  Pair p;
+  if (p.write(1)) fail("ibv_post_send", errno);
+  ibv_wc wc{};
+  while (p.poll(1, &wc) == 0) {
+  }
+  const bool failed = wc.status != IBV_WC_SUCCESS;
+  for (uint64_t i = 2; i < 40 && (!fixed || !failed); ++i) {
+    if (p.write(i)) break;
+    while (p.poll(1, &wc) == 0) {
+    }
+  }
+  p.teardown();
+}
+
+// F02-F05: an error completion's undefined fields used as if valid (run
+// with completion_error(...) qp#0 nth=1).
+void f02(bool fixed) {
+  Pair p;
+  if (p.write(1)) fail("ibv_post_send", errno);
+  ibv_wc wc{};
+  while (p.poll(1, &wc) == 0) {
+  }
+  // Buggy: "resend what was transferred" with the byte_len of the completion.
+  if (!fixed || wc.status == IBV_WC_SUCCESS) {
+    const uint32_t length = wc.status == IBV_WC_SUCCESS ? 8 : wc.byte_len;
+    (void)p.write(2, length);
+  }
+  while (p.poll(16) > 0) {
+  }
+  p.teardown();
+}
+
+// Resources left behind at exit.
+void leak(bool fixed) {
+  Pair p;
+  p.round(1);
+  if (fixed) p.teardown();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::map<std::string, std::function<void(bool)>> scenarios = {
+      {"F02", f02}, {"F07", f07}, {"F08", f08}, {"F09", f09}, {"F10", f10},
+      {"F12", f12}, {"F13", f13}, {"F16", f16}, {"F18", f18}, {"leak", leak},
+  };
+  const std::string variant = argc == 3 ? argv[2] : "";
+  auto scenario = argc == 3 ? scenarios.find(argv[1]) : scenarios.end();
+  if (scenario == scenarios.end() || (variant != "buggy" && variant != "fixed")) {
+    std::fprintf(stderr, "usage: field_failures SCENARIO buggy|fixed (SCENARIO: ");
+    for (const auto& [name, run] : scenarios) std::fprintf(stderr, "%s ", name.c_str());
+    std::fprintf(stderr, ")\n");
+    return 2;
+  }
+  scenario->second(variant == "fixed");
+  std::printf("field_failures: %s %s: done\n", argv[1], variant.c_str());
+  return 0;
+}
