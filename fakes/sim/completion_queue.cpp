@@ -1,5 +1,6 @@
 #include "completion_queue.h"
 
+#include "broken_device.h"
 #include "completion_channel.h"
 #include "context.h"
 #include "fabric.h"
@@ -7,6 +8,7 @@
 #include "shared_receive_queue.h"
 
 #include <cerrno>
+#include <random>
 #include <vector>
 
 namespace verbfault::sim {
@@ -34,6 +36,14 @@ CompletionQueue::~CompletionQueue() {
 
 bool CompletionQueue::push(const Completion& completion) {
   if (in_error_) return false;
+#ifdef VERBFAULT_BROKEN_DEVICE
+  if (broken("drop_completion") && ++pushed_ % 5 == 0) return true;
+  if (broken("unarmed_event") && channel_ != nullptr && arm_ == Arm::kNone) {
+    entries_.push_back(completion);
+    channel_->notify(this);
+    return true;
+  }
+#endif
   if (static_cast<int>(entries_.size()) >= capacity_) {
     // ibv_create_cq(3): the CQ overflowed; the caller raises the events.
     in_error_ = true;
@@ -77,6 +87,9 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
   const Freedoms& freedoms = Fabric::get().freedoms();
   if (n > 0 && !entries_.empty())
     n = freedoms.poll_count(freedom_ordinal_, ++polls_, n, static_cast<int>(entries_.size()));
+#ifdef VERBFAULT_BROKEN_DEVICE
+  if (broken("random_poll") && n > 1) n = 1 + static_cast<int>(std::random_device{}() % n);
+#endif
   int polled = 0;
   while (polled < n && !entries_.empty()) {
     const auto at = entries_.begin() + static_cast<std::ptrdiff_t>(pick_next());

@@ -78,6 +78,7 @@ class CompletionQueue {
   std::uint64_t polls_ = 0;
   std::uint64_t picks_ = 0;
   std::uint64_t arms_ = 0;
+  std::uint64_t pushed_ = 0;  // VERBFAULT_BROKEN_DEVICE builds only
 };
 
 }  // namespace verbfault::sim

@@ -4,6 +4,7 @@
 #include "verbfault/sim/provider.h"
 
 #include "address_handle.h"
+#include "broken_device.h"
 #include "completion_channel.h"
 #include "completion_queue.h"
 #include "context.h"
@@ -641,9 +642,14 @@ int destroy_cq(ibv_cq* verbs) {
   Lock guard = lock();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cq->attached_queues > 0) return fail_int(EBUSY);
+#ifdef VERBFAULT_BROKEN_DEVICE
+  const bool ignore_acks = broken("ignore_acks");
+#else
+  const bool ignore_acks = false;
+#endif
   auto settled = [&] {
-    return cq->events_acked == cq->events_reported &&
-           cq->async_events_acked == cq->async_events_reported;
+    return ignore_acks || (cq->events_acked == cq->events_reported &&
+                           cq->async_events_acked == cq->async_events_reported);
   };
   auto describe = [&] {
     return Described{"cq#" + std::to_string(verbs->handle),

@@ -359,6 +359,12 @@ void Checkers::destroy_refused(State& state, Tracked& object, int error) {
          "of a PD, CQs of a channel) must be destroyed first");
 }
 
+void Checkers::closed_with_children(State& state, Tracked& context, const std::string& names) {
+  report(state, "resource.destroy_order", context,
+         "ibv_close_device with objects of the context still alive (" + names +
+             "): ibv_close_device(3) does not release them; destroy them first");
+}
+
 void Checkers::exiting(State& state) {
   std::string leaked;
   Tracked* first = nullptr;

@@ -75,6 +75,8 @@ class Checkers {
   // Before the provider's destroy of a CQ, QP or SRQ.
   void destroying(State& state, Tracked& object);
   void destroy_refused(State& state, Tracked& object, int error);
+  // ibv_close_device while these objects of the context are alive.
+  void closed_with_children(State& state, Tracked& context, const std::string& names);
   // At the end of the run.
   void exiting(State& state);
 

@@ -35,6 +35,15 @@ std::vector<std::uint64_t> Session::fired() const {
   return state.engine.fired();
 }
 
+std::vector<Finding> Session::findings() const {
+  auto& state = interposer::State::get();
+  std::lock_guard lock(state.mutex);
+  std::vector<Finding> findings;
+  for (const checkers::Finding& f : state.checkers.findings())
+    findings.push_back({f.check, f.object, f.message, f.trace_position, f.replay});
+  return findings;
+}
+
 std::string Session::reproduce() const {
   std::string rules;
   for (const Rule& rule : plan_.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);

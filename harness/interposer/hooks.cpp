@@ -121,7 +121,27 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
 }
 
 void closing(ibv_context* context, int result) {
-  if (result == 0) forget_ops(context);
+  if (result == 0) {
+    forget_ops(context);
+    // What the application left open goes with the context (the simulated
+    // device frees it; a real provider leaks it): forgotten here, so that
+    // no later object at the same address inherits its name.
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    std::vector<const void*> children;
+    std::string names;
+    for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
+                            ObjectKind::mr, ObjectKind::pd, ObjectKind::channel})
+      for (Tracked* object : state.registry.all(kind))
+        if (object->context_handle == context) {
+          children.push_back(object->handle);
+          names += (names.empty() ? "" : ", ") + object->name();
+        }
+    if (g_active && !children.empty())
+      if (Tracked* tracked = state.registry.find(context))
+        state.checkers.closed_with_children(state, *tracked, names);
+    for (const void* child : children) state.registry.remove(child);
+  }
   destroyed(context, "close_device", result);
 }
 

@@ -270,6 +270,10 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     // more polls (order within the CQ is kept).
     state.record_fault(*tracked, *delay, "effect",
                        {{"wr_id", wc[i].wr_id}, {"polls", *delay->rule->polls}});
+    // The ones behind it were polled from the provider now: they get their
+    // rewrites now too (a flush after an injected error stays a flush).
+    for (int j = i + 1; j < count + polled; ++j)
+      if (ibv_qp* qp = rewrite(state, wc[j])) to_error.push_back(qp);
     tracked->held.assign(wc + i, wc + count + polled);
     tracked->held_polls = *delay->rule->polls;
     visible = i;

@@ -19,6 +19,15 @@
 
 namespace verbfault {
 
+// A mistake a runtime check caught (README, "Runtime checks").
+struct Finding {
+  std::string check;                 // stable id, e.g. "ack.cq_events_unacked_at_destroy"
+  std::string object;                // the object it is about, e.g. "cq#0"
+  std::string message;               // one line
+  std::uint64_t trace_position = 0;  // trace records written before it
+  std::string replay;                // the line that replays the run
+};
+
 // What the simulated device does where the verbs leave it a choice (how
 // many completions a poll returns, the order of completions of different
 // work queues entering a CQ together, an extra event when arming a CQ that
@@ -42,6 +51,8 @@ class Session {
   std::uint64_t trace_hash() const;
   // How often each rule of the plan fired.
   std::vector<std::uint64_t> fired() const;
+  // What the runtime checks caught since the session began.
+  std::vector<Finding> findings() const;
   // The environment that replays this session under `verbfault run` or a
   // test runner: "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3'".
   std::string reproduce() const;
