@@ -74,7 +74,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"F16", "", "resource.cq_too_small", 121},
                       Scenario{"F18", "--fault 'completion_error(rem_access_err) qp#0 nth=1'",
                                "error.post_to_qp_in_err", 121},
-                      Scenario{"leak", "", "resource.leak_at_exit", 121}),
+                      Scenario{"leak", "", "resource.leak_at_exit", 121},
+                      Scenario{"async_unacked", "--fault 'async_event(qp_fatal) qp#1 nth=4'",
+                               "ack.async_unacked_at_destroy", 121},
+                      Scenario{"async_overacked", "--fault 'async_event(qp_fatal) qp#1 nth=4'",
+                               "ack.async_overacked", 1},
+                      Scenario{"unsignaled", "", "resource.unsignaled_sends_fill_queue", 121},
+                      Scenario{"destroy_order", "", "resource.destroy_order", 121},
+                      Scenario{"spin", "", "liveness.spinning", 122}),
     [](const ::testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
 
 TEST(Checks, VerbfaultChecksSwitchesAChecksOff) {

@@ -306,6 +306,86 @@ void f02(bool fixed) {
   p.teardown();
 }
 
+// A receive on b: the call at which `async_event(qp_fatal) qp#1 nth=4`
+// raises the event (b's calls: three modify_qp to connect it, then this).
+void receive_on_b(Pair& p) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(p.buffer + 1024), 64, p.mr->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = 9;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  (void)ibv_post_recv(p.b, &wr, &bad);
+}
+
+// An async event taken and never acknowledged before its QP is destroyed
+// (libibverbs' destroy_qp waits for the ack). Run with
+// async_event(qp_fatal) qp#1 nth=4.
+void async_unacked(bool fixed) {
+  Pair p;
+  receive_on_b(p);
+  ibv_async_event event{};
+  if (ibv_get_async_event(p.ctx, &event)) fail("ibv_get_async_event", errno);
+  if (fixed) ibv_ack_async_event(&event);
+  if (ibv_destroy_qp(p.b) == 0) p.b = p.make_qp(8);  // refused while unacknowledged
+  if (!fixed) ibv_ack_async_event(&event);
+  p.teardown();
+}
+
+// The same event acknowledged twice.
+void async_overacked(bool fixed) {
+  Pair p;
+  receive_on_b(p);
+  ibv_async_event event{};
+  if (ibv_get_async_event(p.ctx, &event)) fail("ibv_get_async_event", errno);
+  ibv_ack_async_event(&event);
+  if (!fixed) ibv_ack_async_event(&event);
+  p.teardown();
+}
+
+// Only unsignaled sends: the send queue is never reclaimed.
+void unsignaled(bool fixed) {
+  Pair p(64, 8);
+  for (uint64_t i = 1; i <= 8; ++i) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(p.buffer), 8, p.mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    // The fixed program signals every 4th send (and polls its completion).
+    wr.send_flags = fixed && i % 4 == 0 ? IBV_SEND_SIGNALED : 0;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(p.buffer + 2048);
+    wr.wr.rdma.rkey = p.mr->rkey;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(p.a, &wr, &bad)) fail("ibv_post_send", errno);
+    if (fixed && i % 4 == 0)
+      while (p.poll(16) == 0) {
+      }
+  }
+  p.teardown();
+}
+
+// Destroying a CQ while its QPs still use it.
+void destroy_order(bool fixed) {
+  Pair p;
+  if (!fixed) ibv_destroy_cq(p.cq);  // EBUSY: the QPs use it
+  p.teardown();
+}
+
+// Polling forever for the completion of a WR that was never posted.
+void spin(bool fixed) {
+  Pair p;
+  if (p.write(1)) fail("ibv_post_send", errno);
+  const uint64_t awaited = fixed ? 1 : 2;
+  for (bool found = false; !found;) {
+    ibv_wc wc[4];
+    const int n = p.poll(4, wc);
+    for (int i = 0; i < n; ++i) found = found || wc[i].wr_id == awaited;
+  }
+  p.teardown();
+}
+
 // Resources left behind at exit.
 void leak(bool fixed) {
   Pair p;
@@ -317,8 +397,21 @@ void leak(bool fixed) {
 
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(bool)>> scenarios = {
-      {"F02", f02}, {"F07", f07}, {"F08", f08}, {"F09", f09}, {"F10", f10},
-      {"F12", f12}, {"F13", f13}, {"F16", f16}, {"F18", f18}, {"leak", leak},
+      {"F02", f02},
+      {"F07", f07},
+      {"F08", f08},
+      {"F09", f09},
+      {"F10", f10},
+      {"F12", f12},
+      {"F13", f13},
+      {"F16", f16},
+      {"F18", f18},
+      {"leak", leak},
+      {"async_unacked", async_unacked},
+      {"async_overacked", async_overacked},
+      {"unsignaled", unsignaled},
+      {"destroy_order", destroy_order},
+      {"spin", spin},
   };
   const std::string variant = argc == 3 ? argv[2] : "";
   auto scenario = argc == 3 ? scenarios.find(argv[1]) : scenarios.end();
