@@ -21,8 +21,6 @@ namespace verbfault::sim {
 
 namespace {
 
-using Lock = std::lock_guard<std::mutex>;
-
 // Unaffiliated events go to every open context of the device.
 void raise_on_device(Device& device, ibv_event_type type, int port) {
   for (Context* context : Fabric::get().contexts()) {
@@ -55,8 +53,7 @@ std::vector<QueuePair*> qps_where(Context& context, auto predicate) {
 int set_port_state(ibv_context* verbs, uint8_t port, ibv_port_state state) {
   if (!owns(verbs)) return ENODEV;
   if (port != 1 || state < IBV_PORT_DOWN || state > IBV_PORT_ACTIVE_DEFER) return EINVAL;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   Device& device = Context::from(verbs)->device();
   ibv_port_attr& attr = device.port();
   const bool was_active = attr.state == IBV_PORT_ACTIVE;
@@ -71,8 +68,7 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
   if (!owns(verbs)) return ENODEV;
   // IBA 4.1.3: unicast LIDs are 0x0001..0xbfff.
   if (port != 1 || lid == 0 || lid >= 0xc000) return EINVAL;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   Device& device = Context::from(verbs)->device();
   if (device.port().lid == lid) return 0;
   device.port().lid = lid;
@@ -82,8 +78,7 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
 
 int set_gid(ibv_context* verbs, uint8_t port, int index, const ibv_gid& gid) {
   if (!owns(verbs)) return ENODEV;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   Device& device = Context::from(verbs)->device();
   if (port != 1 || index < 0 || index >= device.port().gid_tbl_len) return EINVAL;
   device.set_gid(index, gid);
@@ -93,8 +88,7 @@ int set_gid(ibv_context* verbs, uint8_t port, int index, const ibv_gid& gid) {
 
 int device_fatal(ibv_context* verbs) {
   if (!owns(verbs)) return ENODEV;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   Device& device = Context::from(verbs)->device();
   if (device.fatal()) return 0;
   device.set_fatal();
@@ -113,8 +107,7 @@ int device_fatal(ibv_context* verbs) {
 
 int raise_qp_event(ibv_qp* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   QueuePair* qp = QueuePair::from(verbs);
   switch (type) {
     case IBV_EVENT_QP_FATAL:
@@ -138,8 +131,7 @@ int raise_qp_event(ibv_qp* verbs, ibv_event_type type) {
 
 int raise_srq_event(ibv_srq* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   Context& context = srq->pd().context();
   switch (type) {
@@ -162,8 +154,7 @@ int raise_srq_event(ibv_srq* verbs, ibv_event_type type) {
 int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   if (type != IBV_EVENT_CQ_ERR) return EINVAL;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (!cq->in_error()) completer::cq_error(*cq);
   return 0;
@@ -172,8 +163,7 @@ int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
 int post_send_with_failures(ibv_qp* verbs, ibv_send_wr* wr, ibv_send_wr** bad_wr,
                             const std::vector<SendFailure>& failures) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   if (Context::from(verbs->context)->device().fatal()) return EIO;
   std::vector<SendWqe::Forced> forced;
   forced.reserve(failures.size());
@@ -186,8 +176,7 @@ int post_send_with_failures(ibv_qp* verbs, ibv_send_wr* wr, ibv_send_wr** bad_wr
 
 int notify_cq(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
+  auto guard = Fabric::enter();
   return CompletionQueue::from(verbs)->fire_spurious_event() ? 0 : EAGAIN;
 }
 

@@ -30,9 +30,8 @@ const ibv_wc& current(ibv_cq_ex* cq) {
 // Takes the next completion into ex_current: 0, ENOENT when the CQ is
 // empty, EIO when it is in error.
 int take_next(ibv_cq_ex* cq) {
-  std::unique_lock guard(Fabric::get().mutex);
+  auto guard = Fabric::enter();
   Fabric& fabric = Fabric::get();
-  fabric.next_step();
   CompletionQueue& q = queue(cq);
   int polled = q.poll(1, &q.ex_current);
   // An empty poll lets virtual time move on, as ibv_poll_cq does.

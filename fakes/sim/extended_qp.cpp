@@ -15,11 +15,8 @@ namespace verbfault::sim {
 namespace {
 
 using Lock = std::unique_lock<std::mutex>;
-
 Lock lock() {
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
-  return guard;
+  return Fabric::enter();
 }
 
 QueuePair& owner(ibv_qp_ex* qpx) {

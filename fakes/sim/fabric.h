@@ -34,6 +34,13 @@ class Fabric {
   std::mutex mutex;
   std::condition_variable wakeup;
 
+  // A verbs call entering the device: takes `mutex` and starts a new step.
+  static std::unique_lock<std::mutex> enter() {
+    std::unique_lock guard(get().mutex);
+    get().next_step();
+    return guard;
+  }
+
   std::vector<std::unique_ptr<Device>>& devices() { return devices_; }
   // Open contexts, in the order they were opened (async events of a device
   // go to each of them).

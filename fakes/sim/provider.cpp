@@ -35,9 +35,7 @@ namespace {
 
 using Lock = std::unique_lock<std::mutex>;
 Lock lock() {
-  Lock guard(Fabric::get().mutex);
-  Fabric::get().next_step();
-  return guard;
+  return Fabric::enter();
 }
 
 template <class T>
