@@ -8,7 +8,7 @@ namespace verbfault::checkers {
 
 namespace {
 
-constexpr std::array<CheckInfo, 15> kChecks = {{
+constexpr std::array<CheckInfo, 16> kChecks = {{
     {"ack.cq_events_unacked_at_destroy",
      "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
      "(libibverbs waits forever)",
@@ -42,6 +42,10 @@ constexpr std::array<CheckInfo, 15> kChecks = {{
      "a work request built from fields of an error completion that ibv_poll_cq(3) leaves "
      "undefined (the harness poisons them with 0xa5)",
      "F02, F03, F04, F05"},
+    {"error.failure_reported_as_success",
+     "the application reports a work request as done (Session::report_outcome) whose "
+     "completion was an error or a flush",
+     "F01, F05"},
     {"resource.cq_too_small",
      "the QPs completing into a CQ can have more work outstanding than the CQ holds: an "
      "overflow waiting to happen",

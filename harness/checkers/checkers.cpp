@@ -24,6 +24,8 @@ constexpr std::uint64_t kPostsAfterError = 16;
 constexpr std::uint64_t kSpinningPolls = 1u << 20;
 // What the harness fills the undefined fields of an error completion with.
 constexpr std::uint32_t kPoison32 = 0xa5a5a5a5u;
+// How many completions per QP are remembered for reported outcomes.
+constexpr std::size_t kRememberedCompletions = 4096;
 
 // Nothing but the blocked thread can make a verbs call: the process has one
 // thread.
@@ -207,9 +209,19 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
   ObjectChecks& c = cq.checks;
   c.polled_since_arm = true;
   if (returned == 0 && asked > 0) c.drained_since_event = c.drained_since_arm = true;
-  for (int i = 0; i < returned; ++i)
-    if (wc[i].status != IBV_WC_SUCCESS)
-      if (Tracked* qp = state.registry.find_qp(wc[i].qp_num)) qp->checks.error_polled = true;
+  for (int i = 0; i < returned; ++i) {
+    Tracked* qp = state.registry.find_qp(wc[i].qp_num);
+    if (qp == nullptr) continue;
+    ObjectChecks& q = qp->checks;
+    if (wc[i].status != IBV_WC_SUCCESS) q.error_polled = true;
+    if (q.last_status.insert_or_assign(wc[i].wr_id, wc[i].status).second) {
+      q.last_status_order.push_back(wc[i].wr_id);
+      if (q.last_status_order.size() > kRememberedCompletions) {
+        q.last_status.erase(q.last_status_order.front());
+        q.last_status_order.pop_front();
+      }
+    }
+  }
   if (returned != 0 || !cq.simulated) {
     idle_polls_ = 0;
     return;
@@ -308,6 +320,18 @@ void Checkers::qp_modified(State&, Tracked& qp, const ibv_qp_attr& attr, int mas
     qp.checks.posts_after_error = 0;
     qp.checks.unsignaled_run = 0;
   }
+}
+
+// ---- outcomes the application reports ------------------------------------------------
+
+void Checkers::outcome_reported(State& state, Tracked& qp, std::uint64_t wr_id, bool success) {
+  if (!success) return;
+  auto it = qp.checks.last_status.find(wr_id);
+  if (it == qp.checks.last_status.end() || it->second == IBV_WC_SUCCESS) return;
+  report(state, "error.failure_reported_as_success", qp,
+         "work request " + std::to_string(wr_id) +
+             " was reported a success, but its completion was " + ibv_wc_status_str(it->second) +
+             " (a flushed WR did not happen)");
 }
 
 // ---- objects ------------------------------------------------------------------------------

@@ -69,6 +69,9 @@ class Checkers {
   void recv_posted(State& state, Tracked& object, const ibv_recv_wr* list);
   void qp_modified(State& state, Tracked& qp, const ibv_qp_attr& attr, int mask);
 
+  // ---- outcomes the application reports (Session::report_outcome) ----
+  void outcome_reported(State& state, Tracked& qp, std::uint64_t wr_id, bool success);
+
   // ---- objects ----
   void qp_created(State& state, Tracked& qp, std::uint32_t max_send_wr, std::uint32_t max_recv_wr,
                   bool sq_sig_all);

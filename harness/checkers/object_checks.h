@@ -2,7 +2,11 @@
 // interposer's Tracked record; guarded by the interposer lock).
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <cstdint>
+#include <deque>
+#include <map>
 
 namespace verbfault::checkers {
 
@@ -26,8 +30,10 @@ struct ObjectChecks {
   bool error_polled = false;            // one of its error completions was polled
   std::uint64_t posts_after_error = 0;  // posts since then, until a reset
   std::uint64_t unsignaled_run = 0;     // unsignaled sends in a row
-  // Empty polls in a row of a CQ (liveness).
-  std::uint64_t empty_polls = 0;
+  // QPs: the status of each wr_id's latest completion (the most recent
+  // kRememberedCompletions), for outcomes an application reports.
+  std::map<std::uint64_t, ibv_wc_status> last_status;
+  std::deque<std::uint64_t> last_status_order;
 };
 
 }  // namespace verbfault::checkers

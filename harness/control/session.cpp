@@ -44,6 +44,13 @@ std::vector<Finding> Session::findings() const {
   return findings;
 }
 
+void Session::report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success) {
+  auto& state = interposer::State::get();
+  std::lock_guard lock(state.mutex);
+  if (interposer::Tracked* tracked = state.registry.find(qp))
+    state.checkers.outcome_reported(state, *tracked, wr_id, success);
+}
+
 std::string Session::reproduce() const {
   std::string rules;
   for (const Rule& rule : plan_.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);

@@ -13,6 +13,8 @@
 
 #include "verbfault/plan.h"
 
+#include <infiniband/verbs.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,6 +55,12 @@ class Session {
   std::vector<std::uint64_t> fired() const;
   // What the runtime checks caught since the session began.
   std::vector<Finding> findings() const;
+  // What the code under test reports of a work request it posted on `qp`
+  // (e.g. the status its own API returned for it): reporting a success for
+  // a WR whose completion was an error or a flush is a finding
+  // (error.failure_reported_as_success). The latest 4096 completions of
+  // each QP are remembered.
+  void report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success);
   // The environment that replays this session under `verbfault run` or a
   // test runner: "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3'".
   std::string reproduce() const;
