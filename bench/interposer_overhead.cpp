@@ -9,6 +9,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -157,8 +158,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
       auto direct = times_.find(std::string(name) + "/interposed:0");
       auto wrapped = times_.find(std::string(name) + "/interposed:1");
       if (direct == times_.end() || wrapped == times_.end() || direct->second <= 0) continue;
-      std::printf("ratio %s interposed/direct (no plan): %.2f\n", name,
-                  wrapped->second / direct->second);
+      // With VERBFAULT_SEED / _FAULTS / _PLAN in the environment the harness
+      // is active (hooks, trace, checks); without, the calls pass through.
+      const bool active = std::getenv("VERBFAULT_SEED") || std::getenv("VERBFAULT_FAULTS") ||
+                          std::getenv("VERBFAULT_PLAN");
+      std::printf("ratio %s interposed/direct (%s): %.2f\n", name,
+                  active ? "harness active" : "no plan", wrapped->second / direct->second);
     }
   }
 

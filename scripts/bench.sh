@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Builds the benchmarks (Release, ./build-bench) and runs them. Each prints
-# its result as a ratio against a baseline measured in the same run.
+# its result as a ratio against a baseline measured in the same run. Run
+# with the harness active, e.g.
+#   VERBFAULT_SEED=1 VERBFAULT_FAULTS='flush qp#99 nth=1' \
+#   VERBFAULT_CHECKS=-liveness.spinning scripts/bench.sh
+# (the empty-poll benchmark is, to the liveness check, a program spinning
+# forever).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
