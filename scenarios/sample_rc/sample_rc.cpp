@@ -415,6 +415,8 @@ Options parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line, so that its messages and stderr's interleave as they happen.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Options options = parse(argc, argv);
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
