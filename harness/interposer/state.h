@@ -35,6 +35,8 @@ class State {
 
   // Appends a trace record {"obj": name, "seq": n, ...fields} (lock held).
   void record(Tracked& object, Fields fields);
+  // The same with the fields already written as JSON members ("a":1,"b":2).
+  void record_raw(Tracked& object, std::string_view members);
   // Records an injected fault with the level it used (lock held).
   void record_fault(Tracked& object, const Decision& decision, std::string_view level,
                     Fields detail = Fields::object());
