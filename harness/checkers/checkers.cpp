@@ -276,27 +276,31 @@ void Checkers::check_poisoned(State& state, Tracked& qp, std::uint64_t wr_id, st
              " taken from an error completion, where ibv_poll_cq(3) leaves it undefined)");
 }
 
-void Checkers::send_posted(State& state, Tracked& qp, const ibv_send_wr* list) {
+void Checkers::send_built(State& state, Tracked& qp, unsigned int send_flags) {
   ObjectChecks& c = qp.checks;
   idle_polls_ = 0;
+  if ((send_flags & IBV_SEND_SIGNALED) || c.sq_sig_all) {
+    c.unsignaled_run = 0;
+  } else if (++c.unsignaled_run >= c.max_send_wr && c.max_send_wr > 0) {
+    report(state, "resource.unsignaled_sends_fill_queue", qp,
+           std::to_string(c.unsignaled_run) + " unsignaled sends in a row on a send queue of " +
+               std::to_string(c.max_send_wr) +
+               ": a send slot is freed only by a polled completion of a later signaled WR, so "
+               "the queue fills and ibv_post_send fails with ENOMEM");
+  }
+  if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
+    report(state, "error.post_to_qp_in_err", qp,
+           std::to_string(kPostsAfterError) +
+               " posts after one of its error completions was polled: the QP is in ERR and "
+               "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
+}
+
+void Checkers::send_posted(State& state, Tracked& qp, const ibv_send_wr* list) {
   for (const ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
     for (int i = 0; i < wr->num_sge && wr->sg_list != nullptr; ++i)
       check_poisoned(state, qp, wr->wr_id, wr->sg_list[i].length, 0);
     check_poisoned(state, qp, wr->wr_id, 0, static_cast<std::uint32_t>(wr->opcode));
-    if ((wr->send_flags & IBV_SEND_SIGNALED) || c.sq_sig_all) {
-      c.unsignaled_run = 0;
-    } else if (++c.unsignaled_run >= c.max_send_wr && c.max_send_wr > 0) {
-      report(state, "resource.unsignaled_sends_fill_queue", qp,
-             std::to_string(c.unsignaled_run) + " unsignaled sends in a row on a send queue of " +
-                 std::to_string(c.max_send_wr) +
-                 ": a send slot is freed only by a polled completion of a later signaled WR, so "
-                 "the queue fills and ibv_post_send fails with ENOMEM");
-    }
-    if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
-      report(state, "error.post_to_qp_in_err", qp,
-             std::to_string(kPostsAfterError) +
-                 " posts after one of its error completions was polled: the QP is in ERR and "
-                 "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
+    send_built(state, qp, wr->send_flags);
   }
 }
 

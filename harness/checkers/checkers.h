@@ -66,6 +66,8 @@ class Checkers {
 
   // ---- work requests ----
   void send_posted(State& state, Tracked& qp, const ibv_send_wr* list);
+  // One WR of the ibv_wr_* API, at its builder (its data comes later).
+  void send_built(State& state, Tracked& qp, unsigned int send_flags);
   void recv_posted(State& state, Tracked& object, const ibv_recv_wr* list);
   void qp_modified(State& state, Tracked& qp, const ibv_qp_attr& attr, int mask);
 

@@ -81,6 +81,7 @@ void build(ibv_qp_ex* qpx, Args... args) {
     PostedWr wr{qpx->wr_id, Side::send, kOpcode, qpx->wr_flags};
     ex->wrs.push_back(
         {{"wr_id", wr.wr_id}, {"opcode", to_string(kOpcode)}, {"flags", wr.send_flags}});
+    if (qp != nullptr) state.checkers.send_built(state, *qp, wr.send_flags);
     if (qp != nullptr && ex->plan.stop == SIZE_MAX) {
       const std::size_t forced = ex->plan.force_signaled.size();
       decide_wr(state, *qp, qp, Verb::post_send, wr, index, ex->plan);

@@ -130,3 +130,24 @@ TEST_F(ExtendedQpFaults, AnAbortedBatchLeavesNoDoomedWorkBehind) {
 
 }  // namespace
 }  // namespace verbfault::testing
+
+namespace verbfault::testing {
+namespace {
+
+TEST_F(ExtendedQpFaults, TheChecksSeeTheBuildersToo) {
+  begin("");
+  ibv_wr_start(qpx_);
+  for (uint64_t i = 0; i < 16; ++i) {  // max_send_wr unsignaled writes in a row
+    qpx_->wr_id = i;
+    qpx_->wr_flags = 0;
+    ibv_wr_rdma_write(qpx_, mr_->rkey, reinterpret_cast<uintptr_t>(buf_ + 512));
+    ibv_wr_set_sge(qpx_, mr_->lkey, reinterpret_cast<uintptr_t>(buf_), 8);
+  }
+  EXPECT_EQ(ibv_wr_complete(qpx_), 0);
+  std::vector<std::string> checks;
+  for (const Finding& f : session_->findings()) checks.push_back(f.check);
+  EXPECT_EQ(checks, std::vector<std::string>{"resource.unsignaled_sends_fill_queue"});
+}
+
+}  // namespace
+}  // namespace verbfault::testing
