@@ -50,6 +50,26 @@ Handle* created(Handle* handle, ObjectKind kind, const void* parent, std::string
   return handle;
 }
 
+// The real libibverbs calls some of its own exported functions (its
+// ibv_reg_mr calls ibv_reg_mr_iova2), and with libverbfault.so first in the
+// lookup order those calls come back here. While a thread is inside the
+// real library, such a call goes straight through: the application made
+// one call, and the interposer sees one.
+class RealCall {
+ public:
+  RealCall() { ++depth(); }
+  ~RealCall() { --depth(); }
+  RealCall(const RealCall&) = delete;
+  RealCall& operator=(const RealCall&) = delete;
+  static bool inside() { return depth() > 0; }
+
+ private:
+  static int& depth() {
+    thread_local int calls = 0;  // per thread: owned by the thread itself
+    return calls;
+  }
+};
+
 // A call the fault engine made fail before it reached the provider.
 template <class Handle>
 Handle* fail_create(int error) {

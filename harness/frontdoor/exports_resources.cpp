@@ -43,27 +43,46 @@ int ibv_dealloc_pd(ibv_pd* pd) {
 }
 
 ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  if (frontdoor::RealCall::inside())
+    return VERBFAULT_REAL(ibv_reg_mr, "IBVERBS_1.1")(pd, addr, length, access);
   if (int error = interposer::before_call(Verb::reg_mr, pd)) return fail_create<ibv_mr>(error);
-  ibv_mr* mr = simulated(pd) ? sim::reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
-                                           static_cast<unsigned>(access))
-                             : VERBFAULT_REAL(ibv_reg_mr, "IBVERBS_1.1")(pd, addr, length, access);
+  ibv_mr* mr = nullptr;
+  if (simulated(pd)) {
+    mr = sim::reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+                     static_cast<unsigned>(access));
+  } else {
+    frontdoor::RealCall real;
+    mr = VERBFAULT_REAL(ibv_reg_mr, "IBVERBS_1.1")(pd, addr, length, access);
+  }
   return created(mr, ObjectKind::mr, pd, "reg_mr", {{"length", length}, {"access", access}});
 }
 
 ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+  if (frontdoor::RealCall::inside())
+    return VERBFAULT_REAL(ibv_reg_mr_iova, "IBVERBS_1.7")(pd, addr, length, iova, access);
   if (int error = interposer::before_call(Verb::reg_mr, pd)) return fail_create<ibv_mr>(error);
-  ibv_mr* mr = simulated(pd)
-                   ? sim::reg_mr(pd, addr, length, iova, static_cast<unsigned>(access))
-                   : VERBFAULT_REAL(ibv_reg_mr_iova, "IBVERBS_1.7")(pd, addr, length, iova, access);
+  ibv_mr* mr = nullptr;
+  if (simulated(pd)) {
+    mr = sim::reg_mr(pd, addr, length, iova, static_cast<unsigned>(access));
+  } else {
+    frontdoor::RealCall real;
+    mr = VERBFAULT_REAL(ibv_reg_mr_iova, "IBVERBS_1.7")(pd, addr, length, iova, access);
+  }
   return created(mr, ObjectKind::mr, pd, "reg_mr", {{"length", length}, {"access", access}});
 }
 
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                          unsigned int access) {
+  if (frontdoor::RealCall::inside())
+    return VERBFAULT_REAL(ibv_reg_mr_iova2, "IBVERBS_1.8")(pd, addr, length, iova, access);
   if (int error = interposer::before_call(Verb::reg_mr, pd)) return fail_create<ibv_mr>(error);
-  ibv_mr* mr = simulated(pd) ? sim::reg_mr(pd, addr, length, iova, access)
-                             : VERBFAULT_REAL(ibv_reg_mr_iova2, "IBVERBS_1.8")(pd, addr, length,
-                                                                               iova, access);
+  ibv_mr* mr = nullptr;
+  if (simulated(pd)) {
+    mr = sim::reg_mr(pd, addr, length, iova, access);
+  } else {
+    frontdoor::RealCall real;
+    mr = VERBFAULT_REAL(ibv_reg_mr_iova2, "IBVERBS_1.8")(pd, addr, length, iova, access);
+  }
   return created(mr, ObjectKind::mr, pd, "reg_mr", {{"length", length}, {"access", access}});
 }
 

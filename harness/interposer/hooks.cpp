@@ -217,6 +217,9 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
     if (Tracked* p = state.registry.find(parent)) return p->simulated;
     return false;
   }();
+  // Already named (a create the real library made through another export
+  // of ours): one object, one name.
+  if (state.registry.find(handle) != nullptr) return;
   Tracked& tracked = state.registry.add(kind, handle, context_of(state, parent), simulated);
   if (kind == ObjectKind::channel && !simulated)
     wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
