@@ -276,6 +276,15 @@ void Checkers::check_poisoned(State& state, Tracked& qp, std::uint64_t wr_id, st
              " taken from an error completion, where ibv_poll_cq(3) leaves it undefined)");
 }
 
+void Checkers::count_post(State& state, Tracked& qp) {
+  ObjectChecks& c = qp.checks;
+  if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
+    report(state, "error.post_to_qp_in_err", qp,
+           std::to_string(kPostsAfterError) +
+               " posts after one of its error completions was polled: the QP is in ERR and "
+               "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
+}
+
 void Checkers::send_built(State& state, Tracked& qp, unsigned int send_flags) {
   ObjectChecks& c = qp.checks;
   idle_polls_ = 0;
@@ -288,11 +297,7 @@ void Checkers::send_built(State& state, Tracked& qp, unsigned int send_flags) {
                ": a send slot is freed only by a polled completion of a later signaled WR, so "
                "the queue fills and ibv_post_send fails with ENOMEM");
   }
-  if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
-    report(state, "error.post_to_qp_in_err", qp,
-           std::to_string(kPostsAfterError) +
-               " posts after one of its error completions was polled: the QP is in ERR and "
-               "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
+  count_post(state, qp);
 }
 
 void Checkers::send_posted(State& state, Tracked& qp, const ibv_send_wr* list) {
@@ -305,16 +310,11 @@ void Checkers::send_posted(State& state, Tracked& qp, const ibv_send_wr* list) {
 }
 
 void Checkers::recv_posted(State& state, Tracked& object, const ibv_recv_wr* list) {
-  ObjectChecks& c = object.checks;
   idle_polls_ = 0;
   for (const ibv_recv_wr* wr = list; wr != nullptr; wr = wr->next) {
     for (int i = 0; i < wr->num_sge && wr->sg_list != nullptr; ++i)
       check_poisoned(state, object, wr->wr_id, wr->sg_list[i].length, 0);
-    if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
-      report(state, "error.post_to_qp_in_err", object,
-             std::to_string(kPostsAfterError) +
-                 " posts after one of its error completions was polled: the QP is in ERR and "
-                 "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
+    count_post(state, object);
   }
 }
 

@@ -95,6 +95,8 @@ class Checkers {
   void check_poisoned(State& state, Tracked& qp, std::uint64_t wr_id, std::uint64_t length,
                       std::uint32_t opcode);
   std::string replay_line(State& state) const;
+  // One more WR posted to `qp` (F18 counts the ones after an error).
+  void count_post(State& state, Tracked& qp);
 
   CheckSelection selection_ = CheckSelection::parse("", "");
   std::string findings_file_;
