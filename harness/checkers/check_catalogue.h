@@ -15,10 +15,15 @@ struct CheckInfo {
   std::string_view id;
   std::string_view catches;
   std::string_view field_failures;  // "F08", or "" when none is listed
+  // Whether a finding fails the run (`verbfault run` exit status 121). The
+  // others are reported but left to judgement (what a program leaves to
+  // the kernel at exit).
+  bool fails_run = true;
 };
 
 std::span<const CheckInfo> catalogue();
 bool known(std::string_view id);
+bool fails_run(std::string_view id);
 
 // Which checks run. VERBFAULT_CHECKS is a comma-separated list applied in
 // order to "all on": "off" / "all" switch every check, "-ID" / "+ID" one

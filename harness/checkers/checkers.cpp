@@ -90,7 +90,8 @@ void Checkers::report(State& state, std::string_view id, Tracked& object, std::s
                static_cast<unsigned long long>(finding.trace_position), finding.message.c_str(),
                finding.replay.c_str());
   state.record(object, {{"check", finding.check}, {"message", finding.message}});
-  if (!findings_file_.empty()) {
+  // The findings file counts what fails the run.
+  if (!findings_file_.empty() && fails_run(id)) {
     if (FILE* out = std::fopen(findings_file_.c_str(), "a")) {
       std::fprintf(out, "{\"check\":%s,\"object\":%s,\"trace_position\":%llu,\"message\":%s}\n",
                    json_escape(finding.check).c_str(), json_escape(finding.object).c_str(),

@@ -74,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"F16", "", "resource.cq_too_small", 121},
                       Scenario{"F18", "--fault 'completion_error(rem_access_err) qp#0 nth=1'",
                                "error.post_to_qp_in_err", 121},
-                      Scenario{"leak", "", "resource.leak_at_exit", 121},
+                      // Reported, but left to judgement: it does not fail the run.
+        Scenario{"leak", "", "resource.leak_at_exit", 0},
                       Scenario{"async_unacked", "--fault 'async_event(qp_fatal) qp#1 nth=4'",
                                "ack.async_unacked_at_destroy", 121},
                       Scenario{"async_overacked", "--fault 'async_event(qp_fatal) qp#1 nth=4'",
