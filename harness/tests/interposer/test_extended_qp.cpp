@@ -128,12 +128,6 @@ TEST_F(ExtendedQpFaults, AnAbortedBatchLeavesNoDoomedWorkBehind) {
   EXPECT_EQ(completions(1), expected) << "the aborted WR's fault does not hit the new one";
 }
 
-}  // namespace
-}  // namespace verbfault::testing
-
-namespace verbfault::testing {
-namespace {
-
 TEST_F(ExtendedQpFaults, TheChecksSeeTheBuildersToo) {
   begin("");
   ibv_wr_start(qpx_);

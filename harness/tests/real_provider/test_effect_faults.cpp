@@ -437,12 +437,6 @@ TEST_F(EffectFaults, DeviceFatalMakesLaterVerbsFailWithEio) {
   EXPECT_EQ(effect_records("device_fatal"), 1u);
 }
 
-}  // namespace
-}  // namespace verbfault::testing
-
-namespace verbfault::testing {
-namespace {
-
 // ---- extended CQs (ibv_create_cq_ex) on a real provider -----------------------------
 
 TEST_F(EffectFaults, CompletionErrorReachesTheExtendedPollApiOfARealProvider) {
@@ -490,12 +484,6 @@ TEST_F(EffectFaults, CompletionErrorReachesTheExtendedPollApiOfARealProvider) {
   EXPECT_EQ(effect_records("completion_error"), 1u);
 }
 
-}  // namespace
-}  // namespace verbfault::testing
-
-namespace verbfault::testing {
-namespace {
-
 // ---- the ibv_wr_* post API (ibv_create_qp_ex) on a real provider -------------------
 
 TEST_F(EffectFaults, CompletionErrorReachesABuilderOfTheWrApiOnARealProvider) {
@@ -539,12 +527,6 @@ TEST_F(EffectFaults, CompletionErrorReachesABuilderOfTheWrApiOnARealProvider) {
   EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
   EXPECT_EQ(effect_records("completion_error"), 1u);
 }
-
-}  // namespace
-}  // namespace verbfault::testing
-
-namespace verbfault::testing {
-namespace {
 
 // libibverbs hands the channel's fd to the kernel: the provider's own fd,
 // not the harness's wrapper (regression: rxe failed this with EBADF).
