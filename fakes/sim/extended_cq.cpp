@@ -52,35 +52,10 @@ int next_poll(ibv_cq_ex* cq) {
 }
 void end_poll(ibv_cq_ex*) {}
 
-ibv_wc_opcode read_opcode(ibv_cq_ex* cq) {
-  return current(cq).opcode;
-}
-uint32_t read_vendor_err(ibv_cq_ex* cq) {
-  return current(cq).vendor_err;
-}
-uint32_t read_byte_len(ibv_cq_ex* cq) {
-  return current(cq).byte_len;
-}
-__be32 read_imm_data(ibv_cq_ex* cq) {
-  return current(cq).imm_data;
-}
-uint32_t read_qp_num(ibv_cq_ex* cq) {
-  return current(cq).qp_num;
-}
-uint32_t read_src_qp(ibv_cq_ex* cq) {
-  return current(cq).src_qp;
-}
-unsigned int read_wc_flags(ibv_cq_ex* cq) {
-  return current(cq).wc_flags;
-}
-uint32_t read_slid(ibv_cq_ex* cq) {
-  return current(cq).slid;
-}
-uint8_t read_sl(ibv_cq_ex* cq) {
-  return current(cq).sl;
-}
-uint8_t read_dlid_path_bits(ibv_cq_ex* cq) {
-  return current(cq).dlid_path_bits;
+// ibv_wc_read_*: a field of the current completion, as the accessor types it.
+template <auto Field, class Result>
+Result read(ibv_cq_ex* cq) {
+  return static_cast<Result>(current(cq).*Field);
 }
 
 }  // namespace
@@ -106,18 +81,19 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   cq->start_poll = start_poll;
   cq->next_poll = next_poll;
   cq->end_poll = end_poll;
-  cq->read_opcode = read_opcode;
-  cq->read_vendor_err = read_vendor_err;
-  cq->read_wc_flags = read_wc_flags;
+  cq->read_opcode = read<&ibv_wc::opcode, ibv_wc_opcode>;
+  cq->read_vendor_err = read<&ibv_wc::vendor_err, uint32_t>;
+  cq->read_wc_flags = read<&ibv_wc::wc_flags, unsigned int>;
   // Only the accessors of the fields asked for (ibv_create_cq_ex(3)).
   const uint64_t flags = attr->wc_flags;
-  if (flags & IBV_WC_EX_WITH_BYTE_LEN) cq->read_byte_len = read_byte_len;
-  if (flags & IBV_WC_EX_WITH_IMM) cq->read_imm_data = read_imm_data;
-  if (flags & IBV_WC_EX_WITH_QP_NUM) cq->read_qp_num = read_qp_num;
-  if (flags & IBV_WC_EX_WITH_SRC_QP) cq->read_src_qp = read_src_qp;
-  if (flags & IBV_WC_EX_WITH_SLID) cq->read_slid = read_slid;
-  if (flags & IBV_WC_EX_WITH_SL) cq->read_sl = read_sl;
-  if (flags & IBV_WC_EX_WITH_DLID_PATH_BITS) cq->read_dlid_path_bits = read_dlid_path_bits;
+  if (flags & IBV_WC_EX_WITH_BYTE_LEN) cq->read_byte_len = read<&ibv_wc::byte_len, uint32_t>;
+  if (flags & IBV_WC_EX_WITH_IMM) cq->read_imm_data = read<&ibv_wc::imm_data, __be32>;
+  if (flags & IBV_WC_EX_WITH_QP_NUM) cq->read_qp_num = read<&ibv_wc::qp_num, uint32_t>;
+  if (flags & IBV_WC_EX_WITH_SRC_QP) cq->read_src_qp = read<&ibv_wc::src_qp, uint32_t>;
+  if (flags & IBV_WC_EX_WITH_SLID) cq->read_slid = read<&ibv_wc::slid, uint32_t>;
+  if (flags & IBV_WC_EX_WITH_SL) cq->read_sl = read<&ibv_wc::sl, uint8_t>;
+  if (flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+    cq->read_dlid_path_bits = read<&ibv_wc::dlid_path_bits, uint8_t>;
   return cq;
 }
 

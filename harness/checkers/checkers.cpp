@@ -24,8 +24,8 @@ constexpr std::uint64_t kPostsAfterError = 16;
 constexpr std::uint64_t kSpinningPolls = 1u << 20;
 // What the harness fills the undefined fields of an error completion with.
 constexpr std::uint32_t kPoison32 = 0xa5a5a5a5u;
-// How many completions per QP are remembered for reported outcomes.
-constexpr std::size_t kRememberedCompletions = 4096;
+// How many failed work requests per QP are remembered for reported outcomes.
+constexpr std::size_t kRememberedFailures = 4096;
 
 // Nothing but the blocked thread can make a verbs call: the process has one
 // thread.
@@ -72,12 +72,8 @@ void Checkers::configure(CheckSelection selection, std::string findings_file) {
 
 std::string Checkers::replay_line(State& state) const {
   if (const char* line = std::getenv("VERBFAULT_REPRODUCE")) return line;  // from verbfault run
-  std::string line = "VERBFAULT_SEED=" + std::to_string(state.engine.seed());
-  std::string rules;
-  for (const Rule& rule : state.engine.plan().rules)
-    rules += (rules.empty() ? "" : "; ") + to_cli(rule);
-  if (!rules.empty()) line += " VERBFAULT_FAULTS='" + rules + "'";
-  return line + " " + command_line();
+  return interposer::environment_line(state.engine.plan(), state.engine.seed()) + " " +
+         command_line();
 }
 
 void Checkers::report(State& state, std::string_view id, Tracked& object, std::string message) {
@@ -133,7 +129,8 @@ void Checkers::check_cq_before_wait(State& state, Tracked& cq) {
   ObjectChecks& c = cq.checks;
   if (!c.used_with_events) return;
   auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
-  if (c.event_not_rearmed) {
+  // Tracked::armed: a req_notify_cq since the last event it delivered.
+  if (!cq.armed) {
     if (!(cq.simulated && sim::cq_event_pending(verbs)))
       report(state, "event.not_rearmed", cq,
              "waiting on the channel, but this CQ was not re-armed (ibv_req_notify_cq) since "
@@ -162,7 +159,7 @@ void Checkers::check_cq_before_wait(State& state, Tracked& cq) {
   }
 }
 
-void Checkers::before_cq_event_wait(State& state, ibv_comp_channel* channel, bool blocking) {
+void Checkers::before_cq_event_wait(State& state, ibv_comp_channel* channel) {
   Tracked* channel_record = state.registry.find(channel);
   if (channel_record == nullptr) return;
   for (Tracked* cq : state.registry.all(ObjectKind::cq))
@@ -170,8 +167,8 @@ void Checkers::before_cq_event_wait(State& state, ibv_comp_channel* channel, boo
       check_cq_before_wait(state, *cq);
   // A wait that nothing can end: no event pending, nothing scheduled on the
   // device, no other thread to make a verbs call.
-  if (blocking && channel_record->simulated && !readable(channel->fd) &&
-      !nonblocking(channel->fd) && single_threaded() && !sim::work_pending())
+  if (channel_record->simulated && !readable(channel->fd) && !nonblocking(channel->fd) &&
+      single_threaded() && !sim::work_pending())
     end_hung_run(state, "liveness.blocked_forever", *channel_record,
                  "blocked in ibv_get_cq_event with no event pending, no work on the device and "
                  "no other thread to post any: nothing can ever wake it");
@@ -181,7 +178,6 @@ void Checkers::cq_event_taken(State&, Tracked& cq) {
   ObjectChecks& c = cq.checks;
   ++c.cq_events_taken;
   c.used_with_events = true;
-  c.event_not_rearmed = true;
   c.drained_since_event = false;
   idle_polls_ = 0;
 }
@@ -200,7 +196,6 @@ void Checkers::cq_events_acked(State& state, Tracked& cq, unsigned int count) {
 
 void Checkers::armed(State&, Tracked& cq) {
   ObjectChecks& c = cq.checks;
-  c.event_not_rearmed = false;
   c.arm_depth = cq.simulated ? depth(cq) : 0;
   c.polled_since_arm = false;
   c.drained_since_arm = false;
@@ -210,17 +205,25 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
   ObjectChecks& c = cq.checks;
   c.polled_since_arm = true;
   if (returned == 0 && asked > 0) c.drained_since_event = c.drained_since_arm = true;
+  // Failures are remembered per QP; a success only has to forget one, and
+  // costs nothing while no failure is remembered (the usual poll).
   for (int i = 0; i < returned; ++i) {
+    const bool failed = wc[i].status != IBV_WC_SUCCESS;
+    if (!failed && remembered_failures_ == 0) continue;
     Tracked* qp = state.registry.find_qp(wc[i].qp_num);
     if (qp == nullptr) continue;
     ObjectChecks& q = qp->checks;
-    if (wc[i].status != IBV_WC_SUCCESS) q.error_polled = true;
-    if (q.last_status.insert_or_assign(wc[i].wr_id, wc[i].status).second) {
-      q.last_status_order.push_back(wc[i].wr_id);
-      if (q.last_status_order.size() > kRememberedCompletions) {
-        q.last_status.erase(q.last_status_order.front());
-        q.last_status_order.pop_front();
-      }
+    if (!failed) {
+      remembered_failures_ -= q.failed.erase(wc[i].wr_id);
+      continue;
+    }
+    q.error_polled = true;
+    if (!q.failed.insert_or_assign(wc[i].wr_id, wc[i].status).second) continue;
+    ++remembered_failures_;
+    q.failed_order.push_back(wc[i].wr_id);
+    if (q.failed_order.size() > kRememberedFailures) {
+      remembered_failures_ -= q.failed.erase(q.failed_order.front());
+      q.failed_order.pop_front();
     }
   }
   if (returned != 0 || !cq.simulated) {
@@ -230,8 +233,7 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
   // An empty poll of a simulated CQ: spinning forever when nothing can come.
   if (++idle_polls_ < kSpinningPolls) return;
   idle_polls_ = 0;
-  auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
-  if (sim::cq_depth(verbs) == 0 && cq.held.empty() && !sim::work_pending() && single_threaded())
+  if (depth(cq) == 0 && !sim::work_pending() && single_threaded())
     end_hung_run(state, "liveness.spinning", cq,
                  std::to_string(kSpinningPolls) +
                      " empty polls in a row with no work on the device and no other thread to "
@@ -240,9 +242,9 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
 
 // ---- async events ---------------------------------------------------------------------
 
-void Checkers::before_async_event_wait(State& state, ibv_context* context, bool blocking) {
+void Checkers::before_async_event_wait(State& state, ibv_context* context) {
   Tracked* record = state.registry.find(context);
-  if (record == nullptr || !record->simulated || !blocking) return;
+  if (record == nullptr || !record->simulated) return;
   if (readable(context->async_fd) || nonblocking(context->async_fd)) return;
   if (single_threaded() && !sim::work_pending())
     end_hung_run(state, "liveness.blocked_forever", *record,
@@ -331,8 +333,8 @@ void Checkers::qp_modified(State&, Tracked& qp, const ibv_qp_attr& attr, int mas
 
 void Checkers::outcome_reported(State& state, Tracked& qp, std::uint64_t wr_id, bool success) {
   if (!success) return;
-  auto it = qp.checks.last_status.find(wr_id);
-  if (it == qp.checks.last_status.end() || it->second == IBV_WC_SUCCESS) return;
+  auto it = qp.checks.failed.find(wr_id);
+  if (it == qp.checks.failed.end()) return;
   report(state, "error.failure_reported_as_success", qp,
          "work request " + std::to_string(wr_id) +
              " was reported a success, but its completion was " + ibv_wc_status_str(it->second) +
@@ -392,6 +394,10 @@ void Checkers::closed_with_children(State& state, Tracked& context, const std::s
   report(state, "resource.destroy_order", context,
          "ibv_close_device with objects of the context still alive (" + names +
              "): ibv_close_device(3) does not release them; destroy them first");
+}
+
+void Checkers::forget(Tracked& object) {
+  remembered_failures_ -= object.checks.failed.size();
 }
 
 void Checkers::exiting(State& state) {

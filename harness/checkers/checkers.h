@@ -51,16 +51,16 @@ class Checkers {
   const std::vector<Finding>& findings() const { return findings_; }
 
   // ---- completion events ----
-  // Before ibv_get_cq_event looks for an event on `channel` (`blocking`:
-  // it will wait). May end the run (liveness).
-  void before_cq_event_wait(State& state, ibv_comp_channel* channel, bool blocking);
+  // Before ibv_get_cq_event looks for an event on `channel` (it waits
+  // unless the fd is non-blocking). May end the run (liveness).
+  void before_cq_event_wait(State& state, ibv_comp_channel* channel);
   void cq_event_taken(State& state, Tracked& cq);
   void cq_events_acked(State& state, Tracked& cq, unsigned int count);
   void armed(State& state, Tracked& cq);
   void polled(State& state, Tracked& cq, int asked, int returned, const ibv_wc* wc);
 
   // ---- async events ----
-  void before_async_event_wait(State& state, ibv_context* context, bool blocking);
+  void before_async_event_wait(State& state, ibv_context* context);
   void async_event_taken(State& state, Tracked& element);
   void async_event_acked(State& state, Tracked* element);
 
@@ -82,6 +82,8 @@ class Checkers {
   void destroy_refused(State& state, Tracked& object, int error);
   // ibv_close_device while these objects of the context are alive.
   void closed_with_children(State& state, Tracked& context, const std::string& names);
+  // An object leaving the registry (destroyed, or gone with its context).
+  void forget(Tracked& object);
   // At the end of the run.
   void exiting(State& state);
 
@@ -102,7 +104,8 @@ class Checkers {
   std::string findings_file_;
   std::vector<Finding> findings_;
   std::set<std::pair<std::string, std::string>> reported_;  // (id, object): once each
-  std::uint64_t idle_polls_ = 0;  // empty polls since the last sign of progress
+  std::uint64_t idle_polls_ = 0;           // empty polls since the last sign of progress
+  std::uint64_t remembered_failures_ = 0;  // entries of every QP's ObjectChecks::failed
 };
 
 }  // namespace verbfault::checkers

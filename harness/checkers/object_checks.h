@@ -15,7 +15,6 @@ struct ObjectChecks {
   std::uint64_t cq_events_taken = 0;
   std::uint64_t cq_events_acked = 0;
   bool used_with_events = false;     // an event was ever taken for it
-  bool event_not_rearmed = false;    // an event was taken; no req_notify_cq since
   bool drained_since_event = false;  // an empty poll since the last event
   std::uint64_t arm_depth = 0;       // completions it held at the last arm
   bool polled_since_arm = false;     // any poll since the last arm
@@ -30,10 +29,11 @@ struct ObjectChecks {
   bool error_polled = false;            // one of its error completions was polled
   std::uint64_t posts_after_error = 0;  // posts since then, until a reset
   std::uint64_t unsignaled_run = 0;     // unsignaled sends in a row
-  // QPs: the status of each wr_id's latest completion (the most recent
-  // kRememberedCompletions), for outcomes an application reports.
-  std::map<std::uint64_t, ibv_wc_status> last_status;
-  std::deque<std::uint64_t> last_status_order;
+  // QPs: the wr_ids whose latest completion was an error, with its status
+  // (the most recent kRememberedFailures), for outcomes an application
+  // reports.
+  std::map<std::uint64_t, ibv_wc_status> failed;
+  std::deque<std::uint64_t> failed_order;
 };
 
 }  // namespace verbfault::checkers

@@ -52,10 +52,7 @@ void Session::report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success
 }
 
 std::string Session::reproduce() const {
-  std::string rules;
-  for (const Rule& rule : plan_.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);
-  std::string line = "VERBFAULT_SEED=" + std::to_string(seed_);
-  if (!rules.empty()) line += " VERBFAULT_FAULTS='" + rules + "'";
+  std::string line = interposer::environment_line(plan_, seed_);
   if (freedoms_ == Freedoms::canonical) line += " VERBFAULT_FREEDOMS=canonical";
   return line;
 }

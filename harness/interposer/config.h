@@ -43,6 +43,10 @@ struct Config {
 // Parses the environment; throws std::runtime_error with a one-line message.
 Config config_from_environment();
 
+// The variables that configure `plan` and `seed` again:
+// "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3'".
+std::string environment_line(const Plan& plan, std::uint64_t seed);
+
 // "VERBFAULT_SEED='x': expected ..." checks, shared with the CLI.
 std::uint64_t parse_seed(const std::string& text, const std::string& source);
 

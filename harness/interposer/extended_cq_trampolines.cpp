@@ -85,7 +85,7 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   State& state = State::get();
   ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
   const char* call = first ? "start_poll" : "next_poll";
-  if (int error = before_call(std::nullopt, cq)) return error;
+  if (int error = before_call(std::nullopt, cq, OnDeadDevice::work)) return error;
   ibv_cq_ex provider;
   bool provider_polling = false;
   {

@@ -117,7 +117,6 @@ int complete(ibv_qp_ex* qpx) {
   State& state = State::get();
   ibv_qp* qp = &qpx->qp_base;
   int error = before_call(std::nullopt, qp);
-  if (error == 0 && device_dead(qp)) error = EIO;
   ExtendedQp snapshot;
   {
     std::lock_guard lock(state.mutex);

@@ -140,22 +140,15 @@ void closing(ibv_context* context, int result) {
     if (g_active && !children.empty())
       if (Tracked* tracked = state.registry.find(context))
         state.checkers.closed_with_children(state, *tracked, names);
-    for (const void* child : children) state.registry.remove(child);
+    for (const void* child : children) {
+      state.checkers.forget(*state.registry.find(child));
+      state.registry.remove(child);
+    }
   }
   destroyed(context, "close_device", result);
 }
 
-bool device_dead(const void* object) {
-  if (!g_active) return false;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(object);
-  if (tracked == nullptr) return false;
-  Tracked* context = state.registry.context_of(*tracked);
-  return context != nullptr && context->dead;
-}
-
-int before_call(std::optional<Verb> verb, const void* object) {
+int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
   if (!g_active) return 0;
   State& state = State::get();
   std::unique_lock lock(state.mutex);
@@ -163,7 +156,8 @@ int before_call(std::optional<Verb> verb, const void* object) {
   if (tracked == nullptr) return 0;
   // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
   // (the simulated device does this itself).
-  if (Tracked* context = state.registry.context_of(*tracked); context && context->dead && verb)
+  if (Tracked* context = state.registry.context_of(*tracked);
+      context && context->dead && on_dead == OnDeadDevice::fail)
     return EIO;
   Opportunity at;
   at.site = Site::call;
@@ -262,6 +256,7 @@ void destroyed(const void* handle, std::string_view call, int result) {
   }
   if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
   if (result == 0) {
+    state.checkers.forget(*tracked);
     state.registry.remove(handle);
   } else if (!tracked->simulated && !tracked->events.wrapped()) {
     // Still alive after all: its fd is wrapped again.
@@ -368,7 +363,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       // What the application leaves behind when it waits; a wait nothing
       // can end is diagnosed here instead of hanging.
       std::lock_guard lock(state.mutex);
-      state.checkers.before_cq_event_wait(state, channel, /*blocking=*/true);
+      state.checkers.before_cq_event_wait(state, channel);
     }
     if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
       const int error = errno;
@@ -480,16 +475,18 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
         tracked->injected_async_unacked.push_back(*event);
         return 0;
       }
-      // libibverbs reads context->async_fd: the provider's fd is put back
-      // for the call (non-blocking, so the lock is held only briefly).
       fds = tracked->events;
-      context->async_fd = fds.provider_fd();
-      const int result = frontdoor::provider::get_async_event(context, event);
-      const int error = errno;
-      if (tracked->fd_loans == 0) context->async_fd = fds.application_fd();  // else lent out
-      errno = error;
-      if (result == 0 || error != EAGAIN || fds.nonblocking()) return result;
     }
+    int result = 0, error = 0;
+    {
+      // libibverbs reads context->async_fd: the provider's (non-blocking)
+      // fd is lent back for the call.
+      FdLoan provider_fd(context);
+      result = frontdoor::provider::get_async_event(context, event);
+      error = errno;
+    }
+    errno = error;
+    if (result == 0 || error != EAGAIN || fds.nonblocking()) return result;
     fds.wait();
   }
 }
@@ -519,7 +516,7 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state0 = State::get();
   if (g_active) {
     std::lock_guard lock(state0.mutex);
-    state0.checkers.before_async_event_wait(state0, context, /*blocking=*/true);
+    state0.checkers.before_async_event_wait(state0, context);
   }
   const int result = next_async_event(state0, context, event);
   if (!g_active) return result;

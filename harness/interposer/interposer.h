@@ -63,12 +63,12 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
 // opportunity for call-site faults (async_event, port_down, device_fatal,
 // verb_failure of `verb`) and injects them. Returns the errno the call
 // must fail with, or 0 to go ahead.
-// `verb` is empty for calls no verb_failure rule can name.
-int before_call(std::optional<Verb> verb, const void* object);
-
-// Whether `object`'s real device took an injected DEVICE_FATAL: the
-// posts and req_notify_cq then fail with EIO (polls still work).
-bool device_dead(const void* object);
+// `verb` is empty for calls no verb_failure rule can name. After an
+// injected DEVICE_FATAL on a real provider the call fails with EIO, unless
+// it still works on a dead device (OnDeadDevice::work: the polls).
+enum class OnDeadDevice : bool { fail, work };
+int before_call(std::optional<Verb> verb, const void* object,
+                OnDeadDevice on_dead = OnDeadDevice::fail);
 
 // A new object from a create call: names it ("qp#3") and traces the call.
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,

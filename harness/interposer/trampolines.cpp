@@ -41,6 +41,8 @@ Fields wr_fields(const Wr& wr, std::optional<Opcode> opcode) {
 template <class Wr>
 PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* list, Fields& wrs) {
   PostPlan plan;
+  // Only ibv_post_send on a simulated QP can hand the device conditions.
+  const bool can_cause = verb == Verb::post_send && object.simulated;
   std::size_t index = 0;
   for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {
     PostedWr posted;
@@ -54,8 +56,6 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
       posted.opcode = Opcode::recv;
     }
     wrs.push_back(wr_fields(*wr, posted.opcode));
-    // Only ibv_post_send on a simulated QP can hand the device conditions.
-    const bool can_cause = verb == Verb::post_send && object.simulated;
     if (plan.stop == SIZE_MAX) decide_wr(state, object, qp, verb, posted, index, plan, can_cause);
   }
   return plan;
@@ -102,7 +102,6 @@ int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
   State& state = State::get();
   // Nothing of the list was posted: bad_wr points at its first WR.
   if (int error = before_call(std::nullopt, object)) return *bad_wr = list, error;
-  if (device_dead(object)) return *bad_wr = list, EIO;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(object);
   if (tracked == nullptr) {
@@ -180,7 +179,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   const FastPathOps* ops = saved_ops(cq->context);
   if (!g_active) return ops->poll_cq(cq, num_entries, wc);
   State& state = State::get();
-  if (int error = before_call(std::nullopt, cq)) return -error;
+  if (int error = before_call(std::nullopt, cq, OnDeadDevice::work)) return -error;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(cq);
   if (tracked == nullptr) {
@@ -308,7 +307,6 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   if (!g_active) return ops->req_notify_cq(cq, solicited_only);
   State& state = State::get();
   if (int error = before_call(std::nullopt, cq)) return error;
-  if (device_dead(cq)) return EIO;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(cq);
   if (tracked == nullptr) {
