@@ -51,7 +51,6 @@ class Pair : public RcPair {
   using RcPair::cq_b_;
   using RcPair::mr_a_;
   using RcPair::mr_b_;
-  using SimDevice::connect;
   using SimDevice::ctx_;
 };
 
@@ -344,7 +343,8 @@ std::vector<std::string> workload_trace(const Plan& plan, std::uint64_t seed) {
   if (qps[0] && qps[1] && mr) {
     ibv_port_attr port{};
     (void)ibv_query_port(ctx, 1, &port);
-    for (int i = 0; i < 2; ++i) (void)Pair::connect(qps[i], qps[1 - i]->qp_num, port.lid);
+    for (int i = 0; i < 2; ++i)
+      (void)rc_connect(qps[i], {.dest_qp_num = qps[1 - i]->qp_num, .dlid = port.lid});
     for (std::uint64_t i = 0; i < 6; ++i) {
       ibv_sge sge{reinterpret_cast<uintptr_t>(buffer + 1024), 64, mr->lkey};
       ibv_recv_wr recv{};

@@ -198,25 +198,11 @@ TEST_F(SimDevice, FirstMessageReceivedInRtrRaisesCommEstOnce) {
   ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
   ASSERT_NE(b, nullptr);
-  ASSERT_EQ(connect(a, b->qp_num, lid()), 0);
-  ibv_qp_attr attr{};
-  attr.qp_state = IBV_QPS_INIT;
-  attr.port_num = 1;
-  attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  ASSERT_EQ(
-      ibv_modify_qp(b, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-      0);
-  attr = {};
-  attr.qp_state = IBV_QPS_RTR;
-  attr.path_mtu = IBV_MTU_1024;
-  attr.dest_qp_num = a->qp_num;
-  attr.max_dest_rd_atomic = 1;
-  attr.min_rnr_timer = 12;
-  attr.ah_attr.dlid = lid();
-  attr.ah_attr.port_num = 1;
-  ASSERT_EQ(ibv_modify_qp(b, &attr,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num,
+                           .dlid = lid(),
+                           .access = IBV_ACCESS_REMOTE_WRITE,
+                           .stop_at = IBV_QPS_RTR}),
             0);
   alignas(8) char buf[64] = "hello";
   ibv_mr* mr = reg(buf, sizeof buf);

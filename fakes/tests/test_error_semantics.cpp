@@ -42,8 +42,8 @@ TEST_F(SimDevice, RnrRetryExhaustionFailsTheRequesterAndFlushesTheRest) {
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
   // rnr_retry 6 and the largest RNR timer (0 = 655.36 ms): on wall time
   // this would take 4.6 s; on the virtual clock it takes a few polls.
-  ASSERT_EQ(connect(a, b->qp_num, lid(), /*rnr_retry=*/6), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid(), 7, /*min_rnr_timer=*/0), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 6}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .min_rnr_timer = 0}), 0);
   char buf[64] = "x";
   ibv_mr* mr = reg(buf, sizeof buf);
   const auto start = std::chrono::steady_clock::now();
@@ -70,8 +70,8 @@ TEST_F(SimDevice, ReceivePostedInTimeLetsAnRnrNakedSendComplete) {
   ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
-  ASSERT_EQ(connect(a, b->qp_num, lid(), /*rnr_retry=*/3), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 3}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   char buf[64] = "late";
   char rbuf[64] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -90,8 +90,9 @@ TEST_F(SimDevice, SendToADestroyedPeerEndsInRetryExceeded) {
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-  ASSERT_EQ(connect(a, b->qp_num, lid(), 7, 12, /*timeout=*/31, /*retry_cnt=*/3), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .timeout = 31, .retry_cnt = 3}),
+            0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   ASSERT_EQ(ibv_destroy_qp(b), 0);
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -137,8 +138,8 @@ TEST_F(SimDevice, CqOverflowPutsTheCqInErrorAndEveryQpOnItInErr) {
   ASSERT_EQ(small->cqe, 1);
   ibv_qp* a = create_qp(IBV_QPT_RC, small, small);
   ibv_qp* b = create_qp(IBV_QPT_RC, other, other);
-  ASSERT_EQ(connect(a, b->qp_num, lid()), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
   // Unsignaled sends never count towards overflow.
@@ -178,12 +179,8 @@ TEST_F(SimDevice, QpOnAnSrqEnteringErrRaisesLastWqeReachedOnce) {
   ASSERT_NE(srq, nullptr);
   ibv_qp* qp = create_qp(IBV_QPT_RC, cq, cq, 16, srq);
   ASSERT_NE(qp, nullptr);
+  ASSERT_EQ(rc_connect(qp, {.access = 0, .stop_at = IBV_QPS_INIT}), 0);
   ibv_qp_attr attr{};
-  attr.qp_state = IBV_QPS_INIT;
-  attr.port_num = 1;
-  ASSERT_EQ(ibv_modify_qp(qp, &attr,
-                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-            0);
   attr.qp_state = IBV_QPS_ERR;
   ASSERT_EQ(ibv_modify_qp(qp, &attr, IBV_QP_STATE), 0);
   ibv_async_event event = next_async_event(ctx_);
@@ -300,8 +297,8 @@ TEST_F(SimDevice, RnrRetryCountsRetriesAfterTheFirstAttempt) {
   ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
-  ASSERT_EQ(connect(a, b->qp_num, lid(), /*rnr_retry=*/2), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 2}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
   ASSERT_EQ(post_send(a, IBV_WR_SEND, 1, mr, buf, 8), 0);
@@ -366,19 +363,24 @@ TEST_F(SimDevice, RetriesRunOnTheVirtualClockInTheOrderOfTheirTimers) {
   // late: 4 RNR retries of 655.36 ms, exhausted at 2621.44 ms.
   ibv_qp* late = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* late_peer = create_qp(IBV_QPT_RC, peer_cq, peer_cq);
-  ASSERT_EQ(connect(late, late_peer->qp_num, lid(), /*rnr_retry=*/4), 0);
-  ASSERT_EQ(connect(late_peer, late->qp_num, lid(), 7, /*min_rnr_timer=*/0), 0);
+  ASSERT_EQ(rc_connect(late, {.dest_qp_num = late_peer->qp_num, .dlid = lid(), .rnr_retry = 4}), 0);
+  ASSERT_EQ(rc_connect(late_peer, {.dest_qp_num = late->qp_num, .dlid = lid(), .min_rnr_timer = 0}),
+            0);
   // lost: no answer, 3 retries after timeouts of 4.096 us * 2^17 = 536.87 ms:
   // fails at 1610.61 ms (2147.48 ms if it also waits out the last timeout).
   ibv_qp* lost = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* gone = create_qp(IBV_QPT_RC, peer_cq, peer_cq);
-  ASSERT_EQ(connect(lost, gone->qp_num, lid(), 7, 12, /*timeout=*/17, /*retry_cnt=*/3), 0);
+  ASSERT_EQ(
+      rc_connect(lost, {.dest_qp_num = gone->qp_num, .dlid = lid(), .timeout = 17, .retry_cnt = 3}),
+      0);
   ASSERT_EQ(ibv_destroy_qp(gone), 0);
   // early: 2 RNR retries of 655.36 ms, exhausted at 1310.72 ms.
   ibv_qp* early = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* early_peer = create_qp(IBV_QPT_RC, peer_cq, peer_cq);
-  ASSERT_EQ(connect(early, early_peer->qp_num, lid(), /*rnr_retry=*/2), 0);
-  ASSERT_EQ(connect(early_peer, early->qp_num, lid(), 7, /*min_rnr_timer=*/0), 0);
+  ASSERT_EQ(rc_connect(early, {.dest_qp_num = early_peer->qp_num, .dlid = lid(), .rnr_retry = 2}),
+            0);
+  ASSERT_EQ(
+      rc_connect(early_peer, {.dest_qp_num = early->qp_num, .dlid = lid(), .min_rnr_timer = 0}), 0);
 
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -404,8 +406,8 @@ TEST_F(SimDevice, RnrRetrySevenRetriesForever) {
   ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
-  ASSERT_EQ(connect(a, b->qp_num, lid(), /*rnr_retry=*/7), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 7}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   char buf[8] = "forever";
   char rbuf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -430,8 +432,9 @@ TEST_F(SimDevice, RetryCntCountsTransportRetriesAfterTheFirstAttempt) {
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-  ASSERT_EQ(connect(a, b->qp_num, lid(), 7, 12, /*timeout=*/10, /*retry_cnt=*/2), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .timeout = 10, .retry_cnt = 2}),
+            0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RESET;  // a QP in RESET receives nothing
   ASSERT_EQ(ibv_modify_qp(b, &attr, IBV_QP_STATE), 0);
@@ -447,7 +450,7 @@ TEST_F(SimDevice, RetryCntCountsTransportRetriesAfterTheFirstAttempt) {
   // The second retry is lost: the error comes now or once its timeout ran out.
   const int n = ibv_poll_cq(cq, 1, &wc);
   ASSERT_GE(n, 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   std::vector<ibv_wc> wcs;
   if (n == 1)
     wcs.push_back(wc);
@@ -473,20 +476,15 @@ TEST_F(SimDevice, SendToAPeerInResetInitOrErrEndsInRetryExceeded) {
     SCOPED_TRACE(peer_state);
     ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
     ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-    ASSERT_EQ(connect(a, b->qp_num, lid(), 7, 12, /*timeout=*/8, /*retry_cnt=*/1), 0);
-    ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+    ASSERT_EQ(
+        rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .timeout = 8, .retry_cnt = 1}), 0);
+    ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
     // Connected, then moved: the peer still names a as its destination.
     ibv_qp_attr attr{};
     attr.qp_state = peer_state == IBV_QPS_ERR ? IBV_QPS_ERR : IBV_QPS_RESET;
     ASSERT_EQ(ibv_modify_qp(b, &attr, IBV_QP_STATE), 0);
     if (peer_state == IBV_QPS_INIT) {
-      attr = {};
-      attr.qp_state = IBV_QPS_INIT;
-      attr.port_num = 1;
-      attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-      ASSERT_EQ(ibv_modify_qp(b, &attr,
-                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-                0);
+      ASSERT_EQ(rc_connect(b, {.access = IBV_ACCESS_REMOTE_WRITE, .stop_at = IBV_QPS_INIT}), 0);
     }
     EXPECT_EQ(state_of(b), peer_state);
     poll(cq, 16, 1);  // b's flushes, if any
@@ -544,8 +542,9 @@ TEST_F(SimDevice, RdmaWithoutTheResponderQpsAccessFlagIsRemoteAccessError) {
     SCOPED_TRACE(c.opcode);
     ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
     ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-    ASSERT_EQ(connect(a, b->qp_num, lid()), 0);
-    ASSERT_EQ(connect(b, a->qp_num, lid(), 7, 12, 14, 7, all & ~c.missing), 0);
+    ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .access = all & ~c.missing}),
+              0);
     ibv_sge sge{addr_of(local), 8, lmr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = 5;
@@ -605,8 +604,8 @@ TEST_F(RcPair, BadLkeyOrUnwritableReadTargetIsALocalProtectionError) {
   ibv_mr* ro = reg(readonly, sizeof readonly, IBV_ACCESS_REMOTE_READ);
   ibv_qp* c = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
   ibv_qp* d = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
-  ASSERT_EQ(connect(c, d->qp_num, lid()), 0);
-  ASSERT_EQ(connect(d, c->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(c, {.dest_qp_num = d->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(d, {.dest_qp_num = c->qp_num, .dlid = lid()}), 0);
   ASSERT_EQ(post_send(c, IBV_WR_RDMA_READ, 21, ro, readonly, 8, IBV_SEND_SIGNALED, addr_of(buf_b_),
                       mr_b_->rkey),
             0);

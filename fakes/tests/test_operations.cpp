@@ -62,24 +62,17 @@ TEST_F(SimDevice, PostSendBeforeRtsIsEinvalWithBadWr) {
     EXPECT_EQ(bad, &wr[0]) << state;
   };
   expect_rejected("RESET");
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  ASSERT_EQ(
-      ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-      0);
+  // Connected to itself, one step at a time.
+  RcConnectOptions to_self{.dest_qp_num = qp->qp_num,
+                           .dlid = lid(),
+                           .access = 0,
+                           .min_rnr_timer = 0,
+                           .stop_at = IBV_QPS_INIT};
+  ASSERT_EQ(rc_connect(qp, to_self), 0);
   expect_rejected("INIT");
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = qp->qp_num;
-  a.ah_attr.dlid = lid();
-  a.ah_attr.port_num = 1;
-  a.max_dest_rd_atomic = 1;
-  ASSERT_EQ(ibv_modify_qp(qp, &a,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-            0);
+  to_self.from = IBV_QPS_INIT;
+  to_self.stop_at = IBV_QPS_RTR;
+  ASSERT_EQ(rc_connect(qp, to_self), 0);
   expect_rejected("RTR");
   EXPECT_EQ(poll(cq, 1, 5).size(), 0u);  // nothing was queued
 }
@@ -98,12 +91,7 @@ TEST_F(SimDevice, PostRecvInResetIsEinvalAndAllowedFromInit) {
   ibv_recv_wr* bad = nullptr;
   EXPECT_EQ(ibv_post_recv(qp, &wr, &bad), EINVAL);
   EXPECT_EQ(bad, &wr);
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  ASSERT_EQ(
-      ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-      0);
+  ASSERT_EQ(rc_connect(qp, {.access = 0, .stop_at = IBV_QPS_INIT}), 0);
   bad = nullptr;
   EXPECT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
 }
@@ -158,8 +146,8 @@ class RcShallow : public RcPair {
     b4_ = create_qp(IBV_QPT_RC, cq_b_, cq_b_, depth);
     ASSERT_NE(a4_, nullptr);
     ASSERT_NE(b4_, nullptr);
-    ASSERT_EQ(connect(a4_, b4_->qp_num, lid()), 0);
-    ASSERT_EQ(connect(b4_, a4_->qp_num, lid()), 0);
+    ASSERT_EQ(rc_connect(a4_, {.dest_qp_num = b4_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(b4_, {.dest_qp_num = a4_->qp_num, .dlid = lid()}), 0);
     ibv_qp_attr q{};
     ibv_qp_init_attr init{};
     ASSERT_EQ(ibv_query_qp(a4_, &q, IBV_QP_CAP, &init), 0);
@@ -265,12 +253,7 @@ TEST_F(RcShallow, ResetEmptiesTheQueuesAndOldCompletionsFreeNoNewSlots) {
   ASSERT_EQ(ibv_modify_qp(b4_, &a, IBV_QP_STATE), 0);  // flush completions, not polled yet
   a.qp_state = IBV_QPS_RESET;
   ASSERT_EQ(ibv_modify_qp(b4_, &a, IBV_QP_STATE), 0);
-  a = {};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  ASSERT_EQ(
-      ibv_modify_qp(b4_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-      0);
+  ASSERT_EQ(rc_connect(b4_, {.access = 0, .stop_at = IBV_QPS_INIT}), 0);
   // RESET emptied the receive queue: a full queue's worth can be posted.
   for (uint32_t i = 0; i < depth; ++i) ASSERT_EQ(post_recv(b4_, 100 + i, mr_b_, buf_b_, 8), 0);
   EXPECT_EQ(post_recv(b4_, 200, mr_b_, buf_b_, 8), ENOMEM);
@@ -528,8 +511,8 @@ TEST_F(RcPair, SqSigAllSignalsEveryWr) {
   ibv_qp_init_attr init{};
   ASSERT_EQ(ibv_query_qp(a, &q, IBV_QP_CAP, &init), 0);
   EXPECT_EQ(init.sq_sig_all, 1);
-  ASSERT_EQ(connect(a, b->qp_num, lid()), 0);
-  ASSERT_EQ(connect(b, a->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
   for (uint64_t id = 1; id <= 3; ++id)
     ASSERT_EQ(
         post_send(a, IBV_WR_RDMA_WRITE, id, mr_a_, buf_a_, 8, 0, addr_of(buf_b_), mr_b_->rkey), 0);
@@ -592,8 +575,8 @@ class UcPair : public RcPair {
     uc_b_ = create_qp(IBV_QPT_UC, cq_b_, cq_b_);
     ASSERT_NE(uc_a_, nullptr);
     ASSERT_NE(uc_b_, nullptr);
-    ASSERT_EQ(connect(uc_a_, uc_b_->qp_num, lid()), 0);
-    ASSERT_EQ(connect(uc_b_, uc_a_->qp_num, lid()), 0);
+    ASSERT_EQ(rc_connect(uc_a_, {.dest_qp_num = uc_b_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(uc_b_, {.dest_qp_num = uc_a_->qp_num, .dlid = lid()}), 0);
   }
   ibv_qp* uc_a_ = nullptr;
   ibv_qp* uc_b_ = nullptr;
@@ -683,8 +666,8 @@ class CrossDevice : public SimDevice {
     lid0_ = lid(ctx_);
     lid1_ = lid(ctx1_);
     ASSERT_NE(lid0_, lid1_);
-    ASSERT_EQ(connect(qp0_, qp1_->qp_num, lid1_), 0);
-    ASSERT_EQ(connect(qp1_, qp0_->qp_num, lid0_), 0);
+    ASSERT_EQ(rc_connect(qp0_, {.dest_qp_num = qp1_->qp_num, .dlid = lid1_}), 0);
+    ASSERT_EQ(rc_connect(qp1_, {.dest_qp_num = qp0_->qp_num, .dlid = lid0_}), 0);
   }
   void TearDown() override {
     if (ctx1_ != nullptr) ibv_close_device(ctx1_);

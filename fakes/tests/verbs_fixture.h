@@ -4,6 +4,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <verbfault_testing/rc_connect.h>
 
 #include <gtest/gtest.h>
 
@@ -66,44 +67,7 @@ class SimDevice : public ::testing::Test {
     return port.lid;
   }
 
-  // RESET -> INIT -> RTR -> RTS for an RC or UC QP connected to remote_qpn
-  // at remote_lid, with the attribute masks of ibv_modify_qp(3).
-  static int connect(ibv_qp* qp, uint32_t remote_qpn, uint16_t remote_lid, uint8_t rnr_retry = 7,
-                     uint8_t min_rnr_timer = 12, uint8_t timeout = 14, uint8_t retry_cnt = 7,
-                     int access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                  IBV_ACCESS_REMOTE_ATOMIC) {
-    const bool rc = qp->qp_type == IBV_QPT_RC;
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
-    a.port_num = 1;
-    a.qp_access_flags = access;
-    if (int rc_ = ibv_modify_qp(
-            qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-      return rc_;
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = remote_qpn;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = min_rnr_timer;
-    a.ah_attr.dlid = remote_lid;
-    a.ah_attr.port_num = 1;
-    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-    if (rc) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    if (int rc_ = ibv_modify_qp(qp, &a, mask)) return rc_;
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.sq_psn = 0;
-    a.timeout = timeout;
-    a.retry_cnt = retry_cnt;
-    a.rnr_retry = rnr_retry;
-    a.max_rd_atomic = 1;
-    mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-    if (rc) mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-    return ibv_modify_qp(qp, &a, mask);
-  }
+  // RC and UC QPs are connected with rc_connect (<verbfault_testing/rc_connect.h>).
 
   // RESET -> INIT -> RTR -> RTS for a UD QP with the given Q_Key.
   static int activate_ud(ibv_qp* qp, uint32_t qkey) {
@@ -196,8 +160,8 @@ class RcPair : public SimDevice {
     b_ = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
     ASSERT_NE(a_, nullptr);
     ASSERT_NE(b_, nullptr);
-    ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
-    ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
     mr_a_ = reg(buf_a_, sizeof buf_a_);
     mr_b_ = reg(buf_b_, sizeof buf_b_);
     ASSERT_NE(mr_a_, nullptr);

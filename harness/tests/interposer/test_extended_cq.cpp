@@ -38,8 +38,8 @@ class ExtendedCq : public SimDevice {
     a_ = create_qp(IBV_QPT_RC, ibv_cq_ex_to_cq(cq_ex_), ibv_cq_ex_to_cq(cq_ex_));
     b_ = create_qp(IBV_QPT_RC, peer_cq_, peer_cq_);
     ASSERT_TRUE(peer_cq_ && a_ && b_);
-    ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
-    ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
     mr_ = reg(buf_, sizeof buf_);
   }
 
