@@ -14,6 +14,7 @@
 #include "verbfault/session.h"
 
 #include <infiniband/verbs.h>
+#include <verbfault_testing/rc_connect.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -129,42 +130,7 @@ class DoublePair : public ::testing::Test {
     return port.lid;
   }
 
-  // RESET -> INIT -> RTR -> RTS (or only as far as `until`) for an RC QP
-  // connected to remote_qpn at remote_lid, with the attribute masks of
-  // ibv_modify_qp(3).
-  static int connect(ibv_qp* qp, uint32_t remote_qpn, uint16_t remote_lid,
-                     ibv_qp_state until = IBV_QPS_RTS) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    if (int rc = ibv_modify_qp(
-            qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-      return rc;
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = remote_qpn;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.dlid = remote_lid;
-    a.ah_attr.port_num = 1;
-    if (int rc =
-            ibv_modify_qp(qp, &a,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-      return rc;
-    if (until == IBV_QPS_RTR) return 0;
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-  }
+  // QPs are connected with rc_connect (<verbfault_testing/rc_connect.h>).
 
   // cq#0/cq#1 (reporting to channel_, cq_contexts &tag_a_/&tag_b_), qp#0 on
   // cq#0 and qp#1 on cq#1 connected to each other, mr#0 and mr#1.
@@ -177,8 +143,8 @@ class DoublePair : public ::testing::Test {
     b_ = create_qp(cq_b_, cq_b_);
     ASSERT_NE(a_, nullptr);
     ASSERT_NE(b_, nullptr);
-    ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
-    ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                        IBV_ACCESS_REMOTE_ATOMIC;
     mr_a_ = ibv_reg_mr(pd_, buf_a_, sizeof buf_a_, access);

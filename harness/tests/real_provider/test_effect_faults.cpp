@@ -204,8 +204,8 @@ TEST_F(EffectFaults, ProviderAsyncEventsStillArriveThroughTheWrappedFd) {
   ibv_qp* d = create_qp(cq_a_, cq_a_);
   ASSERT_NE(c, nullptr);
   ASSERT_NE(d, nullptr);
-  ASSERT_EQ(connect(c, d->qp_num, lid(), IBV_QPS_RTR), 0);
-  ASSERT_EQ(connect(d, c->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(c, {.dest_qp_num = d->qp_num, .dlid = lid(), .stop_at = IBV_QPS_RTR}), 0);
+  ASSERT_EQ(rc_connect(d, {.dest_qp_num = c->qp_num, .dlid = lid()}), 0);
   EXPECT_FALSE(readable(ctx_->async_fd));
   ASSERT_EQ(post_recv(c, 1, mr_b_, buf_b_, 64), 0);
   ASSERT_EQ(post_send(d, IBV_WR_SEND, 2, mr_a_, buf_a_, 8), 0);
@@ -454,8 +454,8 @@ TEST_F(EffectFaults, CompletionErrorReachesTheExtendedPollApiOfARealProvider) {
   a_ = create_qp(cq_a_, cq_a_);
   b_ = create_qp(cq_b_, cq_b_);
   ASSERT_TRUE(cq_b_ && a_ && b_);
-  ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
-  ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
   mr_a_ = ibv_reg_mr(pd_, buf_a_, sizeof buf_a_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   ASSERT_NE(mr_a_, nullptr);
   for (uint64_t i = 0; i < 3; ++i) {
@@ -505,8 +505,8 @@ TEST_F(EffectFaults, CompletionErrorReachesABuilderOfTheWrApiOnARealProvider) {
   a_ = ibv_create_qp_ex(ctx_, &attr);
   b_ = create_qp(cq_b_, cq_b_);
   ASSERT_TRUE(a_ && b_);
-  ASSERT_EQ(connect(a_, b_->qp_num, lid()), 0);
-  ASSERT_EQ(connect(b_, a_->qp_num, lid()), 0);
+  ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
   mr_a_ = ibv_reg_mr(pd_, buf_a_, sizeof buf_a_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   ASSERT_NE(mr_a_, nullptr);
   ibv_qp_ex* qpx = ibv_qp_to_qp_ex(a_);
