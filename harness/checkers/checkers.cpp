@@ -1,7 +1,9 @@
 #include "checkers.h"
 
+#include "observation.h"
 #include "state.h"
-#include "verbfault/sim/provider.h"
+
+#include <nlohmann/json.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -50,7 +52,7 @@ bool nonblocking(int fd) {
 }
 
 std::string json_escape(const std::string& text) {
-  return interposer::Fields(text).dump();
+  return nlohmann::json(text).dump();
 }
 
 std::string command_line() {
@@ -85,7 +87,8 @@ void Checkers::report(State& state, std::string_view id, Tracked& object, std::s
                finding.check.c_str(), finding.object.c_str(),
                static_cast<unsigned long long>(finding.trace_position), finding.message.c_str(),
                finding.replay.c_str());
-  state.record(object, {{"check", finding.check}, {"message", finding.message}});
+  state.record(
+      record::CallRecord(object.id()).add("check", finding.check).add("message", finding.message));
   // The findings file counts what fails the run.
   if (!findings_file_.empty() && fails_run(id)) {
     if (FILE* out = std::fopen(findings_file_.c_str(), "a")) {
@@ -120,7 +123,7 @@ namespace {
 // The completions a simulated CQ holds, the harness's held ones included.
 std::size_t depth(Tracked& cq) {
   auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
-  return sim::cq_depth(verbs) + cq.held.size();
+  return provider::cq_depth(verbs) + cq.held.size();
 }
 
 }  // namespace
@@ -131,7 +134,7 @@ void Checkers::check_cq_before_wait(State& state, Tracked& cq) {
   auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
   // Tracked::armed: a req_notify_cq since the last event it delivered.
   if (!cq.armed) {
-    if (!(cq.simulated && sim::cq_event_pending(verbs)))
+    if (!(cq.simulated && provider::cq_event_pending(verbs)))
       report(state, "event.not_rearmed", cq,
              "waiting on the channel, but this CQ was not re-armed (ibv_req_notify_cq) since "
              "its last event: no further event will come from it");
@@ -168,7 +171,7 @@ void Checkers::before_cq_event_wait(State& state, ibv_comp_channel* channel) {
   // A wait that nothing can end: no event pending, nothing scheduled on the
   // device, no other thread to make a verbs call.
   if (channel_record->simulated && !readable(channel->fd) && !nonblocking(channel->fd) &&
-      single_threaded() && !sim::work_pending())
+      single_threaded() && !provider::work_pending())
     end_hung_run(state, "liveness.blocked_forever", *channel_record,
                  "blocked in ibv_get_cq_event with no event pending, no work on the device and "
                  "no other thread to post any: nothing can ever wake it");
@@ -233,7 +236,7 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
   // An empty poll of a simulated CQ: spinning forever when nothing can come.
   if (++idle_polls_ < kSpinningPolls) return;
   idle_polls_ = 0;
-  if (depth(cq) == 0 && !sim::work_pending() && single_threaded())
+  if (depth(cq) == 0 && !provider::work_pending() && single_threaded())
     end_hung_run(state, "liveness.spinning", cq,
                  std::to_string(kSpinningPolls) +
                      " empty polls in a row with no work on the device and no other thread to "
@@ -246,7 +249,7 @@ void Checkers::before_async_event_wait(State& state, ibv_context* context) {
   Tracked* record = state.registry.find(context);
   if (record == nullptr || !record->simulated) return;
   if (readable(context->async_fd) || nonblocking(context->async_fd)) return;
-  if (single_threaded() && !sim::work_pending())
+  if (single_threaded() && !provider::work_pending())
     end_hung_run(state, "liveness.blocked_forever", *record,
                  "blocked in ibv_get_async_event with no event pending, no work on the device "
                  "and no other thread to make a verbs call: nothing can ever wake it");

@@ -68,13 +68,16 @@ int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv
   cq_ex->wr_id = wc.wr_id;
   cq_ex->status = wc.status;
   state.checkers.polled(state, cq, 1, 1, &wc);
-  state.record(cq,
-               {{"call", call}, {"ret", 0}, {"wc", Fields::array({state.completion_fields(wc)})}});
+  state.record(record::CallRecord(cq.id(), record::Call::poll_cq)
+                   .add("call", call)
+                   .add("ret", 0)
+                   .add("wc", state.completions(&wc, 1)));
   return 0;
 }
 
 int refuse(State& state, Tracked& cq, const char* call, int error) {
-  state.record(cq, {{"call", call}, {"ret", errno_name(error)}});
+  const std::string name = errno_name(error);
+  state.record(record::CallRecord(cq.id(), record::Call::other).add("call", call).add("ret", name));
   if (error == ENOENT) state.checkers.polled(state, cq, 1, 0, nullptr);  // an empty poll
   return error;
 }
@@ -205,9 +208,6 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
     errno = error;
     return nullptr;
   }
-  Fields args = Fields::object();
-  args["cqe"] = attr->cqe;
-  args["wc_flags"] = attr->wc_flags;
   // Under a plan the interposer needs each completion's QP number; asking
   // for one more field changes nothing else. Without one the provider gets
   // the application's attributes untouched.
@@ -221,11 +221,13 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   }
   if (cq_ex == nullptr) {
     const int error = errno;
-    create_failed(context, "create_cq_ex", std::move(args), error);
+    create_failed(context, "create_cq_ex", {{"cqe", attr->cqe}, {"wc_flags", attr->wc_flags}},
+                  error);
     errno = error;
     return nullptr;
   }
-  created(ObjectKind::cq, ibv_cq_ex_to_cq(cq_ex), context, "create_cq_ex", std::move(args));
+  created(ObjectKind::cq, ibv_cq_ex_to_cq(cq_ex), context, "create_cq_ex",
+          {{"cqe", attr->cqe}, {"wc_flags", attr->wc_flags}});
   if (!g_active) return cq_ex;
   std::lock_guard lock(State::get().mutex);
   wrap(cq_ex);

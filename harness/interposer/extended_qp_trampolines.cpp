@@ -12,6 +12,7 @@
 #include "extended_qp_trampolines.h"
 
 #include "injections.h"
+#include "verbs.h"
 #include "opcodes.h"
 #include "post_decisions.h"
 #include "saved_ops.h"
@@ -30,7 +31,7 @@ namespace {
 struct ExtendedQp {
   ibv_qp_ex provider{};  // the provider's functions, before the trampolines
   PostPlan plan;         // the batch since ibv_wr_start
-  Fields wrs = Fields::array();
+  std::vector<record::WrSummary> wrs;
   std::size_t built = 0;          // WRs built in the batch
   std::size_t doomed_before = 0;  // the QP's doomed list at ibv_wr_start
 };
@@ -55,7 +56,7 @@ void start(ibv_qp_ex* qpx) {
     ExtendedQp* ex = find(qpx);
     if (ex == nullptr) return;
     ex->plan = PostPlan{};
-    ex->wrs = Fields::array();
+    ex->wrs.clear();
     ex->built = 0;
     Tracked* qp = state.registry.find(&qpx->qp_base);
     ex->doomed_before = qp != nullptr ? qp->doomed.size() : 0;
@@ -79,8 +80,15 @@ void build(ibv_qp_ex* qpx, Args... args) {
     Tracked* qp = state.registry.find(&qpx->qp_base);
     const std::size_t index = ex->built++;
     PostedWr wr{qpx->wr_id, Side::send, kOpcode, qpx->wr_flags};
-    ex->wrs.push_back(
-        {{"wr_id", wr.wr_id}, {"opcode", to_string(kOpcode)}, {"flags", wr.send_flags}});
+    // An ibv_wr_* builder has no length yet (its data comes from a later
+    // setter).
+    record::WrSummary summary;
+    summary.wr_id = wr.wr_id;
+    summary.opcode = static_cast<std::uint8_t>(kOpcode);
+    summary.flags = wr.send_flags;
+    summary.has_flags = true;
+    summary.has_length = false;
+    ex->wrs.push_back(summary);
     if (qp != nullptr) state.checkers.send_built(state, *qp, wr.send_flags);
     if (qp != nullptr && ex->plan.stop == SIZE_MAX) {
       const std::size_t forced = ex->plan.force_signaled.size();
@@ -104,13 +112,12 @@ void undoom(State& state, ibv_qp_ex* qpx, const ExtendedQp& ex) {
 
 void trace_batch(State& state, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int result) {
   if (Tracked* qp = state.registry.find(&qpx->qp_base)) {
-    Fields fields = Fields::object();
-    fields["call"] = call;
-    fields["wrs"] = std::move(ex.wrs);
-    fields["ret"] = result;
-    state.record(*qp, std::move(fields));
+    state.record(record::CallRecord(qp->id(), record::Call::post_send)
+                     .add("call", call)
+                     .add("wrs", std::span<const record::WrSummary>(ex.wrs))
+                     .add("ret", result));
   }
-  ex.wrs = Fields::array();
+  ex.wrs.clear();
 }
 
 int complete(ibv_qp_ex* qpx) {
@@ -189,12 +196,11 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     errno = error;
     return nullptr;
   }
-  Fields args = Fields::object();
-  args["type"] = attr->qp_type;
-  args["max_send_wr"] = attr->cap.max_send_wr;
-  args["max_recv_wr"] = attr->cap.max_recv_wr;
-  args["send_ops"] = attr->send_ops_flags;
-  args["sq_sig_all"] = attr->sq_sig_all;
+  const Fields args = {{"type", attr->qp_type},
+                       {"max_send_wr", attr->cap.max_send_wr},
+                       {"max_recv_wr", attr->cap.max_recv_wr},
+                       {"send_ops", attr->send_ops_flags},
+                       {"sq_sig_all", attr->sq_sig_all}};
   ibv_qp* qp = nullptr;
   {
     FdLoan async_fd(context);  // the QP's async event file (a real provider)
@@ -202,14 +208,14 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   }
   if (qp == nullptr) {
     const int error = errno;
-    create_failed(parent, "create_qp_ex", std::move(args), error);
+    create_failed(parent, "create_qp_ex", args, error);
     errno = error;
     return nullptr;
   }
-  created(ObjectKind::qp, qp, parent, "create_qp_ex", std::move(args));
+  created(ObjectKind::qp, qp, parent, "create_qp_ex", args);
   if (!g_active || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) return qp;
-  // libibverbs' ibv_qp_to_qp_ex(3), through the front door's routing.
-  if (ibv_qp_ex* qpx = ibv_qp_to_qp_ex(qp)) {
+  // ibv_qp_to_qp_ex(3) of the QP's provider.
+  if (ibv_qp_ex* qpx = provider::qp_to_qp_ex(qp)) {
     std::lock_guard lock(State::get().mutex);
     wrap(qpx);
   }

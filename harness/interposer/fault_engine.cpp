@@ -48,8 +48,21 @@ Site site_of(const Rule& rule) {
 void FaultEngine::configure(Plan plan, std::uint64_t seed) {
   plan_ = std::move(plan);
   seed_ = seed;
-  counters_.clear();
+  ++generation_;
+  for (auto& rules : by_site_) rules.clear();
+  for (std::uint32_t i = 0; i < plan_.rules.size(); ++i)
+    by_site_[static_cast<std::size_t>(site_of(plan_.rules[i]))].push_back(i);
+  named_counters_.assign(plan_.rules.size(), Counter{});
   fired_total_.assign(plan_.rules.size(), 0);
+}
+
+Counter& FaultEngine::counter(std::uint32_t index, Tracked& object) {
+  if (plan_.rules[index].selector.object) return named_counters_[index];
+  if (object.counters_generation != generation_) {
+    object.rule_counters.assign(plan_.rules.size(), Counter{});
+    object.counters_generation = generation_;
+  }
+  return object.rule_counters[index];
 }
 
 bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
@@ -89,19 +102,19 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
 std::optional<Decision> FaultEngine::decide(const Opportunity& at,
                                             std::initializer_list<FaultKind> kinds) {
   std::optional<Decision> decision;
-  for (std::uint32_t i = 0; i < plan_.rules.size(); ++i) {
+  for (std::uint32_t i : by_site_[static_cast<std::size_t>(at.site)]) {
     const Rule& rule = plan_.rules[i];
     if (std::find(kinds.begin(), kinds.end(), rule.kind) == kinds.end()) continue;
-    if (site_of(rule) != at.site || !matches(rule, at)) continue;
+    if (!matches(rule, at)) continue;
     // Counted per selected object: per the object the selector names, or
     // else per the object of the opportunity (each QP, CQ... on its own).
     const ObjectRef counted = rule.selector.object ? *rule.selector.object : at.object->ref;
     const std::uint64_t key = engine::object_key(counted);
-    Counter& counter = counters_[{i, key}];
-    const std::uint64_t opportunity = ++counter.opportunities;
+    Counter& count = counter(i, *at.object);
+    const std::uint64_t opportunity = ++count.opportunities;
     if (decision) continue;  // an earlier rule already fires here
-    if (engine::fires(rule, i, seed_, key, opportunity, counter.fired)) {
-      ++counter.fired;
+    if (engine::fires(rule, i, seed_, key, opportunity, count.fired)) {
+      ++count.fired;
       ++fired_total_[i];
       decision = Decision{&rule, i, key, opportunity};
     }

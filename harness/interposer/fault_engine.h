@@ -11,7 +11,7 @@
 #include "verbfault/plan.h"
 
 #include <cstdint>
-#include <map>
+#include <array>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -33,8 +33,8 @@ Site site_of(const Rule& rule);
 // What is known about the opportunity, for selectors.
 struct Opportunity {
   Site site = Site::call;
-  const Tracked* object = nullptr;  // the object the counter belongs to
-  const Tracked* qp = nullptr;      // the QP involved, if any
+  Tracked* object = nullptr;    // the object the counter belongs to
+  const Tracked* qp = nullptr;  // the QP involved, if any
   std::optional<Opcode> opcode;
   std::optional<Side> side;
   std::optional<std::uint64_t> wr_id;
@@ -55,6 +55,8 @@ class FaultEngine {
   const Plan& plan() const { return plan_; }
   std::uint64_t seed() const { return seed_; }
 
+  // Whether any rule is decided at `site` (the fast paths skip the rest).
+  bool has_rules(Site site) const { return !by_site_[static_cast<std::size_t>(site)].empty(); }
   // The first rule of one of `kinds` that matches and fires, if any.
   std::optional<Decision> decide(const Opportunity& opportunity,
                                  std::initializer_list<FaultKind> kinds);
@@ -63,14 +65,18 @@ class FaultEngine {
 
  private:
   bool matches(const Rule& rule, const Opportunity& opportunity) const;
+  // The counter of rule `index` for the object the opportunity counts on.
+  Counter& counter(std::uint32_t index, Tracked& object);
 
-  struct Counter {
-    std::uint64_t opportunities = 0;
-    std::uint64_t fired = 0;
-  };
   Plan plan_;
   std::uint64_t seed_ = 0;
-  std::map<std::pair<std::uint32_t, std::uint64_t>, Counter> counters_;
+  // Rule indexes by site, in plan order.
+  std::array<std::vector<std::uint32_t>, 6> by_site_;
+  // Rules that name their object count on that one object: one counter
+  // each. The others count per object (Tracked::rule_counters), reset when
+  // the plan changes (generation_).
+  std::vector<Counter> named_counters_;
+  std::uint64_t generation_ = 0;
   std::vector<std::uint64_t> fired_total_;
 };
 

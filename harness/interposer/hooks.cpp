@@ -1,7 +1,7 @@
 // The hooks of the exported calls: naming objects, call-site faults, the
 // trace, and the event calls.
 #include "injections.h"
-#include "provider_calls.h"
+#include "verbs.h"
 #include "saved_ops.h"
 #include "state.h"
 #include "trampolines.h"
@@ -91,18 +91,16 @@ FdLoan::~FdLoan() {
 
 void opened(ibv_context* context, const char* device_name) {
   State& state = State::get();
-  const bool simulated = frontdoor::simulated(context);
+  const bool simulated = provider::simulated(context);
   {
     std::lock_guard lock(state.mutex);
-    Tracked& tracked = state.registry.add(ObjectKind::context, context, {}, simulated);
+    Tracked& tracked = state.add_object(ObjectKind::context, context, {}, simulated);
     if (!simulated) wrap_fd(tracked, context->async_fd);
-    if (g_active) {
-      Fields fields = Fields::object();
-      fields["call"] = "open_device";
-      fields["device"] = device_name;
-      fields["provider"] = simulated ? "simulated" : "real";
-      state.record(tracked, std::move(fields));
-    }
+    if (g_active)
+      state.record(record::CallRecord(tracked.id(), record::Call::open_device)
+                       .add("call", "open_device")
+                       .add("device", device_name)
+                       .add("provider", simulated ? "simulated" : "real"));
   }
   if (!save_ops(context)) {
     std::fprintf(stderr, "verbfault: too many open contexts to interpose on; %s is not wrapped\n",
@@ -148,17 +146,14 @@ void closing(ibv_context* context, int result) {
   destroyed(context, "close_device", result);
 }
 
-int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
-  if (!g_active) return 0;
-  State& state = State::get();
-  std::unique_lock lock(state.mutex);
-  Tracked* tracked = state.registry.find(object);
-  if (tracked == nullptr) return 0;
+int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*& tracked,
+                     std::optional<Verb> verb, OnDeadDevice on_dead) {
   // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
   // (the simulated device does this itself).
-  if (Tracked* context = state.registry.context_of(*tracked);
-      context && context->dead && on_dead == OnDeadDevice::fail)
-    return EIO;
+  if (!tracked->simulated && on_dead == OnDeadDevice::fail)
+    if (Tracked* context = state.registry.context_of(*tracked); context && context->dead)
+      return EIO;
+  if (!state.engine.has_rules(Site::call)) return 0;
   Opportunity at;
   at.site = Site::call;
   at.object = tracked;
@@ -169,12 +164,12 @@ int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_de
   if (!decision) return 0;
   const Rule& rule = *decision->rule;
   if (rule.kind == FaultKind::verb_failure) {
-    Fields detail = Fields::object();
-    detail["verb"] = to_string(*rule.verb);
-    detail["errno"] = errno_name(*rule.error);
-    state.record_fault(*tracked, *decision, "effect", std::move(detail));
+    const std::string error = errno_name(*rule.error);
+    state.record_fault(*tracked, *decision, "effect",
+                       {{"verb", to_string(*rule.verb)}, {"errno", error}});
     return *rule.error;
   }
+  const void* object = tracked->handle;
   inject::Target target{object, context_handle(state, tracked->context), tracked->simulated};
   const Tracked snapshot = *tracked;
   lock.unlock();
@@ -195,12 +190,24 @@ int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_de
   }
   if (level == inject::Level::unsupported) report_unsupported(rule, decision->rule_index, snapshot);
   lock.lock();
-  if (Tracked* again = state.registry.find(object)) {
-    Fields detail = Fields::object();
-    if (rule.event) detail["event"] = to_string(*rule.event);
-    state.record_fault(*again, *decision, inject::to_string(level), std::move(detail));
+  tracked = state.registry.find(object);
+  if (tracked != nullptr) {
+    if (rule.event)
+      state.record_fault(*tracked, *decision, inject::to_string(level),
+                         {{"event", to_string(*rule.event)}});
+    else
+      state.record_fault(*tracked, *decision, inject::to_string(level));
   }
   return 0;
+}
+
+int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
+  if (!g_active) return 0;
+  State& state = State::get();
+  std::unique_lock lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) return 0;
+  return call_site_faults(state, lock, tracked, verb, on_dead);
 }
 
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
@@ -214,19 +221,25 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   // Already named (a create the real library made through another export
   // of ours): one object, one name.
   if (state.registry.find(handle) != nullptr) return;
-  Tracked& tracked = state.registry.add(kind, handle, context_of(state, parent), simulated);
+  Tracked& tracked = state.add_object(kind, handle, context_of(state, parent), simulated);
   if (kind == ObjectKind::channel && !simulated)
     wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
   if (!g_active) return;
-  if (kind == ObjectKind::qp)
-    state.checkers.qp_created(state, tracked, args.value("max_send_wr", 0u),
-                              args.value("max_recv_wr", 0u), args.value("sq_sig_all", 0) != 0);
-  Fields fields = Fields::object();
-  fields["call"] = call;
-  if (Tracked* p = state.registry.find(parent)) fields["parent"] = p->name();
-  for (auto& [key, value] : args.items()) fields[key] = value;
-  fields["ret"] = "ok";
-  state.record(tracked, std::move(fields));
+  if (kind == ObjectKind::qp) {
+    auto arg = [&](std::string_view key) -> std::uint64_t {
+      for (const record::Field& field : args)
+        if (field.key == key) return field.value.unsigned_integer;
+      return 0;
+    };
+    state.checkers.qp_created(state, tracked, static_cast<std::uint32_t>(arg("max_send_wr")),
+                              static_cast<std::uint32_t>(arg("max_recv_wr")),
+                              arg("sq_sig_all") != 0);
+  }
+  record::CallRecord created(tracked.id(), record::Call::create);
+  created.add("call", call);
+  if (Tracked* p = state.registry.find(parent)) created.add("parent", p->ref);
+  for (const record::Field& field : args) created.add(field.key, field.value);
+  state.record(created.add("ret", "ok"));
 }
 
 void create_failed(const void* parent, std::string_view call, Fields args, int error) {
@@ -235,12 +248,11 @@ void create_failed(const void* parent, std::string_view call, Fields args, int e
   std::lock_guard lock(state.mutex);
   Tracked* p = state.registry.find(parent);
   if (p == nullptr) return;
-  Fields fields = Fields::object();
-  fields["call"] = call;
-  for (auto& [key, value] : args.items()) fields[key] = value;
-  fields["ret"] = "error";
-  fields["errno"] = errno_name(error);
-  state.record(*p, std::move(fields));
+  record::CallRecord failed(p->id(), record::Call::other);
+  failed.add("call", call);
+  for (const record::Field& field : args) failed.add(field.key, field.value);
+  const std::string name = errno_name(error);
+  state.record(failed.add("ret", "error").add("errno", name));
 }
 
 void destroyed(const void* handle, std::string_view call, int result) {
@@ -248,12 +260,10 @@ void destroyed(const void* handle, std::string_view call, int result) {
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle);
   if (tracked == nullptr) return;
-  if (g_active) {
-    Fields fields = Fields::object();
-    fields["call"] = call;
-    fields["ret"] = result;
-    state.record(*tracked, std::move(fields));
-  }
+  if (g_active)
+    state.record(record::CallRecord(tracked->id(), record::Call::destroy)
+                     .add("call", call)
+                     .add("ret", result));
   if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
   if (result == 0) {
     state.checkers.forget(*tracked);
@@ -288,10 +298,10 @@ void traced(const void* object, std::string_view call, Fields fields) {
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(object);
   if (tracked == nullptr) return;
-  Fields line = Fields::object();
-  line["call"] = call;
-  for (auto& [key, value] : fields.items()) line[key] = value;
-  state.record(*tracked, std::move(line));
+  record::CallRecord line(tracked->id(), record::Call::other);
+  line.add("call", call);
+  for (const record::Field& field : fields) line.add(field.key, field.value);
+  state.record(line);
 }
 
 // ---- completion events ---------------------------------------------------------
@@ -309,7 +319,7 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
       Tracked* tracked = state.registry.find(channel);
       if (tracked == nullptr || !tracked->events.wrapped()) {
         lock.unlock();  // the provider may block
-        return frontdoor::provider::get_cq_event(channel, cq, cq_context);
+        return provider::get_cq_event(channel, cq, cq_context);
       }
       if (!tracked->injected_cq_events.empty()) {
         *cq = tracked->injected_cq_events.front();
@@ -325,7 +335,7 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
     // channel with the provider's fd reads the provider's event.
     ibv_comp_channel provider_channel = *channel;
     provider_channel.fd = fds.provider_fd();
-    if (frontdoor::provider::get_cq_event(&provider_channel, cq, cq_context) == 0) return 0;
+    if (provider::get_cq_event(&provider_channel, cq, cq_context) == 0) return 0;
     if (errno != EAGAIN || fds.nonblocking()) return -1;
     fds.wait();
   }
@@ -344,11 +354,13 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
       auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
       if (cq->channel != channel || tracked->held.empty()) continue;
       tracked->held_polls = 0;
-      state.record(*tracked, {{"held", tracked->held.size()}, {"visible", "waiter"}});
+      state.record(record::CallRecord(tracked->id())
+                       .add("held", tracked->held.size())
+                       .add("visible", "waiter"));
       if (tracked->simulated || tracked->armed) to_notify.emplace_back(cq, tracked->simulated);
     }
   }
-  // The simulated device fires only when the CQ is armed (sim::notify_cq).
+  // The simulated device fires only when the CQ is armed (provider::notify_cq).
   for (auto [cq, simulated] : to_notify) (void)inject::spurious_cq_event(cq, simulated);
 }
 
@@ -367,10 +379,8 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     }
     if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
       const int error = errno;
-      Fields fields = Fields::object();
-      fields["ret"] = -1;
-      fields["errno"] = errno_name(error);
-      traced(channel, "get_cq_event", std::move(fields));
+      const std::string name = errno_name(error);
+      traced(channel, "get_cq_event", {{"ret", -1}, {"errno", name}});
       errno = error;
       return -1;
     }
@@ -381,9 +391,10 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       // coalesce_cq_event: this event is merged into the one delivered
       // before; the harness acknowledges it in the application's place.
       tracked->absorb_next_event = false;
-      state.record(*tracked, {{"event", "completion"}, {"absorbed", true}});
+      state.record(
+          record::CallRecord(tracked->id()).add("event", "completion").add("absorbed", true));
       lock.unlock();
-      frontdoor::provider::ack_cq_events(*cq, 1);
+      provider::ack_cq_events(*cq, 1);
       continue;
     }
     Opportunity at;
@@ -394,7 +405,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     if (decision && decision->rule->kind == FaultKind::drop_cq_event) {
       state.record_fault(*tracked, *decision, "effect");
       lock.unlock();
-      frontdoor::provider::ack_cq_events(*cq, 1);
+      provider::ack_cq_events(*cq, 1);
       continue;  // the application waits for the next event, if any comes
     }
     if (decision) {
@@ -402,7 +413,9 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       state.record_fault(*tracked, *decision, "effect");
     }
     tracked->armed = false;  // an event disarms its CQ
-    state.record(*tracked, {{"call", "get_cq_event"}, {"ret", 0}});
+    state.record(record::CallRecord(tracked->id(), record::Call::get_cq_event)
+                     .add("call", "get_cq_event")
+                     .add("ret", 0));
     state.checkers.cq_event_taken(state, *tracked);
     return 0;
   }
@@ -422,7 +435,7 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
       provider_events -= injected;
     }
   }
-  if (provider_events > 0) frontdoor::provider::ack_cq_events(cq, provider_events);
+  if (provider_events > 0) provider::ack_cq_events(cq, provider_events);
   traced(cq, "ack_cq_events", {{"n", nevents}});
 }
 
@@ -466,7 +479,7 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
       Tracked* tracked = state.registry.find(context);
       if (tracked == nullptr || !tracked->events.wrapped()) {
         lock.unlock();  // the provider may block
-        return frontdoor::provider::get_async_event(context, event);
+        return provider::get_async_event(context, event);
       }
       if (!tracked->injected_async.empty()) {
         *event = tracked->injected_async.front();
@@ -482,7 +495,7 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
       // libibverbs reads context->async_fd: the provider's (non-blocking)
       // fd is lent back for the call.
       FdLoan provider_fd(context);
-      result = frontdoor::provider::get_async_event(context, event);
+      result = provider::get_async_event(context, event);
       error = errno;
     }
     errno = error;
@@ -509,7 +522,7 @@ void ack_async_event(ibv_async_event* event) {
       }
     }
   }
-  frontdoor::provider::ack_async_event(event);
+  provider::ack_async_event(event);
 }
 
 int get_async_event(ibv_context* context, ibv_async_event* event) {
@@ -524,19 +537,20 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   if (Tracked* tracked = state.registry.find(context)) {
-    Fields fields = Fields::object();
-    fields["call"] = "get_async_event";
-    fields["ret"] = result;
+    record::CallRecord taken(tracked->id(), record::Call::get_async_event);
+    taken.add("call", "get_async_event").add("ret", result);
+    std::string text;
     if (result == 0) {
-      fields["event"] = to_string(event->event_type);
-      fields["element"] = element_name(state, *event);
+      text = element_name(state, *event);
+      taken.add("event", to_string(event->event_type)).add("element", text);
       if (const void* element = element_of(*event))
         if (Tracked* element_record = state.registry.find(element))
           state.checkers.async_event_taken(state, *element_record);
     } else {
-      fields["errno"] = errno_name(error);
+      text = errno_name(error);
+      taken.add("errno", text);
     }
-    state.record(*tracked, std::move(fields));
+    state.record(taken);
   }
   errno = error;
   return result;

@@ -4,9 +4,9 @@
 // the interposer drives the provider through its own verbs (effect level).
 #include "injections.h"
 
-#include "provider_calls.h"
+#include "verbs.h"
 #include "state.h"
-#include "verbfault/sim/conditions.h"
+#include "conditions.h"
 
 #include <cstdio>
 #include <mutex>
@@ -18,7 +18,7 @@ void qp_to_error(ibv_qp* qp) {
   attr.qp_state = IBV_QPS_ERR;
   // Every state may go to ERR (ibv_modify_qp(3)); a failure means the QP is
   // being destroyed, and then there is nothing left to flush.
-  (void)frontdoor::provider::modify_qp(qp, &attr, IBV_QP_STATE);
+  (void)provider::modify_qp(qp, &attr, IBV_QP_STATE);
 }
 
 namespace {
@@ -146,37 +146,39 @@ Level async_event(const Target& target, ibv_event_type type, std::uint8_t port) 
   int err = 0;
   switch (element_kind(type)) {
     case ObjectKind::qp:
-      err = sim::raise_qp_event(static_cast<ibv_qp*>(const_cast<void*>(target.object)), type);
+      err = provider::raise_qp_event(static_cast<ibv_qp*>(const_cast<void*>(target.object)), type);
       break;
     case ObjectKind::srq:
-      err = sim::raise_srq_event(static_cast<ibv_srq*>(const_cast<void*>(target.object)), type);
+      err =
+          provider::raise_srq_event(static_cast<ibv_srq*>(const_cast<void*>(target.object)), type);
       break;
     case ObjectKind::cq:
-      err = sim::raise_cq_event(static_cast<ibv_cq*>(const_cast<void*>(target.object)), type);
+      err = provider::raise_cq_event(static_cast<ibv_cq*>(const_cast<void*>(target.object)), type);
       break;
     default: {
       ibv_port_attr attr{};
       switch (type) {
         case IBV_EVENT_PORT_ERR:
-          err = sim::set_port_state(target.context, port, IBV_PORT_DOWN);
+          err = provider::set_port_state(target.context, port, IBV_PORT_DOWN);
           break;
         case IBV_EVENT_PORT_ACTIVE:
-          err = sim::set_port_state(target.context, port, IBV_PORT_ACTIVE);
+          err = provider::set_port_state(target.context, port, IBV_PORT_ACTIVE);
           break;
         case IBV_EVENT_LID_CHANGE:
           // A new LID: traffic addressed to the old one no longer arrives.
-          err = sim::query_port(target.context, port, &attr);
-          if (err == 0) err = sim::set_port_lid(target.context, port, attr.lid + 0x1000);
+          err = provider::query_port(target.context, port,
+                                     reinterpret_cast<_compat_ibv_port_attr*>(&attr));
+          if (err == 0) err = provider::set_port_lid(target.context, port, attr.lid + 0x1000);
           break;
         case IBV_EVENT_GID_CHANGE: {
           ibv_gid gid{};
-          err = sim::query_gid(target.context, port, 0, &gid);
+          err = provider::query_gid(target.context, port, 0, &gid);
           gid.raw[15] ^= 0xff;
-          if (err == 0) err = sim::set_gid(target.context, port, 0, gid);
+          if (err == 0) err = provider::set_gid(target.context, port, 0, gid);
           break;
         }
         case IBV_EVENT_DEVICE_FATAL:
-          err = sim::device_fatal(target.context);
+          err = provider::device_fatal(target.context);
           break;
         default:
           return Level::unsupported;  // PKEY/SM change, client reregister
@@ -193,24 +195,25 @@ Level cq_overflow(const Target& target) {
   }
   // The device's own overflow chain: the CQ in error, CQ_ERR, every QP on
   // it QP_FATAL and ERR.
-  sim::raise_cq_event(static_cast<ibv_cq*>(const_cast<void*>(target.object)), IBV_EVENT_CQ_ERR);
+  provider::raise_cq_event(static_cast<ibv_cq*>(const_cast<void*>(target.object)),
+                           IBV_EVENT_CQ_ERR);
   return Level::cause;
 }
 
 Level port_down(const Target& target, std::uint8_t port) {
   if (!target.simulated) return async_event_real(target, IBV_EVENT_PORT_ERR, port);
-  return sim::set_port_state(target.context, port, IBV_PORT_DOWN) == 0 ? Level::cause
-                                                                       : Level::unsupported;
+  return provider::set_port_state(target.context, port, IBV_PORT_DOWN) == 0 ? Level::cause
+                                                                            : Level::unsupported;
 }
 
 Level device_fatal(const Target& target) {
   if (!target.simulated) return async_event_real(target, IBV_EVENT_DEVICE_FATAL, 0);
-  return sim::device_fatal(target.context) == 0 ? Level::cause : Level::unsupported;
+  return provider::device_fatal(target.context) == 0 ? Level::cause : Level::unsupported;
 }
 
 Level spurious_cq_event(ibv_cq* cq, bool simulated) {
   if (cq->channel == nullptr) return Level::unsupported;  // no channel, no event
-  if (simulated) return sim::notify_cq(cq) == 0 ? Level::cause : Level::unsupported;
+  if (simulated) return provider::notify_cq(cq) == 0 ? Level::cause : Level::unsupported;
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* channel = state.registry.find(cq->channel);

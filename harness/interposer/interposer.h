@@ -8,18 +8,18 @@
 // once and the provider's behaviour is untouched.
 #pragma once
 
+#include "call_record.h"
 #include "verbfault/plan.h"
 
 #include <infiniband/verbs.h>
-
-#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string_view>
 
 namespace verbfault::interposer {
 
-using Fields = nlohmann::ordered_json;
+// The arguments of a call as the trace shows them, in order.
+using Fields = std::initializer_list<record::Field>;
 
 // Whether the harness is configured to do anything.
 bool active();
@@ -72,7 +72,7 @@ int before_call(std::optional<Verb> verb, const void* object,
 
 // A new object from a create call: names it ("qp#3") and traces the call.
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
-             Fields args);
+             Fields args = {});
 // A creation that failed (handle nullptr) is traced against the parent.
 void create_failed(const void* parent, std::string_view call, Fields args, int error);
 // A destroy call; the name is forgotten when it succeeded.

@@ -6,7 +6,19 @@ namespace verbfault::interposer {
 
 Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef context,
                              bool simulated) {
-  Tracked tracked;
+  // A provider may reuse an address after destroy: the new object takes
+  // over the address under its own name.
+  remove(handle);
+  std::uint32_t slot = 0;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Tracked& tracked = slots_[slot] = Tracked{};
+  tracked.slot = slot;
   tracked.ref = {kind, next_index_[static_cast<std::size_t>(kind)]++};
   tracked.handle = handle;
   tracked.context = kind == ObjectKind::context ? tracked.ref : context;
@@ -20,44 +32,26 @@ Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef cont
     tracked.qp_type = qp->qp_type;
     tracked.send_cq = qp->send_cq;
     tracked.recv_cq = qp->recv_cq;
-    qps_by_number_[qp->qp_num] = handle;
+    by_qp_num_.insert(qp->qp_num, slot);
   }
-  // A provider may reuse an address after destroy: the new object takes
-  // over the address under its own name.
-  return objects_[handle] = std::move(tracked);
-}
-
-Tracked* ObjectRegistry::find(const void* handle) {
-  auto it = objects_.find(handle);
-  return it == objects_.end() ? nullptr : &it->second;
+  by_handle_.insert(reinterpret_cast<std::uintptr_t>(handle), slot);
+  return tracked;
 }
 
 void ObjectRegistry::remove(const void* handle) {
-  auto it = objects_.find(handle);
-  if (it == objects_.end()) return;
-  if (it->second.ref.kind == ObjectKind::qp) qps_by_number_.erase(it->second.qp_num);
-  if (it->second.ref.kind == ObjectKind::context) contexts_by_index_.erase(it->second.ref.index);
-  objects_.erase(it);
-}
-
-Tracked* ObjectRegistry::find_qp(std::uint32_t qp_num) {
-  auto it = qps_by_number_.find(qp_num);
-  return it == qps_by_number_.end() ? nullptr : find(it->second);
-}
-
-std::string ObjectRegistry::qp_name(std::uint32_t qp_num) {
-  if (Tracked* qp = find_qp(qp_num)) return qp->name();
-  return "qpn:" + std::to_string(qp_num);
-}
-
-Tracked* ObjectRegistry::context_of(const Tracked& object) {
-  return object.context_handle == nullptr ? nullptr : find(object.context_handle);
+  Tracked* tracked = find(handle);
+  if (tracked == nullptr) return;
+  if (tracked->ref.kind == ObjectKind::qp) by_qp_num_.erase(tracked->qp_num);
+  if (tracked->ref.kind == ObjectKind::context) contexts_by_index_.erase(tracked->ref.index);
+  by_handle_.erase(reinterpret_cast<std::uintptr_t>(handle));
+  free_slots_.push_back(tracked->slot);
+  *tracked = Tracked{};  // releases what it held (held completions, fds...)
 }
 
 std::vector<Tracked*> ObjectRegistry::all(ObjectKind kind) {
   std::vector<Tracked*> found;
-  for (auto& [handle, tracked] : objects_)
-    if (tracked.ref.kind == kind) found.push_back(&tracked);
+  for (Tracked& tracked : slots_)
+    if (tracked.handle != nullptr && tracked.ref.kind == kind) found.push_back(&tracked);
   std::sort(found.begin(), found.end(),
             [](const Tracked* a, const Tracked* b) { return a->ref.index < b->ref.index; });
   return found;

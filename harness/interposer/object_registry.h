@@ -8,6 +8,8 @@
 
 #include "injected_events.h"
 #include "object_checks.h"
+#include "object_id.h"
+#include "slot_map.h"
 #include "verbfault/plan.h"
 
 #include <infiniband/verbs.h>
@@ -21,6 +23,13 @@
 
 namespace verbfault::interposer {
 
+// Opportunities of one rule on one object, and how often it fired there
+// (the fault engine's counters; fault_engine.h).
+struct Counter {
+  std::uint64_t opportunities = 0;
+  std::uint64_t fired = 0;
+};
+
 // A posted work request whose completion the interposer will turn into an
 // error (effect level).
 struct DoomedWr {
@@ -32,6 +41,7 @@ struct DoomedWr {
 
 struct Tracked {
   ObjectRef ref{};
+  std::uint32_t slot = record::kNoSlot;  // its place in the registry while it lives
   const void* handle = nullptr;
   ObjectRef context{};  // the context the object belongs to
   const void* context_handle = nullptr;
@@ -66,28 +76,49 @@ struct Tracked {
 
   checkers::ObjectChecks checks;  // what the runtime checks remember of it
 
-  std::uint64_t trace_seq = 0;  // next per-object sequence number
+  // The fault engine's counters of each rule on this object (opportunities
+  // and firings), indexed by rule; sized when the object is first counted.
+  std::vector<Counter> rule_counters;
+  std::uint64_t counters_generation = 0;  // FaultEngine's plan generation they count for
+
+  record::ObjectId id() const { return {slot, ref}; }
   std::string name() const { return to_string(ref); }
 };
 
+// Objects live in slots (a deque: a Tracked never moves while it lives);
+// a slot is reused after its object is removed. Lookups by address and by
+// QP number go through SlotMaps.
 class ObjectRegistry {
  public:
   Tracked& add(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
   // nullptr for objects the front door did not hand out.
-  Tracked* find(const void* handle);
+  Tracked* find(const void* handle) {
+    const auto slot = by_handle_.find(reinterpret_cast<std::uintptr_t>(handle));
+    return slot ? &slots_[*slot] : nullptr;
+  }
   void remove(const void* handle);
-  Tracked* find_qp(std::uint32_t qp_num);
-  // "qp#N" for a QP number, or "qpn:N" for one the process does not own.
-  std::string qp_name(std::uint32_t qp_num);
-  Tracked* context_of(const Tracked& object);
+  Tracked* find_qp(std::uint32_t qp_num) {
+    const auto slot = by_qp_num_.find(qp_num);
+    return slot ? &slots_[*slot] : nullptr;
+  }
+  // The name of a QP number for a completion: its QP's, or kUnknownIndex.
+  ObjectRef qp_ref(std::uint32_t qp_num) {
+    if (Tracked* qp = find_qp(qp_num)) return qp->ref;
+    return {ObjectKind::qp, record::kUnknownIndex};
+  }
+  Tracked* context_of(const Tracked& object) {
+    return object.context_handle == nullptr ? nullptr : find(object.context_handle);
+  }
   // Objects created from now on are named from 0 again (a new Session).
   void restart_names() { next_index_.fill(0); }
   // Every tracked object of a kind, in creation order.
   std::vector<Tracked*> all(ObjectKind kind);
 
  private:
-  std::unordered_map<const void*, Tracked> objects_;
-  std::unordered_map<std::uint32_t, const void*> qps_by_number_;
+  std::deque<Tracked> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  SlotMap by_handle_;
+  SlotMap by_qp_num_;
   std::unordered_map<std::uint32_t, const void*> contexts_by_index_;
   std::array<std::uint32_t, 8> next_index_{};  // per ObjectKind
 };

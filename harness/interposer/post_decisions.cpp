@@ -17,6 +17,7 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
     // answered and end in retry exhaustion.
     Tracked* context = state.registry.context_of(object);
     if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
+      state.may_rewrite_completions = true;
       qp->doomed.push_back({wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
       if (unsignaled_send) plan.force_signaled.push_back(index);
       return;
@@ -39,20 +40,18 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
                      FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
   if (!decision) return;
   const Rule& rule = *decision->rule;
-  Fields detail = Fields::object();
-  detail["wr"] = index;
   switch (rule.kind) {
-    case FaultKind::verb_failure:
+    case FaultKind::verb_failure: {
       plan.stop = index;
       plan.error = *rule.error;
-      detail["errno"] = errno_name(*rule.error);
-      state.record_fault(object, *decision, "effect", std::move(detail));
+      const std::string error = errno_name(*rule.error);
+      state.record_fault(object, *decision, "effect", {{"wr", index}, {"errno", error}});
       break;
+    }
     case FaultKind::flush:
       plan.stop = index;
       plan.flush = true;
-      state.record_fault(object, *decision, object.simulated ? "cause" : "effect",
-                         std::move(detail));
+      state.record_fault(object, *decision, object.simulated ? "cause" : "effect", {{"wr", index}});
       break;
     case FaultKind::rnr_retry_exhausted:
     case FaultKind::retry_exhausted:
@@ -60,10 +59,11 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
         // The simulated fabric really NAKs or drops the message until the
         // requester gives up; the responder never sees it.
         const bool rnr = rule.kind == FaultKind::rnr_retry_exhausted;
-        plan.caused.emplace_back(index,
-                                 rnr ? sim::SendFailure::rnr_nak : sim::SendFailure::no_answer);
-        detail["status"] = rnr ? "rnr_retry_exc_err" : "retry_exc_err";
-        state.record_fault(object, *decision, "cause", std::move(detail));
+        plan.caused.emplace_back(
+            index, rnr ? provider::SendFailure::rnr_nak : provider::SendFailure::no_answer);
+        state.record_fault(
+            object, *decision, "cause",
+            {{"wr", index}, {"status", rnr ? "rnr_retry_exc_err" : "retry_exc_err"}});
         break;
       }
       [[fallthrough]];
@@ -74,10 +74,11 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
                                    : rule.kind == FaultKind::rnr_retry_exhausted
                                        ? IBV_WC_RNR_RETRY_EXC_ERR
                                        : IBV_WC_RETRY_EXC_ERR;
+      state.may_rewrite_completions = true;
       qp->doomed.push_back({wr.wr_id, wr.side, status, decision->rule_index});
       if (unsignaled_send) plan.force_signaled.push_back(index);
-      detail["status"] = to_string(status);
-      state.record_fault(object, *decision, "effect", std::move(detail));
+      state.record_fault(object, *decision, "effect",
+                         {{"wr", index}, {"status", to_string(status)}});
     }
   }
 }

@@ -6,7 +6,7 @@
 
 #include "state.h"
 #include "verbfault/plan.h"
-#include "verbfault/sim/conditions.h"
+#include "conditions.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +23,8 @@ struct PostPlan {
   bool flush = false;                       // flush: the QP goes to ERR before WR `stop`
   std::vector<std::size_t> force_signaled;  // doomed unsignaled send WRs
   // Cause level (a simulated QP, ibv_post_send): the device itself answers
-  // these WRs with RNR NAKs or not at all (sim::post_send_with_failures).
-  std::vector<std::pair<std::size_t, sim::SendFailure>> caused;
+  // these WRs with RNR NAKs or not at all (provider::post_send_with_failures).
+  std::vector<std::pair<std::size_t, provider::SendFailure>> caused;
 };
 
 // What the decision needs to know of one WR.

@@ -3,9 +3,7 @@
 // signal.
 #include "state.h"
 
-#include "verbfault/sim/provider.h"
-
-#include "opcodes.h"
+#include "conditions.h"
 
 #include <unistd.h>
 
@@ -55,7 +53,7 @@ State::State() {
   checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
   if (!g_active) return;
-  if (config.draw_freedoms) sim::set_freedom_seed(config.seed);
+  if (config.draw_freedoms) provider::set_freedom_seed(config.seed);
   if (!config.seed_given)
     std::fprintf(stderr, "verbfault: seed %llu (drawn; VERBFAULT_SEED=%llu replays it)\n",
                  static_cast<unsigned long long>(config.seed),
@@ -70,7 +68,7 @@ State::State() {
 }
 
 void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms) {
-  sim::set_freedom_seed(draw_freedoms ? std::optional(seed) : std::nullopt);
+  provider::set_freedom_seed(draw_freedoms ? std::optional(seed) : std::nullopt);
   std::lock_guard lock(mutex);
   engine.configure(plan, seed);
   registry.restart_names();
@@ -80,69 +78,34 @@ void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedo
 }
 
 void State::end_session() {
-  sim::set_freedom_seed(environment_active_ && config.draw_freedoms ? std::optional(config.seed)
-                                                                    : std::nullopt);
+  provider::set_freedom_seed(
+      environment_active_ && config.draw_freedoms ? std::optional(config.seed) : std::nullopt);
   std::lock_guard lock(mutex);
   trace.stop_capture();
   engine.configure(config.plan, config.seed);
   g_active = environment_active_;
 }
 
-void State::record_raw(Tracked& object, std::string_view members) {
-  std::string line =
-      "{\"obj\":\"" + object.name() + "\",\"seq\":" + std::to_string(object.trace_seq++);
-  if (!members.empty()) {
-    line += ',';
-    line += members;
-  }
-  line += '}';
-  trace.append(line);
-}
-
-void State::record(Tracked& object, Fields fields) {
-  // {"obj":...,"seq":...} followed by the fields, as one ordered object
-  // would print them, without building that object (the hot path: every
-  // verbs call when the harness is active). Names are [a-z#0-9] only.
-  std::string line =
-      "{\"obj\":\"" + object.name() + "\",\"seq\":" + std::to_string(object.trace_seq++);
-  const std::string rest = fields.dump();
-  if (rest.size() > 2) {
-    line += ',';
-    line.append(rest, 1, std::string::npos);
-  } else {
-    line += '}';
-  }
-  trace.append(line);
+Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated) {
+  Tracked& tracked = registry.add(kind, handle, context, simulated);
+  trace.object_added(tracked.id());
+  return tracked;
 }
 
 void State::record_fault(Tracked& object, const Decision& decision, std::string_view level,
-                         Fields detail) {
-  Fields fields = Fields::object();
-  fields["fault"] = to_string(decision.rule->kind);
-  fields["rule"] = decision.rule_index;
-  fields["level"] = level;
-  for (auto& [key, value] : detail.items()) fields[key] = value;
-  record(object, std::move(fields));
+                         std::initializer_list<record::Field> detail) {
+  record::CallRecord fault(object.id());
+  fault.add("fault", to_string(decision.rule->kind))
+      .add("rule", decision.rule_index)
+      .add("level", level);
+  for (const record::Field& field : detail) fault.add(field.key, field.value);
+  record(fault);
 }
 
-Fields State::completion_fields(const ibv_wc& wc) {
-  Fields fields = Fields::object();
-  fields["wr_id"] = wc.wr_id;
-  fields["status"] = to_string(wc.status);
-  fields["qp"] = registry.qp_name(wc.qp_num);
-  // Error completions carry nothing else that is valid (ibv_poll_cq(3)).
-  if (wc.status != IBV_WC_SUCCESS) {
-    fields["vendor_err"] = wc.vendor_err;
-    return fields;
-  }
-  if (auto opcode = opcode_of(wc.opcode))
-    fields["opcode"] = to_string(*opcode);
-  else
-    fields["opcode"] = wc.opcode;
-  fields["byte_len"] = wc.byte_len;
-  if (wc.wc_flags & IBV_WC_WITH_IMM) fields["imm"] = wc.imm_data;
-  fields["wc_flags"] = wc.wc_flags;
-  return fields;
+record::Completions State::completions(const ibv_wc* wc, std::size_t count) {
+  if (completion_qps_.size() < count) completion_qps_.resize(count);
+  for (std::size_t i = 0; i < count; ++i) completion_qps_[i] = registry.qp_ref(wc[i].qp_num);
+  return {wc, completion_qps_.data(), count};
 }
 
 void State::finish(bool check_leaks) noexcept {

@@ -1,6 +1,7 @@
 // The interposer's process-wide state and the one lock that guards it.
 #pragma once
 
+#include "call_record.h"
 #include "checkers.h"
 #include "config.h"
 #include "fault_engine.h"
@@ -14,7 +15,14 @@
 
 namespace verbfault::interposer {
 
+class State;
 void wrap_fd(Tracked& tracked, int& fd);
+
+// The call-site faults of a call on `tracked` (interposer.h before_call),
+// with the lock held; the lock is released while a fired fault is
+// injected, and `tracked` found again after (nullptr: gone meanwhile).
+int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*& tracked,
+                     std::optional<Verb> verb, OnDeadDevice on_dead);
 
 // Set once before main (library constructor), read without a lock.
 extern std::atomic<bool> g_active;
@@ -30,18 +38,26 @@ class State {
   Config config;
   FaultEngine engine;
   ObjectRegistry registry;
-  Trace trace;
+  observers::Trace trace;
   checkers::Checkers checkers;
 
-  // Appends a trace record {"obj": name, "seq": n, ...fields} (lock held).
-  void record(Tracked& object, Fields fields);
-  // The same with the fields already written as JSON members ("a":1,"b":2).
-  void record_raw(Tracked& object, std::string_view members);
-  // Records an injected fault with the level it used (lock held).
+  // Adds a new object to the registry and tells the observers (lock held).
+  Tracked& add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
+  // Appends a record to the trace (lock held).
+  void record(const record::CallRecord& record) { trace.append(record); }
+  // Records an injected fault with the level it used, then `detail`
+  // (lock held).
   void record_fault(Tracked& object, const Decision& decision, std::string_view level,
-                    Fields detail = Fields::object());
-  // Trace fields of a work completion.
-  Fields completion_fields(const ibv_wc& wc);
+                    std::initializer_list<record::Field> detail = {});
+  // Set once a work request was doomed (an injected error): from then on
+  // polled completions are checked for rewrites.
+  bool may_rewrite_completions = false;
+  // The WRs of the post being traced (scratch, kept allocated).
+  std::vector<record::WrSummary> posted_wrs;
+
+  // Completions with their QPs' names, for a record (lock held): valid
+  // until the next call.
+  record::Completions completions(const ibv_wc* wc, std::size_t count);
   // A Session: its plan and seed replace the environment's until it ends.
   void begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms);
   void end_session();
@@ -52,6 +68,8 @@ class State {
 
  private:
   State();
+  std::vector<ObjectRef>
+      completion_qps_;  // scratch of completions()  // scratch of completions(), kept allocated
   bool finished_ = false;
   bool environment_active_ = false;  // g_active as the environment set it
 };

@@ -13,7 +13,7 @@
 #include "injections.h"
 #include "saved_ops.h"
 #include "state.h"
-#include "verbfault/sim/conditions.h"
+#include "conditions.h"
 
 #include <cerrno>
 #include <cstring>
@@ -26,25 +26,39 @@ namespace {
 // ---- post_send / post_recv -------------------------------------------------------
 
 template <class Wr>
-Fields wr_fields(const Wr& wr, std::optional<Opcode> opcode) {
-  Fields fields = Fields::object();
-  fields["wr_id"] = wr.wr_id;
-  if (opcode) fields["opcode"] = to_string(*opcode);
-  std::uint64_t length = 0;
-  for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
-  fields["len"] = length;
-  if constexpr (std::is_same_v<Wr, ibv_send_wr>) fields["flags"] = wr.send_flags;
-  return fields;
+record::WrSummary summary_of(const Wr& wr) {
+  record::WrSummary summary;
+  summary.wr_id = wr.wr_id;
+  for (int i = 0; i < wr.num_sge && wr.sg_list != nullptr; ++i)
+    summary.length += wr.sg_list[i].length;
+  if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
+    if (auto opcode = opcode_of(wr.opcode)) summary.opcode = static_cast<std::uint8_t>(*opcode);
+    summary.flags = wr.send_flags;
+    summary.has_flags = true;
+  } else {
+    summary.opcode = static_cast<std::uint8_t>(Opcode::recv);
+  }
+  return summary;
 }
 
-// Decides every WR of the list (lock held) and traces the faults.
+// Decides every WR of the list (lock held), records the faults, and fills
+// `wrs` with what the trace shows of each WR.
 template <class Wr>
-PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* list, Fields& wrs) {
+PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* list,
+                     std::vector<record::WrSummary>& wrs) {
   PostPlan plan;
   // Only ibv_post_send on a simulated QP can hand the device conditions.
   const bool can_cause = verb == Verb::post_send && object.simulated;
+  // Nothing to decide without posted-WR rules, doomed WRs ahead, or a port
+  // the interposer took down (real providers only).
+  const Tracked* context = object.simulated ? nullptr : state.registry.context_of(object);
+  const bool decide = state.engine.has_rules(Site::posted_wr) || (qp && !qp->doomed.empty()) ||
+                      (context != nullptr && context->port_down);
+  wrs.clear();
   std::size_t index = 0;
   for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {
+    wrs.push_back(summary_of(*wr));
+    if (!decide || plan.stop != SIZE_MAX) continue;
     PostedWr posted;
     posted.wr_id = wr->wr_id;
     if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
@@ -55,8 +69,7 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
       posted.side = Side::recv;
       posted.opcode = Opcode::recv;
     }
-    wrs.push_back(wr_fields(*wr, posted.opcode));
-    if (plan.stop == SIZE_MAX) decide_wr(state, object, qp, verb, posted, index, plan, can_cause);
+    decide_wr(state, object, qp, verb, posted, index, plan, can_cause);
   }
   return plan;
 }
@@ -97,13 +110,21 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
   return post_range(stop, copy.size());
 }
 
+// One lock acquisition when no rule fires: the decisions, the provider's
+// post (which never blocks) and the record happen under it, so the record
+// is in the order the provider saw the posts.
 template <class Object, class Wr, class Op>
 int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr, Op op) {
   State& state = State::get();
-  // Nothing of the list was posted: bad_wr points at its first WR.
-  if (int error = before_call(std::nullopt, object)) return *bad_wr = list, error;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) {
+    lock.unlock();
+    return op(object, list, bad_wr);
+  }
+  // Nothing of the list was posted: bad_wr points at its first WR.
+  if (int error = call_site_faults(state, lock, tracked, std::nullopt, OnDeadDevice::fail))
+    return *bad_wr = list, error;
   if (tracked == nullptr) {
     lock.unlock();
     return op(object, list, bad_wr);
@@ -113,44 +134,49 @@ int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
     state.checkers.send_posted(state, *tracked, list);
   else
     state.checkers.recv_posted(state, *tracked, list);
-  Fields wrs = Fields::array();
+  std::vector<record::WrSummary>& wrs = state.posted_wrs;
   PostPlan plan = decide_post(state, *tracked, tracked_qp, verb, list, wrs);
-  lock.unlock();
   int result = 0;
+  std::vector<record::WrSummary> fired_wrs;  // when the lock is released below
   if (plan.stop == SIZE_MAX && plan.force_signaled.empty() && plan.caused.empty()) {
     result = op(object, list, bad_wr);
   } else {
+    fired_wrs = wrs;
+    lock.unlock();
     // Posts copy[from...] with the provider's op, or through the simulated
     // device with the conditions caused for those WRs.
     auto post = [&](Wr* first, Wr** bad, std::size_t from) {
       if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
         if (!plan.caused.empty()) {
-          std::vector<sim::SendFailure> failures;
+          std::vector<provider::SendFailure> failures;
           for (auto [index, failure] : plan.caused) {
             if (index < from) continue;
-            failures.resize(std::max(failures.size(), index - from + 1), sim::SendFailure::none);
+            failures.resize(std::max(failures.size(), index - from + 1),
+                            provider::SendFailure::none);
             failures[index - from] = failure;
           }
-          return sim::post_send_with_failures(qp, first, bad, failures);
+          return provider::post_send_with_failures(qp, first, bad, failures);
         }
       }
       return op(object, first, bad);
     };
     result = execute_post(list, bad_wr, plan, post, qp);
+    lock.lock();
+    if ((tracked = state.registry.find(object)) == nullptr) return result;
   }
-  lock.lock();
-  if ((tracked = state.registry.find(object))) {
-    Fields fields = Fields::object();
-    fields["call"] = to_string(verb);
-    fields["wrs"] = std::move(wrs);
-    fields["ret"] = result;
-    if (result != 0 && *bad_wr != nullptr) {
-      std::size_t index = 0;
-      for (Wr* wr = list; wr != nullptr && wr != *bad_wr; wr = wr->next) ++index;
-      fields["bad_wr"] = index;
-    }
-    state.record(*tracked, std::move(fields));
+  record::CallRecord posted(tracked->id(), record::Call::post_send);
+  if constexpr (std::is_same_v<Wr, ibv_recv_wr>)
+    posted = record::CallRecord(
+        tracked->id(), qp != nullptr ? record::Call::post_recv : record::Call::post_srq_recv);
+  posted.add("call", to_string(verb))
+      .add("wrs", std::span<const record::WrSummary>(fired_wrs.empty() ? wrs : fired_wrs))
+      .add("ret", result);
+  if (result != 0 && *bad_wr != nullptr) {
+    std::size_t index = 0;
+    for (Wr* wr = list; wr != nullptr && wr != *bad_wr; wr = wr->next) ++index;
+    posted.add("bad_wr", index);
   }
+  state.record(posted);
   return result;
 }
 
@@ -175,13 +201,29 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 // ---- poll_cq ---------------------------------------------------------------------------
 
+// The poll record: its arguments, the count it returned and the completions.
+void record_poll(State& state, Tracked& cq, int num_entries, int ret, const ibv_wc* wc,
+                 int visible) {
+  record::CallRecord polled(cq.id(), record::Call::poll_cq);
+  polled.add("call", "poll_cq").add("max", num_entries).add("ret", ret);
+  if (visible > 0) polled.add("wc", state.completions(wc, static_cast<std::size_t>(visible)));
+  state.record(polled);
+}
+
+// One lock acquisition when no rule fires: the decisions, the provider's
+// poll (which never blocks), the rewrites and the record happen under it.
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   const FastPathOps* ops = saved_ops(cq->context);
   if (!g_active) return ops->poll_cq(cq, num_entries, wc);
   State& state = State::get();
-  if (int error = before_call(std::nullopt, cq, OnDeadDevice::work)) return -error;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(cq);
+  if (tracked == nullptr) {
+    lock.unlock();
+    return ops->poll_cq(cq, num_entries, wc);
+  }
+  if (int error = call_site_faults(state, lock, tracked, std::nullopt, OnDeadDevice::work))
+    return -error;
   if (tracked == nullptr) {
     lock.unlock();
     return ops->poll_cq(cq, num_entries, wc);
@@ -189,30 +231,30 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   tracked->absorb_next_event = false;  // the application looks at the CQ
   if (tracked->overflowed) {
     // Effect-level overflow on a real provider: only destroy works now.
-    state.record(*tracked, {{"call", "poll_cq"}, {"max", num_entries}, {"ret", -EIO}});
+    record_poll(state, *tracked, num_entries, -EIO, wc, 0);
     return -EIO;
   }
-  Opportunity at;
-  at.site = Site::poll;
-  at.object = tracked;
-  at.verb = Verb::poll_cq;
-  // A poll for one completion cannot return fewer without returning none,
-  // which is delayed_completion's business: partial_poll needs two or more.
-  auto decision = num_entries >= 2
-                      ? state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow,
-                                                 FaultKind::partial_poll})
-                      : state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow});
+  std::optional<Decision> decision;
+  if (state.engine.has_rules(Site::poll)) {
+    Opportunity at;
+    at.site = Site::poll;
+    at.object = tracked;
+    at.verb = Verb::poll_cq;
+    // A poll for one completion cannot return fewer without returning
+    // none, which is delayed_completion's business: partial_poll needs two
+    // or more.
+    decision = num_entries >= 2
+                   ? state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow,
+                                              FaultKind::partial_poll})
+                   : state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow});
+  }
   int limit = num_entries;
-  bool overflow = false;
-  Fields fields = Fields::object();
-  fields["call"] = "poll_cq";
-  fields["max"] = num_entries;
   if (decision) {
     const Rule& rule = *decision->rule;
     if (rule.kind == FaultKind::verb_failure) {
-      state.record_fault(*tracked, *decision, "effect", {{"errno", errno_name(*rule.error)}});
-      fields["ret"] = -*rule.error;
-      state.record(*tracked, std::move(fields));
+      const std::string error = errno_name(*rule.error);
+      state.record_fault(*tracked, *decision, "effect", {{"errno", error}});
+      record_poll(state, *tracked, num_entries, -*rule.error, wc, 0);
       return -*rule.error;
     }
     if (rule.kind == FaultKind::partial_poll) {
@@ -224,8 +266,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       limit = 1 + static_cast<int>(bits % static_cast<std::uint64_t>(num_entries - 1));
       state.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
     }
-    if (rule.kind == FaultKind::cq_overflow) overflow = true;
-    if (overflow) {
+    if (rule.kind == FaultKind::cq_overflow) {
       const inject::Target target{cq, cq->context, tracked->simulated};
       const Decision d = *decision;
       lock.unlock();
@@ -235,7 +276,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       state.record_fault(*tracked, d, inject::to_string(level));
       if (tracked->overflowed) {
         // The overflowing poll already fails, as on the simulated device.
-        state.record(*tracked, {{"call", "poll_cq"}, {"max", num_entries}, {"ret", -EIO}});
+        record_poll(state, *tracked, num_entries, -EIO, wc, 0);
         return -EIO;
       }
     }
@@ -248,20 +289,18 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     tracked->held.erase(tracked->held.begin());
   }
   int polled = 0;
-  if (count < limit && tracked->held.empty()) {
-    lock.unlock();
-    polled = ops->poll_cq(cq, limit - count, wc + count);
-    lock.lock();
-    if ((tracked = state.registry.find(cq)) == nullptr) return polled < 0 ? polled : count + polled;
-  }
+  if (count < limit && tracked->held.empty()) polled = ops->poll_cq(cq, limit - count, wc + count);
   if (polled < 0) {
-    fields["ret"] = polled;
-    state.record(*tracked, std::move(fields));
+    record_poll(state, *tracked, num_entries, polled, wc, 0);
     return count > 0 ? count : polled;
   }
   std::vector<ibv_qp*> to_error;
   int visible = count + polled;
-  for (int i = count; i < count + polled; ++i) {
+  // Rewrites only where something can be rewritten: an injected error on
+  // some QP, or a delay rule.
+  const bool rewrite_any =
+      state.may_rewrite_completions || state.engine.has_rules(Site::completion);
+  for (int i = count; rewrite_any && i < count + polled; ++i) {
     if (ibv_qp* qp = rewrite(state, wc[i])) to_error.push_back(qp);
     auto delay = decide_delay(state, *tracked, wc[i]);
     if (!delay) continue;
@@ -279,22 +318,8 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     break;
   }
   state.checkers.polled(state, *tracked, num_entries, visible, wc);
-  if (visible == 0 && !decision) {
-    // The most frequent record of all (busy polling): written directly, the
-    // same bytes the fields would give.
-    state.record_raw(*tracked,
-                     "\"call\":\"poll_cq\",\"max\":" + std::to_string(num_entries) + ",\"ret\":0");
-    lock.unlock();
-    for (ibv_qp* qp : to_error) inject::qp_to_error(qp);
-    return 0;
-  }
-  fields["ret"] = visible;
-  if (visible > 0) {
-    Fields list = Fields::array();
-    for (int i = 0; i < visible; ++i) list.push_back(state.completion_fields(wc[i]));
-    fields["wc"] = std::move(list);
-  }
-  state.record(*tracked, std::move(fields));
+  record_poll(state, *tracked, num_entries, visible, wc, visible);
+  if (to_error.empty()) return visible;
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);
   return visible;
@@ -302,46 +327,61 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
 
 // ---- req_notify_cq -------------------------------------------------------------------
 
+// One lock acquisition when no rule fires (the provider's arm never blocks).
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
   const FastPathOps* ops = saved_ops(cq->context);
   if (!g_active) return ops->req_notify_cq(cq, solicited_only);
   State& state = State::get();
-  if (int error = before_call(std::nullopt, cq)) return error;
   std::unique_lock lock(state.mutex);
   Tracked* tracked = state.registry.find(cq);
   if (tracked == nullptr) {
     lock.unlock();
     return ops->req_notify_cq(cq, solicited_only);
   }
-  Opportunity at;
-  at.site = Site::arm;
-  at.object = tracked;
-  at.verb = Verb::req_notify_cq;
-  auto decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::spurious_cq_event});
-  Fields fields = Fields::object();
-  fields["call"] = "req_notify_cq";
-  fields["solicited"] = solicited_only != 0;
+  if (int error = call_site_faults(state, lock, tracked, std::nullopt, OnDeadDevice::fail))
+    return error;
+  if (tracked == nullptr) {
+    lock.unlock();
+    return ops->req_notify_cq(cq, solicited_only);
+  }
+  std::optional<Decision> decision;
+  if (state.engine.has_rules(Site::arm)) {
+    Opportunity at;
+    at.site = Site::arm;
+    at.object = tracked;
+    at.verb = Verb::req_notify_cq;
+    decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::spurious_cq_event});
+  }
+  auto record_arm = [&](int ret) {
+    state.record(record::CallRecord(tracked->id(), record::Call::req_notify_cq)
+                     .add("call", "req_notify_cq")
+                     .add("solicited", solicited_only != 0)
+                     .add("ret", ret));
+  };
   if (decision && decision->rule->kind == FaultKind::verb_failure) {
     const int error = *decision->rule->error;
-    state.record_fault(*tracked, *decision, "effect", {{"errno", errno_name(error)}});
-    fields["ret"] = error;
-    state.record(*tracked, std::move(fields));
+    const std::string name = errno_name(error);
+    state.record_fault(*tracked, *decision, "effect", {{"errno", name}});
+    record_arm(error);
     return error;
   }
-  const bool simulated = tracked->simulated;
-  lock.unlock();
   const int result = ops->req_notify_cq(cq, solicited_only);
-  inject::Level level = inject::Level::unsupported;
-  if (decision && result == 0) level = inject::spurious_cq_event(cq, simulated);
-  lock.lock();
-  if ((tracked = state.registry.find(cq)) == nullptr) return result;
   if (result == 0) {
     tracked->armed = true;
     state.checkers.armed(state, *tracked);
   }
-  if (decision) state.record_fault(*tracked, *decision, inject::to_string(level));
-  fields["ret"] = result;
-  state.record(*tracked, std::move(fields));
+  if (decision) {
+    // A spurious event on a real provider is queued by the interposer
+    // itself, under its lock: released meanwhile.
+    const bool simulated = tracked->simulated;
+    lock.unlock();
+    inject::Level level = inject::Level::unsupported;
+    if (result == 0) level = inject::spurious_cq_event(cq, simulated);
+    lock.lock();
+    if ((tracked = state.registry.find(cq)) == nullptr) return result;
+    state.record_fault(*tracked, *decision, inject::to_string(level));
+  }
+  record_arm(result);
   return result;
 }
 

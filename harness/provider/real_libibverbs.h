@@ -2,11 +2,19 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <infiniband/verbs.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-namespace verbfault::frontdoor {
+extern "C" {
+// Exported by libibverbs but declared only in its private driver.h.
+int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
+int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned int index,
+                       int* type);
+}
+
+namespace verbfault::provider {
 
 // The next definition of `name` at `version` after libverbfault.so in the
 // process's lookup order: the real libibverbs (a DT_NEEDED dependency of
@@ -24,10 +32,10 @@ Fn* real(const char* name, const char* version) {
 }
 
 // One lookup per call site, on first use.
-#define VERBFAULT_REAL(fn, version)                                                   \
-  ([]() {                                                                             \
-    static auto* resolved = ::verbfault::frontdoor::real<decltype(fn)>(#fn, version); \
-    return resolved;                                                                  \
+#define VERBFAULT_REAL(fn, version)                                                  \
+  ([]() {                                                                            \
+    static auto* resolved = ::verbfault::provider::real<decltype(fn)>(#fn, version); \
+    return resolved;                                                                 \
   }())
 
-}  // namespace verbfault::frontdoor
+}  // namespace verbfault::provider

@@ -1,0 +1,87 @@
+#include "trace.h"
+
+#include "trace_encoding.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace verbfault::observers {
+
+namespace {
+// Words buffered before they are rendered and written (about 128 KiB of
+// JSON for busy polling).
+constexpr std::size_t kFlushAtWords = 1 << 13;
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
+}  // namespace
+
+void Trace::open(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw std::runtime_error("VERBFAULT_TRACE='" + path +
+                             "': cannot open for writing: " + std::strerror(errno));
+  pending_.reserve(kFlushAtWords + 1024);
+  rendered_.reserve(kFlushAtWords * 16);
+}
+
+void Trace::object_added(record::ObjectId id) {
+  if (id.slot >= seq_.size()) seq_.resize(std::max<std::size_t>(id.slot + 1, 2 * seq_.size()));
+  seq_[id.slot] = 0;
+}
+
+void Trace::append(const record::CallRecord& record) {
+  const std::uint32_t slot = record.object().slot;
+  const std::uint64_t seq = slot < seq_.size() ? seq_[slot]++ : 0;
+  encoded_.clear();
+  encoding::encode(record, seq, encoded_);
+  // FNV-1a over the record's words (trace_encoding.h): the trace hash.
+  for (std::uint64_t word : encoded_) hash_ = (hash_ ^ word) * kFnvPrime;
+  ++records_;
+  if (capturing_) {
+    std::string line;
+    encoding::render(encoded_, line);
+    captured_.push_back(std::move(line));
+  }
+  if (fd_ < 0) return;
+  pending_.insert(pending_.end(), encoded_.begin(), encoded_.end());
+  if (pending_.size() >= kFlushAtWords) flush();
+}
+
+void Trace::start_capture() {
+  capturing_ = true;
+  captured_.clear();
+  hash_ = kHashBasis;
+  records_ = 0;
+}
+
+void Trace::stop_capture() {
+  capturing_ = false;
+}
+
+void Trace::flush() noexcept {
+  if (fd_ < 0 || pending_.empty()) return;
+  rendered_.clear();
+  try {
+    for (std::size_t at = 0; at < pending_.size();) {
+      at += encoding::render(std::span(pending_).subspan(at), rendered_);
+      rendered_ += '\n';
+    }
+  } catch (...) {
+    // Out of memory while dying: write what was rendered.
+  }
+  pending_.clear();
+  const char* data = rendered_.data();
+  std::size_t left = rendered_.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace verbfault::observers

@@ -1,0 +1,58 @@
+// The trace: one record per verbs call, completion batch, event, injected
+// fault and finding, with stable object names ("qp#1") and per-object
+// sequence numbers; no pointers, no times. The same seed, plan and binary
+// give the same records, summarized by the trace hash.
+//
+// Records arrive as CallRecords and are kept in a compact form: a few
+// 64-bit words each (trace_encoding.h). The hash is computed over those
+// words, so it costs the same whether or not a file is written; JSON Lines
+// are rendered from the words only when the buffer is written to the file
+// (or at once for a Session that keeps the records in memory).
+//
+// Owner: the interposer, which calls every member under its lock, so
+// records are whole and in one order; flush() may also run from a fatal
+// signal handler (best effort, the process is dying anyway).
+#pragma once
+
+#include "call_record.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace verbfault::observers {
+
+class Trace {
+ public:
+  // Without a path the trace is only hashed, not written. Throws
+  // std::runtime_error with a one-line message when the file cannot be
+  // opened.
+  void open(const std::string& path);
+  // A new object in `id.slot`: its sequence numbers start again from 0.
+  void object_added(record::ObjectId id);
+  void append(const record::CallRecord& record);
+  // Writes what is buffered; safe enough from a signal handler.
+  void flush() noexcept;
+
+  std::uint64_t hash() const { return hash_; }
+  std::uint64_t records() const { return records_; }
+  // Keeps the records in memory as JSON lines from now on (and restarts
+  // the hash), for a Session; stop_capture() goes back to the file only.
+  void start_capture();
+  void stop_capture();
+  const std::vector<std::string>& captured() const { return captured_; }
+
+ private:
+  int fd_ = -1;
+  std::vector<std::uint64_t> encoded_;  // this record's words (reused)
+  std::vector<std::uint64_t> pending_;  // words not yet written to the file
+  std::string rendered_;                // JSON text being written (reused)
+  std::vector<std::uint64_t> seq_;      // next sequence number, per slot
+  std::uint64_t hash_ = kHashBasis;
+  std::uint64_t records_ = 0;
+  bool capturing_ = false;
+  std::vector<std::string> captured_;
+  static constexpr std::uint64_t kHashBasis = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+};
+
+}  // namespace verbfault::observers

@@ -1,0 +1,324 @@
+#include "trace_encoding.h"
+
+#include "verbfault/plan.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+
+namespace verbfault::observers::encoding {
+
+namespace {
+
+using record::Value;
+using Type = record::Value::Type;
+
+constexpr std::uint64_t kNoQp = record::kUnknownIndex;
+constexpr std::size_t kLongText = 0xff;
+
+// Packs up to 8 bytes little-endian, starting at bit `shift`.
+std::uint64_t pack(const char* bytes, std::size_t count, unsigned shift = 0) {
+  std::uint64_t word = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    word |= std::uint64_t{static_cast<unsigned char>(bytes[i])} << (shift + 8 * i);
+  return word;
+}
+
+void unpack(std::uint64_t word, std::size_t count, unsigned shift, std::string& out) {
+  for (std::size_t i = 0; i < count; ++i)
+    out += static_cast<char>((word >> (shift + 8 * i)) & 0xff);
+}
+
+// The bytes after the first `first` ones, 8 per word.
+void pack_rest(std::string_view text, std::size_t first, std::vector<std::uint64_t>& out) {
+  for (std::size_t at = first; at < text.size(); at += 8)
+    out.push_back(pack(text.data() + at, std::min<std::size_t>(8, text.size() - at)));
+}
+
+std::size_t unpack_rest(const std::uint64_t* words, std::size_t length, std::size_t first,
+                        std::string& out) {
+  std::size_t used = 0;
+  for (std::size_t at = first; at < length; at += 8)
+    unpack(words[used++], std::min<std::size_t>(8, length - at), 0, out);
+  return used;
+}
+
+std::uint64_t object_word(ObjectRef ref) {
+  return static_cast<std::uint64_t>(ref.kind) | std::uint64_t{ref.index} << 8;
+}
+
+ObjectRef object_of(std::uint64_t word) {
+  return {static_cast<ObjectKind>(word & 0xff), static_cast<std::uint32_t>(word >> 8)};
+}
+
+void append_number(std::string& out, auto value) {
+  char buffer[24];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  (void)error;
+  out.append(buffer, end);
+}
+
+// A JSON string: quotes, backslashes and control characters escaped the
+// way nlohmann::json writes them (the trace format before the compact form).
+void append_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static const char* const kHex = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xf];
+          out += kHex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void append_object(std::string& out, ObjectRef ref) {
+  out += '"';
+  out += to_string(ref.kind);
+  out += '#';
+  append_number(out, ref.index);
+  out += '"';
+}
+
+std::optional<Opcode> wc_opcode(std::uint32_t opcode) {
+  switch (opcode) {
+    case IBV_WC_SEND:
+      return Opcode::send;
+    case IBV_WC_RDMA_WRITE:
+      return Opcode::rdma_write;
+    case IBV_WC_RDMA_READ:
+      return Opcode::rdma_read;
+    case IBV_WC_COMP_SWAP:
+      return Opcode::atomic_cmp_and_swp;
+    case IBV_WC_FETCH_ADD:
+      return Opcode::atomic_fetch_and_add;
+    case IBV_WC_RECV:
+      return Opcode::recv;
+    case IBV_WC_RECV_RDMA_WITH_IMM:
+      return Opcode::recv_rdma_with_imm;
+    default:
+      return std::nullopt;
+  }
+}
+
+void encode_value(const Value& value, std::vector<std::uint64_t>& out) {
+  switch (value.type) {
+    case Type::integer:
+      out.push_back(value.unsigned_integer);  // the same bits either way
+      return;
+    case Type::boolean:
+      out.push_back(value.boolean ? 1 : 0);
+      return;
+    case Type::text: {
+      // Short texts (the usual names) take one word; a length of 255 or
+      // more is written in a word of its own.
+      const std::size_t length = value.text.size();
+      out.push_back(std::min<std::size_t>(length, kLongText) |
+                    pack(value.text.data(), std::min<std::size_t>(7, length), 8));
+      if (length >= kLongText) out.push_back(length);
+      pack_rest(value.text, 7, out);
+      return;
+    }
+    case Type::object:
+      out.push_back(object_word(value.object));
+      return;
+    case Type::wrs:
+      out.push_back(value.wrs.size());
+      for (const record::WrSummary& wr : value.wrs) {
+        out.push_back(wr.wr_id);
+        out.push_back(wr.length);
+        out.push_back(wr.flags | std::uint64_t{wr.opcode} << 32 |
+                      std::uint64_t{wr.has_flags} << 40 | std::uint64_t{wr.has_length} << 41);
+      }
+      return;
+    case Type::completions: {
+      const record::Completions& c = value.completions;
+      out.push_back(c.count);
+      for (std::size_t i = 0; i < c.count; ++i) {
+        const ibv_wc& wc = c.wc[i];
+        out.push_back(wc.wr_id);
+        out.push_back(static_cast<std::uint64_t>(wc.status) |
+                      std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
+        out.push_back(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
+        out.push_back(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
+        const ObjectRef qp = c.qps[i];
+        out.push_back(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
+                                                        : qp.index);
+      }
+      return;
+    }
+  }
+}
+
+std::size_t render_wrs(const std::uint64_t* words, std::string& out) {
+  const std::size_t count = words[0];
+  out += '[';
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t* wr = words + 1 + 3 * i;
+    if (i > 0) out += ',';
+    out += "{\"wr_id\":";
+    append_number(out, wr[0]);
+    const auto opcode = static_cast<std::uint8_t>(wr[2] >> 32);
+    if (opcode != record::WrSummary::kNoOpcode) {
+      out += ",\"opcode\":";
+      append_string(out, to_string(static_cast<Opcode>(opcode)));
+    }
+    if ((wr[2] >> 41) & 1) {
+      out += ",\"len\":";
+      append_number(out, wr[1]);
+    }
+    if ((wr[2] >> 40) & 1) {
+      out += ",\"flags\":";
+      append_number(out, static_cast<std::uint32_t>(wr[2]));
+    }
+    out += '}';
+  }
+  out += ']';
+  return 1 + 3 * count;
+}
+
+std::size_t render_completions(const std::uint64_t* words, std::string& out) {
+  const std::size_t count = words[0];
+  out += '[';
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t* wc = words + 1 + 5 * i;
+    if (i > 0) out += ',';
+    const auto status = static_cast<ibv_wc_status>(wc[1] & 0xffffffff);
+    const auto opcode = static_cast<std::uint32_t>(wc[1] >> 32);
+    out += "{\"wr_id\":";
+    append_number(out, wc[0]);
+    out += ",\"status\":";
+    append_string(out, to_string(status));
+    out += ",\"qp\":";
+    if ((wc[4] & 0xffffffff) == kNoQp) {
+      out += "\"qpn:";
+      append_number(out, static_cast<std::uint32_t>(wc[4] >> 32));
+      out += '"';
+    } else {
+      append_object(out, {ObjectKind::qp, static_cast<std::uint32_t>(wc[4])});
+    }
+    // Error completions carry nothing else that is valid (ibv_poll_cq(3)).
+    if (status != IBV_WC_SUCCESS) {
+      out += ",\"vendor_err\":";
+      append_number(out, static_cast<std::uint32_t>(wc[2] >> 32));
+      out += '}';
+      continue;
+    }
+    out += ",\"opcode\":";
+    if (auto known = wc_opcode(opcode))
+      append_string(out, to_string(*known));
+    else
+      append_number(out, opcode);
+    out += ",\"byte_len\":";
+    append_number(out, static_cast<std::uint32_t>(wc[2]));
+    const auto flags = static_cast<std::uint32_t>(wc[3] >> 32);
+    if (flags & IBV_WC_WITH_IMM) {
+      out += ",\"imm\":";
+      append_number(out, static_cast<std::uint32_t>(wc[3]));
+    }
+    out += ",\"wc_flags\":";
+    append_number(out, flags);
+    out += '}';
+  }
+  out += ']';
+  return 1 + 5 * count;
+}
+
+}  // namespace
+
+void encode(const record::CallRecord& record, std::uint64_t seq, std::vector<std::uint64_t>& out) {
+  const auto fields = record.fields();
+  out.push_back(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
+  out.push_back(seq);
+  for (const record::Field& field : fields) {
+    const std::string_view key = field.key;
+    out.push_back(key.size() | std::uint64_t{static_cast<std::uint8_t>(field.value.type)} << 8 |
+                  std::uint64_t{field.value.is_unsigned} << 15 |
+                  pack(key.data(), std::min<std::size_t>(5, key.size()), 24));
+    pack_rest(key, 5, out);
+    encode_value(field.value, out);
+  }
+}
+
+std::size_t render(std::span<const std::uint64_t> words, std::string& out) {
+  const std::uint64_t* at = words.data();
+  const std::size_t count = (at[0] >> 40) & 0xff;
+  out += "{\"obj\":";
+  append_object(out, object_of(at[0] & 0xffffffffff));
+  out += ",\"seq\":";
+  append_number(out, at[1]);
+  at += 2;
+  for (std::size_t f = 0; f < count; ++f) {
+    const std::uint64_t key_word = *at++;
+    const std::size_t key_length = key_word & 0xff;
+    const auto type = static_cast<Type>((key_word >> 8) & 0x7f);
+    const bool is_unsigned = (key_word >> 15) & 1;
+    out += ",\"";
+    unpack(key_word, std::min<std::size_t>(5, key_length), 24, out);
+    at += unpack_rest(at, key_length, 5, out);
+    out += "\":";
+    switch (type) {
+      case Type::integer:
+        if (is_unsigned)
+          append_number(out, *at);
+        else
+          append_number(out, static_cast<std::int64_t>(*at));
+        ++at;
+        break;
+      case Type::boolean:
+        out += *at++ ? "true" : "false";
+        break;
+      case Type::text: {
+        std::size_t length = *at & 0xff;
+        const std::uint64_t first = *at++;
+        if (length >= kLongText) length = *at++;
+        std::string text;
+        unpack(first, std::min<std::size_t>(7, length), 8, text);
+        at += unpack_rest(at, length, 7, text);
+        append_string(out, text);
+        break;
+      }
+      case Type::object:
+        append_object(out, object_of(*at++));
+        break;
+      case Type::wrs:
+        at += render_wrs(at, out);
+        break;
+      case Type::completions:
+        at += render_completions(at, out);
+        break;
+    }
+  }
+  out += '}';
+  return static_cast<std::size_t>(at - words.data());
+}
+
+}  // namespace verbfault::observers::encoding

@@ -1,0 +1,179 @@
+// The device list and device-level calls: simulated devices are listed
+// after the real ones.
+#include "real_libibverbs.h"
+#include "verbfault/sim/provider.h"
+#include "verbs.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+namespace verbfault::provider {
+
+namespace {
+
+// Lists handed out by get_device_list -> the real list inside them, so
+// that free_device_list releases both. Guarded by its own mutex: device
+// lists are independent of the device model and of the interposer.
+std::mutex lists_mutex;
+std::unordered_map<ibv_device**, ibv_device**>& lists() {
+  static auto* map = new std::unordered_map<ibv_device**, ibv_device**>();
+  return *map;
+}
+
+}  // namespace
+
+bool simulated(const ibv_device* device) {
+  return sim::owns(device);
+}
+
+bool simulated(const ibv_context* context) {
+  return sim::owns(context);
+}
+
+ibv_device** get_device_list(int* num_devices) {
+  int saved_errno = errno;
+  int real_count = 0;
+  ibv_device** real_list = VERBFAULT_REAL(ibv_get_device_list, "IBVERBS_1.1")(&real_count);
+  // Without RDMA in the kernel libibverbs fails with ENOSYS: the simulated
+  // devices are still there.
+  if (real_list == nullptr) real_count = 0;
+  auto simulated_devices = sim::devices();
+  const size_t total = static_cast<size_t>(real_count) + simulated_devices.size();
+  auto** list = static_cast<ibv_device**>(std::calloc(total + 1, sizeof(ibv_device*)));
+  if (list == nullptr) {
+    if (real_list != nullptr) VERBFAULT_REAL(ibv_free_device_list, "IBVERBS_1.1")(real_list);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  for (int i = 0; i < real_count; ++i) list[i] = real_list[i];
+  for (size_t i = 0; i < simulated_devices.size(); ++i) list[real_count + i] = simulated_devices[i];
+  {
+    std::lock_guard guard(lists_mutex);
+    lists()[list] = real_list;
+  }
+  if (num_devices != nullptr) *num_devices = static_cast<int>(total);
+  // A failure of the real library is not a failure of the merged list.
+  errno = real_list == nullptr ? 0 : saved_errno;
+  return list;
+}
+
+void free_device_list(ibv_device** list) {
+  ibv_device** real_list = nullptr;
+  {
+    std::lock_guard guard(lists_mutex);
+    auto it = lists().find(list);
+    if (it == lists().end()) {
+      // Not one of ours: the real library's own list.
+      VERBFAULT_REAL(ibv_free_device_list, "IBVERBS_1.1")(list);
+      return;
+    }
+    real_list = it->second;
+    lists().erase(it);
+  }
+  if (real_list != nullptr) VERBFAULT_REAL(ibv_free_device_list, "IBVERBS_1.1")(real_list);
+  std::free(list);
+}
+
+const char* get_device_name(ibv_device* device) {
+  if (simulated(device)) return device->name;
+  return VERBFAULT_REAL(ibv_get_device_name, "IBVERBS_1.1")(device);
+}
+
+__be64 get_device_guid(ibv_device* device) {
+  if (simulated(device)) return sim::device_guid(device);
+  return VERBFAULT_REAL(ibv_get_device_guid, "IBVERBS_1.1")(device);
+}
+
+int get_device_index(ibv_device* device) {
+  if (simulated(device)) return sim::device_index(device);
+  return VERBFAULT_REAL(ibv_get_device_index, "IBVERBS_1.9")(device);
+}
+
+ibv_context* open_device(ibv_device* device) {
+  if (simulated(device)) return sim::open_device(device);
+  return VERBFAULT_REAL(ibv_open_device, "IBVERBS_1.1")(device);
+}
+
+int close_device(ibv_context* context) {
+  if (simulated(context)) return sim::close_device(context);
+  return VERBFAULT_REAL(ibv_close_device, "IBVERBS_1.1")(context);
+}
+
+int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
+  if (sim::owns_sysfs_path(dir)) return sim::read_sysfs_file(dir, file, buf, size);
+  return VERBFAULT_REAL(ibv_read_sysfs_file, "IBVERBS_1.0")(dir, file, buf, size);
+}
+
+int query_device(ibv_context* context, ibv_device_attr* attr) {
+  if (simulated(context)) return sim::query_device(context, attr);
+  return VERBFAULT_REAL(ibv_query_device, "IBVERBS_1.1")(context, attr);
+}
+
+int query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr) {
+  if (simulated(context))
+    return sim::query_port(context, port, reinterpret_cast<ibv_port_attr*>(attr));
+  return VERBFAULT_REAL(ibv_query_port, "IBVERBS_1.1")(context, port, attr);
+}
+
+int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
+  if (simulated(context)) return sim::query_gid(context, port, index, gid);
+  return VERBFAULT_REAL(ibv_query_gid, "IBVERBS_1.1")(context, port, index, gid);
+}
+
+int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
+                 uint32_t flags, size_t entry_size) {
+  if (simulated(context)) return sim::query_gid_ex(context, port, index, entry, flags, entry_size);
+  return VERBFAULT_REAL(_ibv_query_gid_ex, "IBVERBS_1.11")(context, port, index, entry, flags,
+                                                           entry_size);
+}
+
+ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
+                        uint32_t flags, size_t entry_size) {
+  if (simulated(context))
+    return sim::query_gid_table(context, entries, max_entries, flags, entry_size);
+  return VERBFAULT_REAL(_ibv_query_gid_table, "IBVERBS_1.11")(context, entries, max_entries, flags,
+                                                              entry_size);
+}
+
+int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
+  if (simulated(context)) return sim::query_gid_type(context, port, index, type);
+  return VERBFAULT_REAL(ibv_query_gid_type, "IBVERBS_PRIVATE_34")(context, port, index, type);
+}
+
+int query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
+  if (simulated(context)) return sim::query_pkey(context, port, index, pkey);
+  return VERBFAULT_REAL(ibv_query_pkey, "IBVERBS_1.1")(context, port, index, pkey);
+}
+
+int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
+  if (simulated(context)) return sim::get_pkey_index(context, port, pkey);
+  return VERBFAULT_REAL(ibv_get_pkey_index, "IBVERBS_1.5")(context, port, pkey);
+}
+
+int resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
+                            uint16_t* vid) {
+  // The simulated port is InfiniBand: there is no Ethernet L2 address.
+  if (simulated(context)) return EINVAL;
+  return VERBFAULT_REAL(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1")(context, attr, eth_mac, vid);
+}
+
+ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle) {
+  // Importing needs a shared kernel context; a simulated device has none.
+  if (simulated(context)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  return VERBFAULT_REAL(ibv_import_pd, "IBVERBS_1.10")(context, pd_handle);
+}
+
+ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle) {
+  if (simulated(context)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  return VERBFAULT_REAL(ibv_import_dm, "IBVERBS_1.13")(context, dm_handle);
+}
+
+}  // namespace verbfault::provider

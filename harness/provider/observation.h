@@ -1,0 +1,20 @@
+// What the harness may observe of a provider without changing it, for the
+// runtime checks: known on the simulated device only (a real provider
+// answers 0 / false: the checks that need these stay quiet there).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+
+namespace verbfault::provider {
+
+// How many completions `cq` holds.
+std::size_t cq_depth(ibv_cq* cq);
+// Whether a completion event of `cq` waits in its channel, not yet taken.
+bool cq_event_pending(ibv_cq* cq);
+// Whether the simulated device has work scheduled on its virtual clock
+// (a retry) that can still produce completions or events by itself.
+bool work_pending();
+
+}  // namespace verbfault::provider

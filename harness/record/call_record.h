@@ -1,0 +1,137 @@
+// The call record: the unit that flows from the interposer to the
+// observers (the trace, the runtime checks). One record per verbs call the
+// interposer sees, and one per event, injected fault or finding it reports
+// about an object.
+//
+// A record is a small fixed struct built on the caller's stack: the object
+// it is about (its stable name and its slot), the verbs call if it is one,
+// and its fields in the order the trace writes them. Values are numbers,
+// flags, text, object names, or, by reference, the work requests of a post
+// and the completions of a poll. Building one allocates nothing and formats
+// nothing; the trace renders JSON only when it writes a file.
+#pragma once
+
+#include "object_id.h"
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cassert>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace verbfault::record {
+
+// A work request as the trace and the checks see it.
+struct WrSummary {
+  std::uint64_t wr_id = 0;
+  std::uint64_t length = 0;         // sum of its SGE lengths
+  std::uint32_t flags = 0;          // send_flags (send side only)
+  std::uint8_t opcode = kNoOpcode;  // verbfault::Opcode, or kNoOpcode
+  bool has_flags = false;           // a send WR (receive WRs have no flags)
+  bool has_length = true;           // false: an ibv_wr_* builder (data set later)
+  static constexpr std::uint8_t kNoOpcode = 0xff;
+};
+
+// Completions of a poll: each with the QP it belongs to (ref.index ==
+// kUnknownIndex: a QP number the process does not own).
+struct Completions {
+  const ibv_wc* wc = nullptr;
+  const ObjectRef* qps = nullptr;
+  std::size_t count = 0;
+};
+
+struct Value {
+  enum class Type : std::uint8_t { integer, boolean, text, object, wrs, completions };
+  Type type = Type::integer;
+  bool is_unsigned = false;
+  union {
+    std::int64_t integer;
+    std::uint64_t unsigned_integer;
+    bool boolean;
+    ObjectRef object;
+  };
+  std::string_view text;
+  std::span<const WrSummary> wrs;
+  Completions completions;
+
+  Value() : integer(0) {}
+  template <class Int>
+  requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool>) Value(Int value)
+      : is_unsigned(std::is_unsigned_v<Int>) {
+    if constexpr (std::is_unsigned_v<Int>)
+      unsigned_integer = value;
+    else
+      integer = value;
+  }
+  template <class Enum>
+  requires std::is_enum_v<Enum> Value(Enum value)
+      : Value(static_cast<std::underlying_type_t<Enum>>(value)) {}
+  Value(bool value) : type(Type::boolean), boolean(value) {}
+  Value(std::string_view value) : type(Type::text), integer(0), text(value) {}
+  Value(const char* value) : Value(std::string_view(value)) {}
+  // A view of the string: it must outlive the record. A temporary string
+  // would not, so it is refused.
+  Value(const std::string& value) : Value(std::string_view(value)) {}
+  Value(std::string&&) = delete;
+  Value(ObjectRef value) : type(Type::object), object(value) {}
+  Value(std::span<const WrSummary> value) : type(Type::wrs), integer(0), wrs(value) {}
+  Value(Completions value) : type(Type::completions), integer(0), completions(value) {}
+};
+
+struct Field {
+  std::string_view key;  // a string literal: "call", "ret", ...
+  Value value;
+};
+
+// Which verbs call a record is, for observers that react to calls (the
+// checks); Call::none for records that are not calls (faults, findings...).
+enum class Call : std::uint8_t {
+  none,
+  open_device,
+  close_device,
+  create,  // any create/alloc/reg call that returned an object
+  destroy,
+  modify_qp,
+  poll_cq,
+  post_send,
+  post_recv,
+  post_srq_recv,
+  req_notify_cq,
+  get_cq_event,
+  ack_cq_events,
+  get_async_event,
+  other,
+};
+
+class CallRecord {
+ public:
+  static constexpr std::size_t kMaxFields = 10;
+
+  CallRecord(ObjectId object, Call call = Call::none) : object_(object), call_(call) {}
+
+  CallRecord& add(std::string_view key, Value value) {
+    assert(count_ < kMaxFields);
+    if (count_ < kMaxFields) fields_[count_++] = {key, value};
+    return *this;
+  }
+  ObjectId object() const { return object_; }
+  Call call() const { return call_; }
+  std::span<const Field> fields() const { return {fields_.data(), count_}; }
+  // The value of `key`, if the record has that field.
+  const Value* find(std::string_view key) const {
+    for (std::size_t i = 0; i < count_; ++i)
+      if (fields_[i].key == key) return &fields_[i].value;
+    return nullptr;
+  }
+
+ private:
+  ObjectId object_;
+  Call call_;
+  std::uint8_t count_ = 0;
+  std::array<Field, kMaxFields> fields_;
+};
+
+}  // namespace verbfault::record
