@@ -15,7 +15,8 @@
 
 #include <infiniband/verbs.h>
 
-#include <array>
+#include <new>
+#include <type_traits>
 #include <cassert>
 #include <cstdint>
 #include <span>
@@ -43,24 +44,50 @@ struct Completions {
   std::size_t count = 0;
 };
 
+// A field's name: a string literal, with its hash computed at compile
+// time (the trace hashes the id, not the bytes, on every record).
+class Key {
+ public:
+  consteval Key(const char* text) : text_(text), id_(fnv1a(text_)) {}
+  std::string_view text() const { return text_; }
+  std::uint64_t id() const { return id_; }
+  bool operator==(std::string_view other) const { return text_ == other; }
+
+ private:
+  static constexpr std::uint64_t fnv1a(std::string_view text) {
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    for (char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    return hash;
+  }
+  std::string_view text_;
+  std::uint64_t id_;
+};
+
+// One value; trivially copyable, built without initializing what its type
+// does not use.
 struct Value {
   enum class Type : std::uint8_t { integer, boolean, text, object, wrs, completions };
-  Type type = Type::integer;
-  bool is_unsigned = false;
   union {
     std::int64_t integer;
     std::uint64_t unsigned_integer;
     bool boolean;
     ObjectRef object;
+    struct {
+      const char* data;
+      std::size_t size;
+    } text;
+    struct {
+      const WrSummary* data;
+      std::size_t size;
+    } wrs;
+    Completions completions;
   };
-  std::string_view text;
-  std::span<const WrSummary> wrs;
-  Completions completions;
+  Type type;
+  bool is_unsigned = false;
 
-  Value() : integer(0) {}
   template <class Int>
   requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool>) Value(Int value)
-      : is_unsigned(std::is_unsigned_v<Int>) {
+      : type(Type::integer), is_unsigned(std::is_unsigned_v<Int>) {
     if constexpr (std::is_unsigned_v<Int>)
       unsigned_integer = value;
     else
@@ -69,20 +96,23 @@ struct Value {
   template <class Enum>
   requires std::is_enum_v<Enum> Value(Enum value)
       : Value(static_cast<std::underlying_type_t<Enum>>(value)) {}
-  Value(bool value) : type(Type::boolean), boolean(value) {}
-  Value(std::string_view value) : type(Type::text), integer(0), text(value) {}
+  Value(bool value) : boolean(value), type(Type::boolean) {}
+  Value(std::string_view value) : text{value.data(), value.size()}, type(Type::text) {}
   Value(const char* value) : Value(std::string_view(value)) {}
   // A view of the string: it must outlive the record. A temporary string
   // would not, so it is refused.
   Value(const std::string& value) : Value(std::string_view(value)) {}
   Value(std::string&&) = delete;
-  Value(ObjectRef value) : type(Type::object), object(value) {}
-  Value(std::span<const WrSummary> value) : type(Type::wrs), integer(0), wrs(value) {}
-  Value(Completions value) : type(Type::completions), integer(0), completions(value) {}
+  Value(ObjectRef value) : object(value), type(Type::object) {}
+  Value(std::span<const WrSummary> value) : wrs{value.data(), value.size()}, type(Type::wrs) {}
+  Value(Completions value) : completions(value), type(Type::completions) {}
+
+  std::string_view as_text() const { return {text.data, text.size}; }
+  std::span<const WrSummary> as_wrs() const { return {wrs.data, wrs.size}; }
 };
 
 struct Field {
-  std::string_view key;  // a string literal: "call", "ret", ...
+  Key key;
   Value value;
 };
 
@@ -112,18 +142,20 @@ class CallRecord {
 
   CallRecord(ObjectId object, Call call = Call::none) : object_(object), call_(call) {}
 
-  CallRecord& add(std::string_view key, Value value) {
+  CallRecord& add(Key key, Value value) {
     assert(count_ < kMaxFields);
-    if (count_ < kMaxFields) fields_[count_++] = {key, value};
+    if (count_ < kMaxFields) new (&storage_[count_++ * sizeof(Field)]) Field{key, value};
     return *this;
   }
   ObjectId object() const { return object_; }
   Call call() const { return call_; }
-  std::span<const Field> fields() const { return {fields_.data(), count_}; }
+  std::span<const Field> fields() const {
+    return {std::launder(reinterpret_cast<const Field*>(storage_)), count_};
+  }
   // The value of `key`, if the record has that field.
   const Value* find(std::string_view key) const {
-    for (std::size_t i = 0; i < count_; ++i)
-      if (fields_[i].key == key) return &fields_[i].value;
+    for (const Field& field : fields())
+      if (field.key == key) return &field.value;
     return nullptr;
   }
 
@@ -131,7 +163,9 @@ class CallRecord {
   ObjectId object_;
   Call call_;
   std::uint8_t count_ = 0;
-  std::array<Field, kMaxFields> fields_;
+  // Fields are constructed as they are added (nothing is initialized for
+  // the ones a record does not use).
+  alignas(Field) unsigned char storage_[kMaxFields * sizeof(Field)];
 };
 
 }  // namespace verbfault::record

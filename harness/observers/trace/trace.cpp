@@ -15,7 +15,6 @@ namespace {
 // Words buffered before they are rendered and written (about 128 KiB of
 // JSON for busy polling).
 constexpr std::size_t kFlushAtWords = 1 << 13;
-constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
 }  // namespace
 
 void Trace::open(const std::string& path) {
@@ -35,19 +34,20 @@ void Trace::object_added(record::ObjectId id) {
 void Trace::append(const record::CallRecord& record) {
   const std::uint32_t slot = record.object().slot;
   const std::uint64_t seq = slot < seq_.size() ? seq_[slot]++ : 0;
-  encoded_.clear();
-  encoding::encode(record, seq, encoded_);
-  // FNV-1a over the record's words (trace_encoding.h): the trace hash.
-  for (std::uint64_t word : encoded_) hash_ = (hash_ ^ word) * kFnvPrime;
   ++records_;
+  // The hash over the record's words (trace_encoding.h); the words
+  // themselves are kept only to be rendered.
   if (capturing_) {
+    encoded_.clear();
+    encoding::encode(record, seq, hash_, &encoded_);
     std::string line;
     encoding::render(encoded_, line);
     captured_.push_back(std::move(line));
+    if (fd_ >= 0) pending_.insert(pending_.end(), encoded_.begin(), encoded_.end());
+  } else {
+    encoding::encode(record, seq, hash_, fd_ >= 0 ? &pending_ : nullptr);
   }
-  if (fd_ < 0) return;
-  pending_.insert(pending_.end(), encoded_.begin(), encoded_.end());
-  if (pending_.size() >= kFlushAtWords) flush();
+  if (fd_ >= 0 && pending_.size() >= kFlushAtWords) flush();
 }
 
 void Trace::start_capture() {

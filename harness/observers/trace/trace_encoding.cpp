@@ -3,6 +3,7 @@
 #include "verbfault/plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -17,13 +18,30 @@ using Type = record::Value::Type;
 constexpr std::uint64_t kNoQp = record::kUnknownIndex;
 constexpr std::size_t kLongText = 0xff;
 
+static_assert(std::endian::native == std::endian::little,
+              "words are packed little-endian by copying bytes");
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
+
 // Packs up to 8 bytes little-endian, starting at bit `shift`.
 std::uint64_t pack(const char* bytes, std::size_t count, unsigned shift = 0) {
   std::uint64_t word = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    word |= std::uint64_t{static_cast<unsigned char>(bytes[i])} << (shift + 8 * i);
-  return word;
+  std::memcpy(&word, bytes, count);
+  return word << shift;
 }
+
+// Where encoded words go: always into the hash; into `out` too when the
+// trace is written or kept.
+struct Sink {
+  std::uint64_t& hash;
+  std::vector<std::uint64_t>* out;
+  void hashed(std::uint64_t word) {
+    hash = (hash ^ word) * kFnvPrime;
+    if (out != nullptr) out->push_back(word);
+  }
+  void side(std::uint64_t word) {
+    if (out != nullptr) out->push_back(word);
+  }
+};
 
 void unpack(std::uint64_t word, std::size_t count, unsigned shift, std::string& out) {
   for (std::size_t i = 0; i < count; ++i)
@@ -31,9 +49,9 @@ void unpack(std::uint64_t word, std::size_t count, unsigned shift, std::string& 
 }
 
 // The bytes after the first `first` ones, 8 per word.
-void pack_rest(std::string_view text, std::size_t first, std::vector<std::uint64_t>& out) {
+void pack_rest(std::string_view text, std::size_t first, Sink& out) {
   for (std::size_t at = first; at < text.size(); at += 8)
-    out.push_back(pack(text.data() + at, std::min<std::size_t>(8, text.size() - at)));
+    out.hashed(pack(text.data() + at, std::min<std::size_t>(8, text.size() - at)));
 }
 
 std::size_t unpack_rest(const std::uint64_t* words, std::size_t length, std::size_t first,
@@ -129,49 +147,49 @@ std::optional<Opcode> wc_opcode(std::uint32_t opcode) {
   }
 }
 
-void encode_value(const Value& value, std::vector<std::uint64_t>& out) {
+void encode_value(const Value& value, Sink& out) {
   switch (value.type) {
     case Type::integer:
-      out.push_back(value.unsigned_integer);  // the same bits either way
+      out.hashed(value.unsigned_integer);  // the same bits either way
       return;
     case Type::boolean:
-      out.push_back(value.boolean ? 1 : 0);
+      out.hashed(value.boolean ? 1 : 0);
       return;
     case Type::text: {
       // Short texts (the usual names) take one word; a length of 255 or
       // more is written in a word of its own.
-      const std::size_t length = value.text.size();
-      out.push_back(std::min<std::size_t>(length, kLongText) |
-                    pack(value.text.data(), std::min<std::size_t>(7, length), 8));
-      if (length >= kLongText) out.push_back(length);
-      pack_rest(value.text, 7, out);
+      const std::string_view text = value.as_text();
+      out.hashed(std::min<std::size_t>(text.size(), kLongText) |
+                 pack(text.data(), std::min<std::size_t>(7, text.size()), 8));
+      if (text.size() >= kLongText) out.hashed(text.size());
+      pack_rest(text, 7, out);
       return;
     }
     case Type::object:
-      out.push_back(object_word(value.object));
+      out.hashed(object_word(value.object));
       return;
     case Type::wrs:
-      out.push_back(value.wrs.size());
-      for (const record::WrSummary& wr : value.wrs) {
-        out.push_back(wr.wr_id);
-        out.push_back(wr.length);
-        out.push_back(wr.flags | std::uint64_t{wr.opcode} << 32 |
-                      std::uint64_t{wr.has_flags} << 40 | std::uint64_t{wr.has_length} << 41);
+      out.hashed(value.wrs.size);
+      for (const record::WrSummary& wr : value.as_wrs()) {
+        out.hashed(wr.wr_id);
+        out.hashed(wr.length);
+        out.hashed(wr.flags | std::uint64_t{wr.opcode} << 32 | std::uint64_t{wr.has_flags} << 40 |
+                   std::uint64_t{wr.has_length} << 41);
       }
       return;
     case Type::completions: {
       const record::Completions& c = value.completions;
-      out.push_back(c.count);
+      out.hashed(c.count);
       for (std::size_t i = 0; i < c.count; ++i) {
         const ibv_wc& wc = c.wc[i];
-        out.push_back(wc.wr_id);
-        out.push_back(static_cast<std::uint64_t>(wc.status) |
-                      std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
-        out.push_back(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
-        out.push_back(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
+        out.hashed(wc.wr_id);
+        out.hashed(static_cast<std::uint64_t>(wc.status) |
+                   std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
+        out.hashed(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
+        out.hashed(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
         const ObjectRef qp = c.qps[i];
-        out.push_back(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
-                                                        : qp.index);
+        out.hashed(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
+                                                     : qp.index);
       }
       return;
     }
@@ -254,17 +272,22 @@ std::size_t render_completions(const std::uint64_t* words, std::string& out) {
 
 }  // namespace
 
-void encode(const record::CallRecord& record, std::uint64_t seq, std::vector<std::uint64_t>& out) {
+void encode(const record::CallRecord& record, std::uint64_t seq, std::uint64_t& hash,
+            std::vector<std::uint64_t>* out) {
+  Sink sink{hash, out};
   const auto fields = record.fields();
-  out.push_back(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
-  out.push_back(seq);
+  sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
+  sink.hashed(seq);
   for (const record::Field& field : fields) {
-    const std::string_view key = field.key;
-    out.push_back(key.size() | std::uint64_t{static_cast<std::uint8_t>(field.value.type)} << 8 |
-                  std::uint64_t{field.value.is_unsigned} << 15 |
-                  pack(key.data(), std::min<std::size_t>(5, key.size()), 24));
-    pack_rest(key, 5, out);
-    encode_value(field.value, out);
+    const std::uint64_t type =
+        static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
+    sink.hashed(field.key.id() ^ type << 56);
+    if (out != nullptr) {
+      const std::string_view key = field.key.text();
+      sink.side(reinterpret_cast<std::uintptr_t>(key.data()) |
+                std::uint64_t{std::min<std::size_t>(key.size(), 0xff)} << 48 | type << 56);
+    }
+    encode_value(field.value, sink);
   }
 }
 
@@ -277,13 +300,14 @@ std::size_t render(std::span<const std::uint64_t> words, std::string& out) {
   append_number(out, at[1]);
   at += 2;
   for (std::size_t f = 0; f < count; ++f) {
+    ++at;  // the key's id
     const std::uint64_t key_word = *at++;
-    const std::size_t key_length = key_word & 0xff;
-    const auto type = static_cast<Type>((key_word >> 8) & 0x7f);
-    const bool is_unsigned = (key_word >> 15) & 1;
+    const auto* key = reinterpret_cast<const char*>(key_word & ((std::uint64_t{1} << 48) - 1));
+    const std::size_t key_length = (key_word >> 48) & 0xff;
+    const auto type = static_cast<Type>((key_word >> 56) & 0x7f);
+    const bool is_unsigned = (key_word >> 63) & 1;
     out += ",\"";
-    unpack(key_word, std::min<std::size_t>(5, key_length), 24, out);
-    at += unpack_rest(at, key_length, 5, out);
+    out.append(key, key_length);
     out += "\":";
     switch (type) {
       case Type::integer:
