@@ -3,6 +3,8 @@
 //   verbfault run [--seed N] [--plan FILE] [--fault RULE]... [--trace FILE]
 //                 [--check-determinism] [--library PATH] -- CMD ARGS
 //   verbfault plan FILE         check a plan file and print it canonically
+//   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
+//                               print a trace for people, one line a record
 //
 // Exit status: the program's own; 121 when it exited 0 but the runtime
 // checks reported findings; 122 when the checks ended a program that could
@@ -11,6 +13,7 @@
 // command cannot be executed / is not found (the convention of env(1)).
 #include "process.h"
 #include "run.h"
+#include "trace_view.h"
 #include "verbfault/plan.h"
 
 #include <CLI/CLI.hpp>
@@ -38,20 +41,6 @@ std::string default_library() {
   return "libverbfault.so";
 }
 
-std::uint64_t parse_seed(const std::string& text) {
-  std::size_t used = 0;
-  std::uint64_t value = 0;
-  try {
-    if (!text.empty() && text[0] != '-' && text[0] != '+') value = std::stoull(text, &used, 0);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size())
-    throw CLI::ValidationError(
-        "--seed", "'" + text + "': expected a 64-bit unsigned seed (decimal or 0x hex)");
-  return value;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +63,12 @@ int main(int argc, char** argv) {
   CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
   plan->add_option("file", plan_file, "YAML plan file")->required();
 
+  verbfault::cli::TraceViewOptions view;
+  CLI::App* trace = app.add_subcommand("trace", "print a trace for people, one line a record");
+  trace->add_option("file", view.file, "JSON Lines trace (verbfault run --trace)")->required();
+  trace->add_option("--object", view.object, "only the records of this object, e.g. qp#1");
+  trace->add_option("--kind", view.kind, "only call, fault, check or event records");
+
   // The command after "--" is split off before CLI11 sees it: its options
   // (sample_rc --messages 4) belong to the program, not to verbfault.
   int own_argc = argc;
@@ -85,12 +80,15 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(own_argc, argv);
-    if (!seed_text.empty()) options.seed = parse_seed(seed_text);
+    if (!seed_text.empty()) options.seed = verbfault::parse_seed(seed_text, "--seed");
     if (*run && options.command.empty())
       throw CLI::ValidationError("run", "expected the program to run after --");
   } catch (const CLI::ParseError& error) {
     const int status = app.exit(error);
     return status == 0 ? 0 : verbfault::cli::kExitUsage;
+  } catch (const verbfault::PlanError& error) {
+    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    return verbfault::cli::kExitUsage;
   }
 
   if (*plan) {
@@ -102,6 +100,7 @@ int main(int argc, char** argv) {
       return verbfault::cli::kExitUsage;
     }
   }
+  if (*trace) return verbfault::cli::print_trace(view);
   if (options.library.empty()) options.library = default_library();
   return verbfault::cli::run(options);
 }

@@ -8,8 +8,11 @@ namespace verbfault {
 
 namespace engine {
 
+// The tables are never destroyed: names are still needed by exit handlers
+// (the end-of-run report may run after static destructors have).
+
 const std::vector<Named<FaultKind>>& fault_kind_names() {
-  static const std::vector<Named<FaultKind>> table = {
+  static const auto& table = *new std::vector<Named<FaultKind>>{
       {FaultKind::cq_overflow, "cq_overflow"},
       {FaultKind::flush, "flush"},
       {FaultKind::rnr_retry_exhausted, "rnr_retry_exhausted"},
@@ -29,7 +32,7 @@ const std::vector<Named<FaultKind>>& fault_kind_names() {
 }
 
 const std::vector<Named<ObjectKind>>& object_kind_names() {
-  static const std::vector<Named<ObjectKind>> table = {
+  static const auto& table = *new std::vector<Named<ObjectKind>>{
       {ObjectKind::context, "context"}, {ObjectKind::pd, "pd"},           {ObjectKind::mr, "mr"},
       {ObjectKind::cq, "cq"},           {ObjectKind::srq, "srq"},         {ObjectKind::qp, "qp"},
       {ObjectKind::ah, "ah"},           {ObjectKind::channel, "channel"},
@@ -38,7 +41,7 @@ const std::vector<Named<ObjectKind>>& object_kind_names() {
 }
 
 const std::vector<Named<Opcode>>& opcode_names() {
-  static const std::vector<Named<Opcode>> table = {
+  static const auto& table = *new std::vector<Named<Opcode>>{
       {Opcode::send, "send"},
       {Opcode::send_with_imm, "send_with_imm"},
       {Opcode::rdma_write, "rdma_write"},
@@ -53,7 +56,7 @@ const std::vector<Named<Opcode>>& opcode_names() {
 }
 
 const std::vector<Named<Verb>>& verb_names() {
-  static const std::vector<Named<Verb>> table = {
+  static const auto& table = *new std::vector<Named<Verb>>{
       {Verb::alloc_pd, "alloc_pd"},
       {Verb::reg_mr, "reg_mr"},
       {Verb::create_cq, "create_cq"},
@@ -74,18 +77,19 @@ const std::vector<Named<Verb>>& verb_names() {
 }
 
 const std::vector<Named<Side>>& side_names() {
-  static const std::vector<Named<Side>> table = {{Side::send, "send"}, {Side::recv, "recv"}};
+  static const auto& table =
+      *new std::vector<Named<Side>>{{Side::send, "send"}, {Side::recv, "recv"}};
   return table;
 }
 
 const std::vector<Named<ibv_qp_type>>& qp_type_names() {
-  static const std::vector<Named<ibv_qp_type>> table = {
+  static const auto& table = *new std::vector<Named<ibv_qp_type>>{
       {IBV_QPT_RC, "rc"}, {IBV_QPT_UC, "uc"}, {IBV_QPT_UD, "ud"}};
   return table;
 }
 
 const std::vector<Named<ibv_wc_status>>& status_names() {
-  static const std::vector<Named<ibv_wc_status>> table = {
+  static const auto& table = *new std::vector<Named<ibv_wc_status>>{
       {IBV_WC_SUCCESS, "success"},
       {IBV_WC_LOC_LEN_ERR, "loc_len_err"},
       {IBV_WC_LOC_QP_OP_ERR, "loc_qp_op_err"},
@@ -113,7 +117,7 @@ const std::vector<Named<ibv_wc_status>>& status_names() {
 }
 
 const std::vector<Named<ibv_event_type>>& event_names() {
-  static const std::vector<Named<ibv_event_type>> table = {
+  static const auto& table = *new std::vector<Named<ibv_event_type>>{
       {IBV_EVENT_CQ_ERR, "cq_err"},
       {IBV_EVENT_QP_FATAL, "qp_fatal"},
       {IBV_EVENT_QP_REQ_ERR, "qp_req_err"},
@@ -138,7 +142,7 @@ const std::vector<Named<ibv_event_type>>& event_names() {
 }
 
 const std::vector<Named<int>>& errno_names() {
-  static const std::vector<Named<int>> table = {
+  static const auto& table = *new std::vector<Named<int>>{
       {EPERM, "EPERM"},
       {ENOENT, "ENOENT"},
       {EINTR, "EINTR"},
@@ -235,6 +239,14 @@ std::string_view to_string(ibv_event_type event) {
 std::string errno_name(int error) {
   std::string_view name = engine::name_of(engine::errno_names(), error);
   return name == "?" ? std::to_string(error) : std::string(name);
+}
+
+std::uint64_t parse_seed(std::string_view text, std::string_view source) {
+  // No sign: stoull would take "-1" for 2^64 - 1.
+  const bool signed_text = !text.empty() && (text[0] == '-' || text[0] == '+');
+  if (auto value = engine::parse_number(text); value && !signed_text) return *value;
+  throw PlanError(std::string(source) + "='" + std::string(text) +
+                  "': expected a 64-bit unsigned seed (decimal or 0x hex)");
 }
 
 }  // namespace verbfault

@@ -6,20 +6,6 @@
 
 namespace verbfault::interposer {
 
-std::uint64_t parse_seed(const std::string& text, const std::string& source) {
-  std::size_t used = 0;
-  std::uint64_t value = 0;
-  try {
-    if (!text.empty() && text[0] != '-' && text[0] != '+') value = std::stoull(text, &used, 0);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size())
-    throw std::runtime_error(source + "='" + text +
-                             "': expected a 64-bit unsigned seed (decimal or 0x hex)");
-  return value;
-}
-
 std::string environment_line(const Plan& plan, std::uint64_t seed) {
   std::string rules;
   for (const Rule& rule : plan.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);
@@ -36,7 +22,7 @@ Config config_from_environment() {
     return std::string(value);
   };
   if (auto seed = variable("VERBFAULT_SEED")) {
-    config.seed = parse_seed(*seed, "VERBFAULT_SEED");
+    config.seed = verbfault::parse_seed(*seed, "VERBFAULT_SEED");
     config.seed_given = true;
   }
   if (auto path = variable("VERBFAULT_PLAN")) {

@@ -47,7 +47,4 @@ Config config_from_environment();
 // "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3'".
 std::string environment_line(const Plan& plan, std::uint64_t seed);
 
-// "VERBFAULT_SEED='x': expected ..." checks, shared with the CLI.
-std::uint64_t parse_seed(const std::string& text, const std::string& source);
-
 }  // namespace verbfault::interposer

@@ -40,6 +40,37 @@ TEST(VerbfaultRun, SampleWithoutFaultsPassesItsStatusThrough) {
   EXPECT_TRUE(contains(r.output, ", trace hash ")) << r.output;
 }
 
+// `verbfault trace`: one line a record, filtered by object and by kind.
+TEST(VerbfaultTrace, PrintsRecordsForPeopleFilteredByObjectAndKind) {
+  const std::string trace = scratch("view.jsonl");
+  ProcessResult r =
+      run_shell(verbfault_run("--seed 3 --fault 'flush qp#1 nth=2' --trace " + trace, SAMPLE_RC));
+  ASSERT_NE(r.status, 125) << r.output;
+  const std::string cli = std::string(VERBFAULT_CLI) + " trace " + trace;
+
+  ProcessResult faults = run_shell(cli + " --kind fault");
+  EXPECT_EQ(faults.status, 0) << faults.output;
+  EXPECT_TRUE(contains(faults.output, "qp#1 #")) << faults.output;
+  EXPECT_TRUE(contains(faults.output, "fault flush rule=0 level=cause wr=0")) << faults.output;
+  EXPECT_FALSE(contains(faults.output, "poll_cq")) << "calls are not faults\n" << faults.output;
+
+  ProcessResult qp0 = run_shell(cli + " --object qp#0");
+  EXPECT_EQ(qp0.status, 0);
+  EXPECT_TRUE(contains(qp0.output, "qp#0 #0")) << qp0.output;
+  EXPECT_TRUE(contains(qp0.output, "create_qp parent=pd#0")) << qp0.output;
+  EXPECT_FALSE(contains(qp0.output, "qp#1 #")) << qp0.output;
+  EXPECT_FALSE(contains(qp0.output, "cq#0 #")) << qp0.output;
+
+  ProcessResult bad = run_shell(cli + " --kind bogus");
+  EXPECT_EQ(bad.status, 125);
+  EXPECT_TRUE(contains(bad.output, "--kind 'bogus': expected call, fault, check or event"))
+      << bad.output;
+  ProcessResult missing = run_shell(std::string(VERBFAULT_CLI) + " trace " + trace + ".absent");
+  EXPECT_EQ(missing.status, 125);
+  EXPECT_TRUE(contains(missing.output, "cannot open for reading")) << missing.output;
+  std::remove(trace.c_str());
+}
+
 TEST(VerbfaultRun, RnrRetryExhaustionFailsTheSampleWithItsOwnMessage) {
   const std::string trace = scratch("rnr.jsonl");
   // Canonical freedoms: the RNR error completion is polled before the

@@ -162,6 +162,12 @@ std::string_view to_string(ibv_wc_status status);  // "rem_access_err" ("success
 std::string_view to_string(ibv_event_type event);  // "qp_fatal"
 std::string errno_name(int error);                 // "ENOMEM", or the number
 
+// A run's seed: a 64-bit unsigned number, decimal or 0x hex, the whole
+// text. Throws PlanError "<source>='<text>': expected a 64-bit unsigned
+// seed (decimal or 0x hex)". The one parser of the CLI and the
+// environment (VERBFAULT_SEED).
+std::uint64_t parse_seed(std::string_view text, std::string_view source);
+
 // Checks the rule's parameters against its kind (the parsers call it; the
 // rapidcheck generators and the session API use it too). Throws PlanError.
 void validate(const Rule& rule, std::string_view source = "<rule>");

@@ -31,15 +31,18 @@ std::uint64_t pack(const char* bytes, std::size_t count, unsigned shift = 0) {
 
 // Where encoded words go: always into the hash; into `out` too when the
 // trace is written or kept.
+// (A template, so that hashing alone compiles to one xor and one multiply
+// a word.)
+template <bool kStore>
 struct Sink {
-  std::uint64_t& hash;
+  std::uint64_t hash;
   std::vector<std::uint64_t>* out;
   void hashed(std::uint64_t word) {
     hash = (hash ^ word) * kFnvPrime;
-    if (out != nullptr) out->push_back(word);
+    if constexpr (kStore) out->push_back(word);
   }
   void side(std::uint64_t word) {
-    if (out != nullptr) out->push_back(word);
+    if constexpr (kStore) out->push_back(word);
   }
 };
 
@@ -49,6 +52,7 @@ void unpack(std::uint64_t word, std::size_t count, unsigned shift, std::string& 
 }
 
 // The bytes after the first `first` ones, 8 per word.
+template <class Sink>
 void pack_rest(std::string_view text, std::size_t first, Sink& out) {
   for (std::size_t at = first; at < text.size(); at += 8)
     out.hashed(pack(text.data() + at, std::min<std::size_t>(8, text.size() - at)));
@@ -147,6 +151,7 @@ std::optional<Opcode> wc_opcode(std::uint32_t opcode) {
   }
 }
 
+template <class Sink>
 void encode_value(const Value& value, Sink& out) {
   switch (value.type) {
     case Type::integer:
@@ -272,9 +277,12 @@ std::size_t render_completions(const std::uint64_t* words, std::string& out) {
 
 }  // namespace
 
-void encode(const record::CallRecord& record, std::uint64_t seq, std::uint64_t& hash,
-            std::vector<std::uint64_t>* out) {
-  Sink sink{hash, out};
+namespace {
+
+template <bool kStore>
+std::uint64_t encode_with(const record::CallRecord& record, std::uint64_t seq, std::uint64_t hash,
+                          std::vector<std::uint64_t>* out) {
+  Sink<kStore> sink{hash, out};
   const auto fields = record.fields();
   sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
   sink.hashed(seq);
@@ -282,13 +290,22 @@ void encode(const record::CallRecord& record, std::uint64_t seq, std::uint64_t& 
     const std::uint64_t type =
         static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
     sink.hashed(field.key.id() ^ type << 56);
-    if (out != nullptr) {
+    if constexpr (kStore) {
       const std::string_view key = field.key.text();
       sink.side(reinterpret_cast<std::uintptr_t>(key.data()) |
                 std::uint64_t{std::min<std::size_t>(key.size(), 0xff)} << 48 | type << 56);
     }
     encode_value(field.value, sink);
   }
+  return sink.hash;
+}
+
+}  // namespace
+
+void encode(const record::CallRecord& record, std::uint64_t seq, std::uint64_t& hash,
+            std::vector<std::uint64_t>* out) {
+  hash = out != nullptr ? encode_with<true>(record, seq, hash, out)
+                        : encode_with<false>(record, seq, hash, nullptr);
 }
 
 std::size_t render(std::span<const std::uint64_t> words, std::string& out) {
