@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace verbfault::sim {
 
@@ -18,39 +19,77 @@ uint8_t* local_memory(ProtectionDomain& pd, const ibv_sge& sge, bool write) {
   return mr->translate(sge.addr, sge.length);
 }
 
-}  // namespace
-
-bool gather(ProtectionDomain& pd, std::span<const ibv_sge> sges, std::vector<uint8_t>& out) {
+template <class Piece>
+bool resolve(ProtectionDomain& pd, std::span<const ibv_sge> sges, bool write, Pieces<Piece>& out) {
   for (const ibv_sge& sge : sges) {
     if (sge.length == 0) continue;
-    const uint8_t* p = local_memory(pd, sge, false);
+    uint8_t* p = local_memory(pd, sge, write);
     if (p == nullptr) return false;
-    out.insert(out.end(), p, p + sge.length);
+    out.push_back(Piece(p, sge.length));
   }
   return true;
 }
 
-bool writable(ProtectionDomain& pd, std::span<const ibv_sge> sges) {
-  for (const ibv_sge& sge : sges)
-    if (sge.length != 0 && local_memory(pd, sge, true) == nullptr) return false;
-  return true;
+// Whether [a, a + n) and [b, b + m) share a byte; std::less because the
+// two may be unrelated objects, which the built-in < does not order.
+bool intersect(const uint8_t* a, std::size_t n, const uint8_t* b, std::size_t m) {
+  std::less<const uint8_t*> before;
+  return before(a, b + m) && before(b, a + n);
 }
 
-void scatter(ProtectionDomain& pd, std::span<const ibv_sge> sges, uint64_t offset,
-             const uint8_t* data, uint64_t length) {
-  for (const ibv_sge& sge : sges) {
-    if (length == 0) return;
-    if (offset >= sge.length) {
-      offset -= sge.length;
-      continue;
+bool overlap(std::span<const Target> to, std::span<const Source> from) {
+  for (const Target& t : to)
+    for (const Source& s : from)
+      if (intersect(t.data(), t.size(), s.data(), s.size())) return true;
+  return false;
+}
+
+// copy() where no byte of `from` is in `to`: the order of the writes cannot
+// change what is read.
+void copy_disjoint(std::span<const Target> to, uint64_t offset, std::span<const Source> from) {
+  auto target = to.begin();
+  for (const Source& piece : from) {
+    const uint8_t* data = piece.data();
+    uint64_t left = piece.size();
+    while (left != 0) {
+      if (offset >= target->size()) {
+        offset -= target->size();
+        ++target;
+        continue;
+      }
+      const uint64_t n = std::min<uint64_t>(target->size() - offset, left);
+      std::memcpy(target->data() + offset, data, n);
+      data += n;
+      left -= n;
+      offset += n;
     }
-    uint8_t* p = local_memory(pd, sge, true);
-    uint64_t n = std::min<uint64_t>(sge.length - offset, length);
-    std::memmove(p + offset, data, n);
-    data += n;
-    length -= n;
-    offset = 0;
   }
+}
+
+}  // namespace
+
+bool readable(ProtectionDomain& pd, std::span<const ibv_sge> sges, Pieces<Source>& out) {
+  return resolve(pd, sges, false, out);
+}
+
+bool writable(ProtectionDomain& pd, std::span<const ibv_sge> sges, Pieces<Target>& out) {
+  return resolve(pd, sges, true, out);
+}
+
+uint64_t length_of(std::span<const Source> pieces) {
+  uint64_t length = 0;
+  for (const Source& piece : pieces) length += piece.size();
+  return length;
+}
+
+void copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from) {
+  if (!overlap(to, from)) return copy_disjoint(to, offset, from);
+  // Rare (a loopback writing over its own source): read it all first.
+  std::vector<uint8_t> sent;
+  sent.reserve(length_of(from));
+  for (const Source& piece : from) sent.insert(sent.end(), piece.begin(), piece.end());
+  const Source whole(sent);
+  copy_disjoint(to, offset, std::span(&whole, 1));
 }
 
 uint8_t* remote_memory(ProtectionDomain& pd, uint32_t rkey, uint64_t addr, uint64_t length,

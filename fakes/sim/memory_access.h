@@ -1,28 +1,85 @@
 // Checked access to registered memory through lkeys and rkeys.
+//
+// A message's data is copied once, from where the sender's SGEs (or the
+// WQE's inline copy) point straight into the target memory, as a NIC's DMA
+// reads the one and writes the other. The checks resolve SGEs and keys to
+// host memory first, so that a message that fails one writes nothing, and
+// copy() then moves the bytes.
 #pragma once
 
 #include <infiniband/verbs.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace verbfault::sim {
 
 class ProtectionDomain;
 
-// Copies the bytes described by local SGEs. False when an lkey is unknown,
-// belongs to another PD or an SGE leaves its region (IBV_WC_LOC_PROT_ERR).
-bool gather(ProtectionDomain& pd, std::span<const ibv_sge> sges, std::vector<uint8_t>& out);
+// Registered memory resolved to host addresses: the non-empty SGEs of a
+// list, in order.
+using Source = std::span<const uint8_t>;
+using Target = std::span<uint8_t>;
 
-// Checks that local SGEs can receive data: lkey in the PD, inside the
-// region, and IBV_ACCESS_LOCAL_WRITE.
-bool writable(ProtectionDomain& pd, std::span<const ibv_sge> sges);
+// The resolved SGEs of one work request, without a heap allocation for up to
+// kInlinePieces of them (a WR has at most the device's max_sge, 30 on the
+// standard profile); longer lists spill to the heap. It lives in the frame
+// that checks and copies one message; the inline slots are constructed only
+// when used, since most WRs have one SGE and the whole small-message path
+// takes about 100 ns.
+template <class Piece>
+class Pieces {
+ public:
+  static constexpr std::size_t kInlinePieces = 32;
+  Pieces() : none_() {}
+  Pieces(const Pieces&) = delete;
+  Pieces& operator=(const Pieces&) = delete;
 
-// Writes data into local SGEs (checked with writable() first), skipping the
-// first `offset` bytes of the SGE list.
-void scatter(ProtectionDomain& pd, std::span<const ibv_sge> sges, uint64_t offset,
-             const uint8_t* data, uint64_t length);
+  void push_back(Piece piece) {
+    if (spilled_.empty() && size_ < kInlinePieces) {
+      std::construct_at(&inline_[size_++], piece);
+      return;
+    }
+    if (spilled_.empty()) spilled_.assign(inline_, inline_ + size_);
+    spilled_.push_back(piece);
+  }
+  std::span<const Piece> view() const {
+    if (!spilled_.empty()) return spilled_;
+    return {inline_, size_};
+  }
+
+ private:
+  // Pieces are trivially destructible: the union needs no destructor.
+  static_assert(std::is_trivially_destructible_v<Piece>);
+  union {
+    char none_;
+    Piece inline_[kInlinePieces];
+  };
+  std::size_t size_ = 0;
+  std::vector<Piece> spilled_;
+};
+
+// Resolves local SGEs to read from, appending them to `out`. False when an
+// lkey is unknown, belongs to another PD or an SGE leaves its region
+// (IBV_WC_LOC_PROT_ERR); zero-length SGEs are not looked at.
+bool readable(ProtectionDomain& pd, std::span<const ibv_sge> sges, Pieces<Source>& out);
+
+// Resolves local SGEs to write into: the same checks and
+// IBV_ACCESS_LOCAL_WRITE.
+bool writable(ProtectionDomain& pd, std::span<const ibv_sge> sges, Pieces<Target>& out);
+
+// The total length of resolved pieces.
+uint64_t length_of(std::span<const Source> pieces);
+
+// Copies the bytes of `from`, in order, into `to` from byte `offset` of it
+// on (the caller checked that they fit). Where the two share bytes (a
+// loopback that writes over its own source), the result is that of reading
+// the whole source before writing: the message is sent before it lands.
+void copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from);
 
 // The host address of [addr, addr + length) behind an rkey if the region is
 // in `pd` and allows `access` (IBV_ACCESS_REMOTE_*), else nullptr.

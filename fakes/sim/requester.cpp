@@ -51,20 +51,29 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
   message.source_device = &qp.context().device();
 
   // Local checks first: a bad lkey never leaves the HCA (IBV_WC_LOC_PROT_ERR).
+  // The SGEs are resolved here and read or written in place later: the
+  // payload by the responder, a READ or atomic response when it is ACKed.
   const bool reads_into_local = wqe.opcode == IBV_WR_RDMA_READ ||
                                 wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
                                 wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+  Pieces<Target> response_targets;
+  Pieces<Source> payload;
+  Source inline_payload;
   if (reads_into_local) {
-    if (!writable(qp.pd(), wqe.sges)) {
+    if (!writable(qp.pd(), wqe.sges, response_targets)) {
       completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
       return Step::kCompleted;
     }
   } else if (!wqe.inline_data.empty() || wqe.sges.empty()) {
-    message.payload = wqe.inline_data;
-  } else if (!gather(qp.pd(), wqe.sges, message.payload)) {
+    inline_payload = wqe.inline_data;
+    message.payload = std::span(&inline_payload, 1);
+  } else if (!readable(qp.pd(), wqe.sges, payload)) {
     completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
     return Step::kCompleted;
+  } else {
+    message.payload = payload.view();
   }
+  message.length = length_of(message.payload);
 
   QueuePair* peer = destination(qp, wqe);
   ResponderResult result;
@@ -79,8 +88,13 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
 
   switch (result.response) {
     case Response::kAck:
-      if (reads_into_local)
-        scatter(qp.pd(), wqe.sges, 0, result.read_data.data(), result.read_data.size());
+      if (reads_into_local) {
+        const Source response = wqe.opcode == IBV_WR_RDMA_READ
+                                    ? result.read_data
+                                    : Source(reinterpret_cast<const uint8_t*>(&result.original),
+                                             sizeof result.original);
+        copy(response_targets.view(), 0, std::span(&response, 1));
+      }
       completer::complete_send(qp, wqe, IBV_WC_SUCCESS, kVendorNone);
       return Step::kCompleted;
     case Response::kDropped:

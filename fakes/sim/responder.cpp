@@ -16,6 +16,7 @@ namespace verbfault::sim {
 namespace {
 
 constexpr uint64_t kGrhBytes = 40;  // ibv_post_recv(3): UD receive buffers start with a GRH
+static_assert(sizeof(ibv_grh) == kGrhBytes);
 
 void raise_qp_event(QueuePair& qp, ibv_event_type type) {
   ibv_async_event event{};
@@ -72,7 +73,7 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     // IBA 9.7.5.2.8: RC answers with an RNR NAK; UC and UD drop the message.
     return {qp.type() == IBV_QPT_RC ? Response::kRnrNak : Response::kDropped, {}};
   }
-  const uint64_t needed = m.payload.size() + (ud ? kGrhBytes : 0);
+  const uint64_t needed = m.length + (ud ? kGrhBytes : 0);
   if (needed > wqe->capacity) {
     // IBA 9.7.5.2.3: the responder completes its receive with a local
     // length error; an RC requester gets an invalid request NAK.
@@ -80,29 +81,34 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     qp.enter_error();
     return {qp.type() == IBV_QPT_RC ? Response::kRemoteInvalidRequest : Response::kDropped, {}};
   }
-  if (!writable(qp.pd(), wqe->sges)) {
+  Pieces<Target> targets;
+  if (!writable(qp.pd(), wqe->sges, targets)) {
     completer::fail_recv(qp, *wqe, from_srq, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
     qp.enter_error();
     return {qp.type() == IBV_QPT_RC ? Response::kRemoteOperationError : Response::kDropped, {}};
   }
   ibv_wc wc = receive_completion(qp, m, *wqe);
-  uint64_t offset = 0;
-  if (ud) {
-    if (m.wqe->ah.is_global) {
-      ibv_grh grh{};
-      grh.version_tclass_flow = htobe32((6u << 28) | (uint32_t{m.wqe->ah.grh.traffic_class} << 20) |
-                                        (m.wqe->ah.grh.flow_label & 0xfffff));
-      grh.paylen = htobe16(static_cast<uint16_t>(m.payload.size()));
-      grh.next_hdr = 0x1b;  // IBA 8.3: next header of a GRH before a BTH
-      grh.hop_limit = m.wqe->ah.grh.hop_limit;
-      grh.sgid = m.source_device->gid(0);
-      grh.dgid = m.wqe->ah.grh.dgid;
-      scatter(qp.pd(), wqe->sges, 0, reinterpret_cast<const uint8_t*>(&grh), sizeof grh);
-      wc.wc_flags |= IBV_WC_GRH;
-    }
-    offset = kGrhBytes;
+  if (ud && m.wqe->ah.is_global) {
+    ibv_grh grh{};
+    grh.version_tclass_flow = htobe32((6u << 28) | (uint32_t{m.wqe->ah.grh.traffic_class} << 20) |
+                                      (m.wqe->ah.grh.flow_label & 0xfffff));
+    grh.paylen = htobe16(static_cast<uint16_t>(m.length));
+    grh.next_hdr = 0x1b;  // IBA 8.3: next header of a GRH before a BTH
+    grh.hop_limit = m.wqe->ah.grh.hop_limit;
+    grh.sgid = m.source_device->gid(0);
+    grh.dgid = m.wqe->ah.grh.dgid;
+    // The GRH and the payload after it are one copy, so that a payload read
+    // from the receive buffer itself is read before the GRH lands on it.
+    Pieces<Source> grh_and_payload;
+    grh_and_payload.push_back(Source(reinterpret_cast<const uint8_t*>(&grh), sizeof grh));
+    for (const Source& piece : m.payload) grh_and_payload.push_back(piece);
+    copy(targets.view(), 0, grh_and_payload.view());
+    wc.wc_flags |= IBV_WC_GRH;
+  } else {
+    // A UD receive without a GRH keeps the 40 bytes reserved for one as they
+    // are; the payload follows them.
+    copy(targets.view(), ud ? kGrhBytes : 0, m.payload);
   }
-  scatter(qp.pd(), wqe->sges, offset, m.payload.data(), m.payload.size());
   wc.opcode = IBV_WC_RECV;
   wc.byte_len = static_cast<uint32_t>(needed);
   completer::complete_recv(qp, wc, from_srq, m.wqe->send_flags & IBV_SEND_SOLICITED);
@@ -116,14 +122,15 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
   // nothing is written.
   if (with_imm && !has_receive(qp))
     return {qp.type() == IBV_QPT_RC ? Response::kRnrNak : Response::kDropped, {}};
-  const uint64_t length = m.payload.size();
+  const uint64_t length = m.length;
   if (length != 0) {
     // IBA 10.6.3.3: a zero-length RDMA carries no R_Key to check.
     uint8_t* target = nullptr;
     if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_WRITE)
       target = remote_memory(qp.pd(), send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
     if (target == nullptr) return access_violation(qp);
-    std::memcpy(target, m.payload.data(), length);
+    const Target whole(target, length);
+    copy(std::span(&whole, 1), 0, m.payload);
   }
   if (with_imm) {
     bool from_srq = false;
@@ -145,7 +152,7 @@ ResponderResult on_read(QueuePair& qp, const Message& m) {
     source =
         remote_memory(qp.pd(), send.rkey, send.remote_addr, send.length, IBV_ACCESS_REMOTE_READ);
   if (source == nullptr) return access_violation(qp);
-  result.read_data.assign(source, source + send.length);
+  result.read_data = Source(source, send.length);
   return result;
 }
 
@@ -172,8 +179,7 @@ ResponderResult on_atomic(QueuePair& qp, const Message& m) {
     updated = send.swap;
   std::memcpy(target, &updated, 8);
   ResponderResult result;
-  result.read_data.resize(8);
-  std::memcpy(result.read_data.data(), &original, 8);
+  result.original = original;
   return result;
 }
 

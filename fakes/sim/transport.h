@@ -14,12 +14,13 @@
 #pragma once
 
 #include "completion.h"
+#include "memory_access.h"
 #include "work_request.h"
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
-#include <vector>
+#include <span>
 
 namespace verbfault::sim {
 
@@ -42,12 +43,20 @@ struct Message {
   QueuePair* requester = nullptr;
   const SendWqe* wqe = nullptr;
   Device* source_device = nullptr;
-  std::vector<uint8_t> payload;  // gathered SEND/WRITE data
+  // SEND/WRITE data where it lies: the sender's registered memory, checked
+  // by the requester, or the WQE's inline copy. The responder copies it
+  // from there into its target, once.
+  std::span<const Source> payload;
+  uint64_t length = 0;  // bytes of payload
 };
 
 struct ResponderResult {
   Response response = Response::kAck;
-  std::vector<uint8_t> read_data;  // RDMA READ data or atomic original value
+  // RDMA READ: the responder's memory the requester copies into its SGEs
+  // when it takes the ACK (nothing runs between the two to change it).
+  Source read_data;
+  // Atomics: the target's value before the operation.
+  uint64_t original = 0;
 };
 
 namespace requester {
