@@ -50,7 +50,7 @@ std::optional<Decision> decide_delay(State& state, Tracked& cq, const ibv_wc& wc
   completion.object = &cq;
   completion.qp = state.registry.find_qp(wc.qp_num);
   const bool success = wc.status == IBV_WC_SUCCESS;
-  completion.opcode = success ? opcode_of(wc.opcode) : std::nullopt;
+  completion.opcode = success ? record::opcode_of(wc.opcode) : std::nullopt;
   completion.side = success ? std::optional(side_of(wc)) : std::nullopt;
   completion.wr_id = wc.wr_id;
   return state.engine.decide(completion, {FaultKind::delayed_completion});

@@ -32,7 +32,8 @@ record::WrSummary summary_of(const Wr& wr) {
   for (int i = 0; i < wr.num_sge && wr.sg_list != nullptr; ++i)
     summary.length += wr.sg_list[i].length;
   if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
-    if (auto opcode = opcode_of(wr.opcode)) summary.opcode = static_cast<std::uint8_t>(*opcode);
+    if (auto opcode = record::opcode_of(wr.opcode))
+      summary.opcode = static_cast<std::uint8_t>(*opcode);
     summary.flags = wr.send_flags;
     summary.has_flags = true;
   } else {
@@ -63,7 +64,7 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
     posted.wr_id = wr->wr_id;
     if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
       posted.side = Side::send;
-      posted.opcode = opcode_of(wr->opcode);
+      posted.opcode = record::opcode_of(wr->opcode);
       posted.send_flags = wr->send_flags;
     } else {
       posted.side = Side::recv;

@@ -1,5 +1,7 @@
 #include "trace_encoding.h"
 
+#include "opcodes.h"
+
 #include "verbfault/plan.h"
 
 #include <algorithm>
@@ -130,27 +132,6 @@ void append_object(std::string& out, ObjectRef ref) {
   out += '"';
 }
 
-std::optional<Opcode> wc_opcode(std::uint32_t opcode) {
-  switch (opcode) {
-    case IBV_WC_SEND:
-      return Opcode::send;
-    case IBV_WC_RDMA_WRITE:
-      return Opcode::rdma_write;
-    case IBV_WC_RDMA_READ:
-      return Opcode::rdma_read;
-    case IBV_WC_COMP_SWAP:
-      return Opcode::atomic_cmp_and_swp;
-    case IBV_WC_FETCH_ADD:
-      return Opcode::atomic_fetch_and_add;
-    case IBV_WC_RECV:
-      return Opcode::recv;
-    case IBV_WC_RECV_RDMA_WITH_IMM:
-      return Opcode::recv_rdma_with_imm;
-    default:
-      return std::nullopt;
-  }
-}
-
 template <class Sink>
 void encode_value(const Value& value, Sink& out) {
   switch (value.type) {
@@ -256,7 +237,7 @@ std::size_t render_completions(const std::uint64_t* words, std::string& out) {
       continue;
     }
     out += ",\"opcode\":";
-    if (auto known = wc_opcode(opcode))
+    if (auto known = record::opcode_of(static_cast<ibv_wc_opcode>(opcode)))
       append_string(out, to_string(*known));
     else
       append_number(out, opcode);

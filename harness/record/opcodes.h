@@ -7,7 +7,7 @@
 
 #include <optional>
 
-namespace verbfault::interposer {
+namespace verbfault::record {
 
 inline std::optional<Opcode> opcode_of(ibv_wr_opcode opcode) {
   switch (opcode) {
@@ -51,4 +51,4 @@ inline std::optional<Opcode> opcode_of(ibv_wc_opcode opcode) {
   }
 }
 
-}  // namespace verbfault::interposer
+}  // namespace verbfault::record
