@@ -6,7 +6,9 @@
 #   active   a seed and rules that match every poll, post and arm but never
 #            fire: the hooks, the fault decisions and every runtime check
 #            run, and nothing is injected;
-#   trace    the same, writing the trace file out/bench-trace.jsonl.
+#   trace    the same, writing the trace file out/bench-trace.jsonl (some
+#            GB: every benchmarked call is a record; deleted once measured
+#            unless BENCH_KEEP_TRACE=1).
 # Each run writes out/bench-<mode>.json (Google Benchmark's JSON, medians
 # of the repetitions) and out/bench-<mode>.log (its output). The script then
 # prints every ratio per mode in one Markdown table, with its goal, and the
@@ -115,6 +117,10 @@ if [ -n "$records" ] && [ "$records" -gt 0 ] && [ -f "$trace" ]; then
   bytes=$(stat -c %s "$trace")
   echo "Trace: $trace, $bytes bytes, $records records:" \
     "$(awk -v b="$bytes" -v r="$records" 'BEGIN { printf "%.1f", b / r }') bytes per record."
+  if [ "${BENCH_KEEP_TRACE:-0}" != 1 ]; then
+    rm -f "$trace"
+    echo "($trace deleted; BENCH_KEEP_TRACE=1 keeps it.)"
+  fi
 else
   echo "Trace: no record count on stderr or no $trace: bytes per record unknown."
 fi
