@@ -11,6 +11,7 @@
 //   ratio BM_RdmaWrite64K/BM_Memcpy64K throughput: X
 // MODE is "no plan", "harness active" or "harness active, trace file".
 #include "verbfault/sim/provider.h"
+#include "verbfault_testing/rc_connect.h"
 
 #include <benchmark/benchmark.h>
 #include <infiniband/verbs.h>
@@ -214,38 +215,16 @@ class World {
     return qp;
   }
 
-  // RESET -> INIT -> RTR -> RTS, connected to `peer` on this device's LID.
+  // RESET -> INIT -> RTR -> RTS, connected to `peer` on this device's LID,
+  // through this way's modify_qp.
   void connect(ibv_qp* qp, ibv_qp* peer) {
     if (!error_.empty()) return;
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    if (calls_.modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-      return fail("QP did not reach INIT");
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer->qp_num;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.dlid = lid_;
-    a.ah_attr.port_num = 1;
-    if (calls_.modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
-      return fail("QP did not reach RTR");
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    if (calls_.modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
-      return fail("QP did not reach RTS");
+    const verbfault::testing::RcConnectOptions options{.dest_qp_num = peer->qp_num,
+                                                       .dlid = lid_,
+                                                       .access = IBV_ACCESS_REMOTE_WRITE,
+                                                       .min_rnr_timer = 1,
+                                                       .modify_qp = calls_.modify_qp};
+    if (verbfault::testing::rc_connect(qp, options) != 0) fail("QP did not reach RTS");
   }
 
   Calls calls_;

@@ -68,7 +68,7 @@ int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv
   cq_ex->wr_id = wc.wr_id;
   cq_ex->status = wc.status;
   state.checkers.polled(state, cq, 1, 1, &wc);
-  state.record(record::CallRecord(cq.id(), record::Call::poll_cq)
+  state.record(record::CallRecord(cq.id())
                    .add("call", call)
                    .add("ret", 0)
                    .add("wc", state.completions(&wc, 1)));
@@ -77,7 +77,7 @@ int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv
 
 int refuse(State& state, Tracked& cq, const char* call, int error) {
   const std::string name = errno_name(error);
-  state.record(record::CallRecord(cq.id(), record::Call::other).add("call", call).add("ret", name));
+  state.record(record::CallRecord(cq.id()).add("call", call).add("ret", name));
   if (error == ENOENT) state.checkers.polled(state, cq, 1, 0, nullptr);  // an empty poll
   return error;
 }

@@ -112,7 +112,7 @@ void undoom(State& state, ibv_qp_ex* qpx, const ExtendedQp& ex) {
 
 void trace_batch(State& state, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int result) {
   if (Tracked* qp = state.registry.find(&qpx->qp_base)) {
-    state.record(record::CallRecord(qp->id(), record::Call::post_send)
+    state.record(record::CallRecord(qp->id())
                      .add("call", call)
                      .add("wrs", std::span<const record::WrSummary>(ex.wrs))
                      .add("ret", result));

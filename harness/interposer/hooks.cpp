@@ -97,7 +97,7 @@ void opened(ibv_context* context, const char* device_name) {
     Tracked& tracked = state.add_object(ObjectKind::context, context, {}, simulated);
     if (!simulated) wrap_fd(tracked, context->async_fd);
     if (g_active)
-      state.record(record::CallRecord(tracked.id(), record::Call::open_device)
+      state.record(record::CallRecord(tracked.id())
                        .add("call", "open_device")
                        .add("device", device_name)
                        .add("provider", simulated ? "simulated" : "real"));
@@ -235,7 +235,7 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
                               static_cast<std::uint32_t>(arg("max_recv_wr")),
                               arg("sq_sig_all") != 0);
   }
-  record::CallRecord created(tracked.id(), record::Call::create);
+  record::CallRecord created(tracked.id());
   created.add("call", call);
   if (Tracked* p = state.registry.find(parent)) created.add("parent", p->ref);
   for (const record::Field& field : args) created.add(field.key, field.value);
@@ -248,7 +248,7 @@ void create_failed(const void* parent, std::string_view call, Fields args, int e
   std::lock_guard lock(state.mutex);
   Tracked* p = state.registry.find(parent);
   if (p == nullptr) return;
-  record::CallRecord failed(p->id(), record::Call::other);
+  record::CallRecord failed(p->id());
   failed.add("call", call);
   for (const record::Field& field : args) failed.add(field.key, field.value);
   const std::string name = errno_name(error);
@@ -261,9 +261,7 @@ void destroyed(const void* handle, std::string_view call, int result) {
   Tracked* tracked = state.registry.find(handle);
   if (tracked == nullptr) return;
   if (g_active)
-    state.record(record::CallRecord(tracked->id(), record::Call::destroy)
-                     .add("call", call)
-                     .add("ret", result));
+    state.record(record::CallRecord(tracked->id()).add("call", call).add("ret", result));
   if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
   if (result == 0) {
     state.checkers.forget(*tracked);
@@ -298,7 +296,7 @@ void traced(const void* object, std::string_view call, Fields fields) {
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(object);
   if (tracked == nullptr) return;
-  record::CallRecord line(tracked->id(), record::Call::other);
+  record::CallRecord line(tracked->id());
   line.add("call", call);
   for (const record::Field& field : fields) line.add(field.key, field.value);
   state.record(line);
@@ -413,9 +411,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       state.record_fault(*tracked, *decision, "effect");
     }
     tracked->armed = false;  // an event disarms its CQ
-    state.record(record::CallRecord(tracked->id(), record::Call::get_cq_event)
-                     .add("call", "get_cq_event")
-                     .add("ret", 0));
+    state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
     state.checkers.cq_event_taken(state, *tracked);
     return 0;
   }
@@ -537,7 +533,7 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   if (Tracked* tracked = state.registry.find(context)) {
-    record::CallRecord taken(tracked->id(), record::Call::get_async_event);
+    record::CallRecord taken(tracked->id());
     taken.add("call", "get_async_event").add("ret", result);
     std::string text;
     if (result == 0) {

@@ -4,6 +4,17 @@
 
 namespace verbfault::interposer {
 
+namespace {
+
+// A WR whose completion will become an error: from now on polled
+// completions are looked at for rewrites (completions.h).
+void doom(State& state, Tracked& qp, DoomedWr wr) {
+  state.may_rewrite_completions = true;
+  qp.doomed.push_back(wr);
+}
+
+}  // namespace
+
 void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
                std::size_t index, PostPlan& plan, bool can_cause) {
   const bool unsignaled_send = wr.side == Side::send && !(wr.send_flags & IBV_SEND_SIGNALED);
@@ -17,8 +28,7 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
     // answered and end in retry exhaustion.
     Tracked* context = state.registry.context_of(object);
     if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
-      state.may_rewrite_completions = true;
-      qp->doomed.push_back({wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
+      doom(state, *qp, {wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
       if (unsignaled_send) plan.force_signaled.push_back(index);
       return;
     }
@@ -74,8 +84,7 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
                                    : rule.kind == FaultKind::rnr_retry_exhausted
                                        ? IBV_WC_RNR_RETRY_EXC_ERR
                                        : IBV_WC_RETRY_EXC_ERR;
-      state.may_rewrite_completions = true;
-      qp->doomed.push_back({wr.wr_id, wr.side, status, decision->rule_index});
+      doom(state, *qp, {wr.wr_id, wr.side, status, decision->rule_index});
       if (unsignaled_send) plan.force_signaled.push_back(index);
       state.record_fault(object, *decision, "effect",
                          {{"wr", index}, {"status", to_string(status)}});

@@ -23,6 +23,19 @@ namespace verbfault::interposer {
 
 namespace {
 
+// The start of every fast path (lock held): the object's record, after the
+// call-site faults of the call (interposer.h before_call). Returns nullptr
+// when the object is not the harness's (or went away while a fault was
+// injected): the provider's op is then called untouched, without the lock.
+Tracked* enter(State& state, std::unique_lock<std::mutex>& lock, const void* object,
+               OnDeadDevice on_dead, int& error) {
+  error = 0;
+  Tracked* tracked = state.registry.find(object);
+  if (tracked != nullptr) error = call_site_faults(state, lock, tracked, std::nullopt, on_dead);
+  if (tracked == nullptr) lock.unlock();
+  return tracked;
+}
+
 // ---- post_send / post_recv -------------------------------------------------------
 
 template <class Wr>
@@ -118,18 +131,11 @@ template <class Object, class Wr, class Op>
 int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr, Op op) {
   State& state = State::get();
   std::unique_lock lock(state.mutex);
-  Tracked* tracked = state.registry.find(object);
-  if (tracked == nullptr) {
-    lock.unlock();
-    return op(object, list, bad_wr);
-  }
+  int error = 0;
+  Tracked* tracked = enter(state, lock, object, OnDeadDevice::fail, error);
   // Nothing of the list was posted: bad_wr points at its first WR.
-  if (int error = call_site_faults(state, lock, tracked, std::nullopt, OnDeadDevice::fail))
-    return *bad_wr = list, error;
-  if (tracked == nullptr) {
-    lock.unlock();
-    return op(object, list, bad_wr);
-  }
+  if (error != 0) return *bad_wr = list, error;
+  if (tracked == nullptr) return op(object, list, bad_wr);
   Tracked* tracked_qp = qp != nullptr ? tracked : nullptr;
   if constexpr (std::is_same_v<Wr, ibv_send_wr>)
     state.checkers.send_posted(state, *tracked, list);
@@ -165,10 +171,7 @@ int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
     lock.lock();
     if ((tracked = state.registry.find(object)) == nullptr) return result;
   }
-  record::CallRecord posted(tracked->id(), record::Call::post_send);
-  if constexpr (std::is_same_v<Wr, ibv_recv_wr>)
-    posted = record::CallRecord(
-        tracked->id(), qp != nullptr ? record::Call::post_recv : record::Call::post_srq_recv);
+  record::CallRecord posted(tracked->id());
   posted.add("call", to_string(verb))
       .add("wrs", std::span<const record::WrSummary>(fired_wrs.empty() ? wrs : fired_wrs))
       .add("ret", result);
@@ -205,7 +208,7 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 // The poll record: its arguments, the count it returned and the completions.
 void record_poll(State& state, Tracked& cq, int num_entries, int ret, const ibv_wc* wc,
                  int visible) {
-  record::CallRecord polled(cq.id(), record::Call::poll_cq);
+  record::CallRecord polled(cq.id());
   polled.add("call", "poll_cq").add("max", num_entries).add("ret", ret);
   if (visible > 0) polled.add("wc", state.completions(wc, static_cast<std::size_t>(visible)));
   state.record(polled);
@@ -218,17 +221,10 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   if (!g_active) return ops->poll_cq(cq, num_entries, wc);
   State& state = State::get();
   std::unique_lock lock(state.mutex);
-  Tracked* tracked = state.registry.find(cq);
-  if (tracked == nullptr) {
-    lock.unlock();
-    return ops->poll_cq(cq, num_entries, wc);
-  }
-  if (int error = call_site_faults(state, lock, tracked, std::nullopt, OnDeadDevice::work))
-    return -error;
-  if (tracked == nullptr) {
-    lock.unlock();
-    return ops->poll_cq(cq, num_entries, wc);
-  }
+  int error = 0;
+  Tracked* tracked = enter(state, lock, cq, OnDeadDevice::work, error);
+  if (error != 0) return -error;
+  if (tracked == nullptr) return ops->poll_cq(cq, num_entries, wc);
   tracked->absorb_next_event = false;  // the application looks at the CQ
   if (tracked->overflowed) {
     // Effect-level overflow on a real provider: only destroy works now.
@@ -334,17 +330,10 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   if (!g_active) return ops->req_notify_cq(cq, solicited_only);
   State& state = State::get();
   std::unique_lock lock(state.mutex);
-  Tracked* tracked = state.registry.find(cq);
-  if (tracked == nullptr) {
-    lock.unlock();
-    return ops->req_notify_cq(cq, solicited_only);
-  }
-  if (int error = call_site_faults(state, lock, tracked, std::nullopt, OnDeadDevice::fail))
-    return error;
-  if (tracked == nullptr) {
-    lock.unlock();
-    return ops->req_notify_cq(cq, solicited_only);
-  }
+  int error = 0;
+  Tracked* tracked = enter(state, lock, cq, OnDeadDevice::fail, error);
+  if (error != 0) return error;
+  if (tracked == nullptr) return ops->req_notify_cq(cq, solicited_only);
   std::optional<Decision> decision;
   if (state.engine.has_rules(Site::arm)) {
     Opportunity at;
@@ -354,7 +343,7 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
     decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::spurious_cq_event});
   }
   auto record_arm = [&](int ret) {
-    state.record(record::CallRecord(tracked->id(), record::Call::req_notify_cq)
+    state.record(record::CallRecord(tracked->id())
                      .add("call", "req_notify_cq")
                      .add("solicited", solicited_only != 0)
                      .add("ret", ret));

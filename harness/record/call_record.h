@@ -4,8 +4,8 @@
 // about an object.
 //
 // A record is a small fixed struct built on the caller's stack: the object
-// it is about (its stable name and its slot), the verbs call if it is one,
-// and its fields in the order the trace writes them. Values are numbers,
+// it is about (its stable name and its slot) and its fields (a call's
+// name is its "call" field) in the order the trace writes them. Values are numbers,
 // flags, text, object names, or, by reference, the work requests of a post
 // and the completions of a poll. Building one allocates nothing and formats
 // nothing; the trace renders JSON only when it writes a file.
@@ -116,31 +116,11 @@ struct Field {
   Value value;
 };
 
-// Which verbs call a record is, for observers that react to calls (the
-// checks); Call::none for records that are not calls (faults, findings...).
-enum class Call : std::uint8_t {
-  none,
-  open_device,
-  close_device,
-  create,  // any create/alloc/reg call that returned an object
-  destroy,
-  modify_qp,
-  poll_cq,
-  post_send,
-  post_recv,
-  post_srq_recv,
-  req_notify_cq,
-  get_cq_event,
-  ack_cq_events,
-  get_async_event,
-  other,
-};
-
 class CallRecord {
  public:
   static constexpr std::size_t kMaxFields = 10;
 
-  CallRecord(ObjectId object, Call call = Call::none) : object_(object), call_(call) {}
+  explicit CallRecord(ObjectId object) : object_(object) {}
 
   CallRecord& add(Key key, Value value) {
     assert(count_ < kMaxFields);
@@ -148,20 +128,12 @@ class CallRecord {
     return *this;
   }
   ObjectId object() const { return object_; }
-  Call call() const { return call_; }
   std::span<const Field> fields() const {
     return {std::launder(reinterpret_cast<const Field*>(storage_)), count_};
-  }
-  // The value of `key`, if the record has that field.
-  const Value* find(std::string_view key) const {
-    for (const Field& field : fields())
-      if (field.key == key) return &field.value;
-    return nullptr;
   }
 
  private:
   ObjectId object_;
-  Call call_;
   std::uint8_t count_ = 0;
   // Fields are constructed as they are added (nothing is initialized for
   // the ones a record does not use).
