@@ -38,10 +38,7 @@ std::vector<std::uint64_t> Session::fired() const {
 std::vector<Finding> Session::findings() const {
   auto& state = interposer::State::get();
   std::lock_guard lock(state.mutex);
-  std::vector<Finding> findings;
-  for (const checkers::Finding& f : state.checkers.findings())
-    findings.push_back({f.check, f.object, f.message, f.trace_position, f.replay});
-  return findings;
+  return state.checkers.findings();
 }
 
 void Session::report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success) {

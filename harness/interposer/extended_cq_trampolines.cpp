@@ -67,18 +67,17 @@ int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv
   ex.current = wc;
   cq_ex->wr_id = wc.wr_id;
   cq_ex->status = wc.status;
-  state.checkers.polled(state, cq, 1, 1, &wc);
-  state.record(record::CallRecord(cq.id())
-                   .add("call", call)
-                   .add("ret", 0)
-                   .add("wc", state.completions(&wc, 1)));
+  const record::Completions completion = state.completions(&wc, 1);
+  state.checkers.polled(state, cq, 1, completion);
+  state.record(
+      record::CallRecord(cq.id()).add("call", call).add("ret", 0).add("wc", completion));
   return 0;
 }
 
 int refuse(State& state, Tracked& cq, const char* call, int error) {
   const std::string name = errno_name(error);
   state.record(record::CallRecord(cq.id()).add("call", call).add("ret", name));
-  if (error == ENOENT) state.checkers.polled(state, cq, 1, 0, nullptr);  // an empty poll
+  if (error == ENOENT) state.checkers.polled(state, cq, 1, {});  // an empty poll
   return error;
 }
 

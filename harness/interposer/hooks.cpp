@@ -287,7 +287,7 @@ void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   if (Tracked* tracked = state.registry.find(qp))
-    state.checkers.qp_modified(state, *tracked, attr, mask);
+    state.checkers.qp_modified(*tracked, attr, mask);
 }
 
 void traced(const void* object, std::string_view call, Fields fields) {
@@ -373,7 +373,8 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       // What the application leaves behind when it waits; a wait nothing
       // can end is diagnosed here instead of hanging.
       std::lock_guard lock(state.mutex);
-      state.checkers.before_cq_event_wait(state, channel);
+      if (const Tracked* tracked = state.registry.find(channel))
+        state.checkers.before_cq_event_wait(state, *tracked);
     }
     if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
       const int error = errno;
@@ -412,7 +413,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     }
     tracked->armed = false;  // an event disarms its CQ
     state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
-    state.checkers.cq_event_taken(state, *tracked);
+    state.checkers.cq_event_taken(*tracked);
     return 0;
   }
 }
@@ -525,7 +526,8 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state0 = State::get();
   if (g_active) {
     std::lock_guard lock(state0.mutex);
-    state0.checkers.before_async_event_wait(state0, context);
+    if (const Tracked* tracked = state0.registry.find(context))
+      state0.checkers.before_async_event_wait(state0, *tracked);
   }
   const int result = next_async_event(state0, context, event);
   if (!g_active) return result;
@@ -541,7 +543,7 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
       taken.add("event", to_string(event->event_type)).add("element", text);
       if (const void* element = element_of(*event))
         if (Tracked* element_record = state.registry.find(element))
-          state.checkers.async_event_taken(state, *element_record);
+          state.checkers.async_event_taken(*element_record);
     } else {
       text = errno_name(error);
       taken.add("errno", text);

@@ -7,8 +7,7 @@
 #pragma once
 
 #include "injected_events.h"
-#include "object_checks.h"
-#include "object_id.h"
+#include "object.h"
 #include "slot_map.h"
 #include "verbfault/plan.h"
 
@@ -39,19 +38,10 @@ struct DoomedWr {
   std::uint32_t rule = 0;
 };
 
-struct Tracked {
-  ObjectRef ref{};
-  std::uint32_t slot = record::kNoSlot;  // its place in the registry while it lives
-  const void* handle = nullptr;
-  ObjectRef context{};  // the context the object belongs to
-  const void* context_handle = nullptr;
-  bool simulated = false;  // on a simulated device (cause-level faults)
-
+// An object as the interposer tracks it: what every layer may read of it
+// (record::Object), then the fault state the interposer keeps for it.
+struct Tracked : record::Object {
   // QPs.
-  ibv_qp_type qp_type{};
-  std::uint32_t qp_num = 0;
-  ibv_cq* send_cq = nullptr;
-  ibv_cq* recv_cq = nullptr;
   std::deque<DoomedWr> doomed;
   bool injected_error = false;  // completions polled from now on are flushes
 
@@ -74,15 +64,10 @@ struct Tracked {
   bool port_down = false;                               // contexts
   bool dead = false;                                    // contexts: after an injected DEVICE_FATAL
 
-  checkers::ObjectChecks checks;  // what the runtime checks remember of it
-
   // The fault engine's counters of each rule on this object (opportunities
   // and firings), indexed by rule; sized when the object is first counted.
   std::vector<Counter> rule_counters;
   std::uint64_t counters_generation = 0;  // FaultEngine's plan generation they count for
-
-  record::ObjectId id() const { return {slot, ref}; }
-  std::string name() const { return to_string(ref); }
 };
 
 // Objects live in slots (a deque: a Tracked never moves while it lives);
@@ -101,10 +86,11 @@ class ObjectRegistry {
     const auto slot = by_qp_num_.find(qp_num);
     return slot ? &slots_[*slot] : nullptr;
   }
-  // The name of a QP number for a completion: its QP's, or kUnknownIndex.
-  ObjectRef qp_ref(std::uint32_t qp_num) {
-    if (Tracked* qp = find_qp(qp_num)) return qp->ref;
-    return {ObjectKind::qp, record::kUnknownIndex};
+  // The QP of a completion's QP number: its id, or an invalid one named
+  // kUnknownIndex.
+  record::ObjectId qp_id(std::uint32_t qp_num) {
+    if (Tracked* qp = find_qp(qp_num)) return qp->id();
+    return {record::kNoSlot, {ObjectKind::qp, record::kUnknownIndex}};
   }
   Tracked* context_of(const Tracked& object) {
     return object.context_handle == nullptr ? nullptr : find(object.context_handle);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 
 namespace verbfault::interposer {
 
@@ -26,6 +27,17 @@ void on_fatal_signal(int signal) {
   State::get().finish();
   std::signal(signal, SIG_DFL);
   std::raise(signal);
+}
+
+// The command line of this process, quoted as a shell would need it.
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string line, word;
+  while (std::getline(in, word, '\0')) {
+    const bool plain = word.find_first_of(" '\"\\$`") == std::string::npos && !word.empty();
+    line += (line.empty() ? "" : " ") + (plain ? word : "'" + word + "'");
+  }
+  return line;
 }
 
 void at_exit() {
@@ -89,7 +101,19 @@ void State::end_session() {
 Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated) {
   Tracked& tracked = registry.add(kind, handle, context, simulated);
   trace.object_added(tracked.id());
+  checkers.object_added(tracked);
   return tracked;
+}
+
+std::string State::replay_line() const {
+  if (const char* line = std::getenv("VERBFAULT_REPRODUCE")) return line;  // from verbfault run
+  return environment_line(engine.plan(), engine.seed()) + " " + command_line();
+}
+
+void State::end_run(int status) {
+  finish(/*check_leaks=*/false);  // the lock is the caller's: no leak check
+  std::fflush(nullptr);
+  std::_Exit(status);
 }
 
 void State::record_fault(Tracked& object, const Decision& decision, std::string_view level,
@@ -104,7 +128,7 @@ void State::record_fault(Tracked& object, const Decision& decision, std::string_
 
 record::Completions State::completions(const ibv_wc* wc, std::size_t count) {
   if (completion_qps_.size() < count) completion_qps_.resize(count);
-  for (std::size_t i = 0; i < count; ++i) completion_qps_[i] = registry.qp_ref(wc[i].qp_num);
+  for (std::size_t i = 0; i < count; ++i) completion_qps_[i] = registry.qp_id(wc[i].qp_num);
   return {wc, completion_qps_.data(), count};
 }
 

@@ -27,7 +27,7 @@ int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*&
 // Set once before main (library constructor), read without a lock.
 extern std::atomic<bool> g_active;
 
-class State {
+class State final : public checkers::Host {
  public:
   static State& get();
 
@@ -44,7 +44,14 @@ class State {
   // Adds a new object to the registry and tells the observers (lock held).
   Tracked& add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
   // Appends a record to the trace (lock held).
-  void record(const record::CallRecord& record) { trace.append(record); }
+  void record(const record::CallRecord& record) override { trace.append(record); }
+  // What the checks ask of the run (checkers::Host; lock held).
+  std::uint64_t trace_position() const override { return trace.records(); }
+  std::string replay_line() const override;
+  std::size_t held_completions(const record::Object& cq) const override {
+    return static_cast<const Tracked&>(cq).held.size();  // every Object here is a Tracked
+  }
+  [[noreturn]] void end_run(int status) override;
   // Records an injected fault with the level it used, then `detail`
   // (lock held).
   void record_fault(Tracked& object, const Decision& decision, std::string_view level,
@@ -68,8 +75,7 @@ class State {
 
  private:
   State();
-  std::vector<ObjectRef>
-      completion_qps_;  // scratch of completions()  // scratch of completions(), kept allocated
+  std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
   bool finished_ = false;
   bool environment_active_ = false;  // g_active as the environment set it
 };

@@ -206,11 +206,11 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 // ---- poll_cq ---------------------------------------------------------------------------
 
 // The poll record: its arguments, the count it returned and the completions.
-void record_poll(State& state, Tracked& cq, int num_entries, int ret, const ibv_wc* wc,
-                 int visible) {
+void record_poll(State& state, Tracked& cq, int num_entries, int ret,
+                 const record::Completions& completions = {}) {
   record::CallRecord polled(cq.id());
   polled.add("call", "poll_cq").add("max", num_entries).add("ret", ret);
-  if (visible > 0) polled.add("wc", state.completions(wc, static_cast<std::size_t>(visible)));
+  if (completions.count > 0) polled.add("wc", completions);
   state.record(polled);
 }
 
@@ -228,7 +228,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   tracked->absorb_next_event = false;  // the application looks at the CQ
   if (tracked->overflowed) {
     // Effect-level overflow on a real provider: only destroy works now.
-    record_poll(state, *tracked, num_entries, -EIO, wc, 0);
+    record_poll(state, *tracked, num_entries, -EIO);
     return -EIO;
   }
   std::optional<Decision> decision;
@@ -251,7 +251,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     if (rule.kind == FaultKind::verb_failure) {
       const std::string error = errno_name(*rule.error);
       state.record_fault(*tracked, *decision, "effect", {{"errno", error}});
-      record_poll(state, *tracked, num_entries, -*rule.error, wc, 0);
+      record_poll(state, *tracked, num_entries, -*rule.error);
       return -*rule.error;
     }
     if (rule.kind == FaultKind::partial_poll) {
@@ -273,7 +273,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       state.record_fault(*tracked, d, inject::to_string(level));
       if (tracked->overflowed) {
         // The overflowing poll already fails, as on the simulated device.
-        record_poll(state, *tracked, num_entries, -EIO, wc, 0);
+        record_poll(state, *tracked, num_entries, -EIO);
         return -EIO;
       }
     }
@@ -288,7 +288,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   int polled = 0;
   if (count < limit && tracked->held.empty()) polled = ops->poll_cq(cq, limit - count, wc + count);
   if (polled < 0) {
-    record_poll(state, *tracked, num_entries, polled, wc, 0);
+    record_poll(state, *tracked, num_entries, polled);
     return count > 0 ? count : polled;
   }
   std::vector<ibv_qp*> to_error;
@@ -314,8 +314,9 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     visible = i;
     break;
   }
-  state.checkers.polled(state, *tracked, num_entries, visible, wc);
-  record_poll(state, *tracked, num_entries, visible, wc, visible);
+  const record::Completions completions = state.completions(wc, static_cast<std::size_t>(visible));
+  state.checkers.polled(state, *tracked, num_entries, completions);
+  record_poll(state, *tracked, num_entries, visible, completions);
   if (to_error.empty()) return visible;
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);

@@ -36,11 +36,11 @@ struct WrSummary {
   static constexpr std::uint8_t kNoOpcode = 0xff;
 };
 
-// Completions of a poll: each with the QP it belongs to (ref.index ==
-// kUnknownIndex: a QP number the process does not own).
+// Completions of a poll: each with the QP it belongs to (an invalid id
+// with ref.index == kUnknownIndex: a QP number the process does not own).
 struct Completions {
   const ibv_wc* wc = nullptr;
-  const ObjectRef* qps = nullptr;
+  const ObjectId* qps = nullptr;
   std::size_t count = 0;
 };
 

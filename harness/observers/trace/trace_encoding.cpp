@@ -173,7 +173,7 @@ void encode_value(const Value& value, Sink& out) {
                    std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
         out.hashed(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
         out.hashed(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
-        const ObjectRef qp = c.qps[i];
+        const ObjectRef qp = c.qps[i].ref;
         out.hashed(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
                                                      : qp.index);
       }

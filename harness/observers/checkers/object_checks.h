@@ -1,5 +1,6 @@
-// What the runtime checks remember of one verbs object (kept in the
-// interposer's Tracked record; guarded by the interposer lock).
+// What the runtime checks remember of one verbs object (in the checkers'
+// own table, by slot; guarded by the interposer lock like every member of
+// Checkers).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -16,6 +17,7 @@ struct ObjectChecks {
   std::uint64_t cq_events_acked = 0;
   bool used_with_events = false;     // an event was ever taken for it
   bool drained_since_event = false;  // an empty poll since the last event
+  bool armed = false;                // a req_notify_cq since the last event taken
   std::uint64_t arm_depth = 0;       // completions it held at the last arm
   bool polled_since_arm = false;     // any poll since the last arm
   bool drained_since_arm = false;    // an empty poll since the last arm

@@ -1,7 +1,6 @@
 #include "checkers.h"
 
 #include "observation.h"
-#include "state.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,9 +9,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 
 namespace verbfault::checkers {
 
@@ -55,16 +53,6 @@ std::string json_escape(const std::string& text) {
   return nlohmann::json(text).dump();
 }
 
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string line, word;
-  while (std::getline(in, word, '\0')) {
-    const bool plain = word.find_first_of(" '\"\\$`") == std::string::npos && !word.empty();
-    line += (line.empty() ? "" : " ") + (plain ? word : "'" + word + "'");
-  }
-  return line;
-}
-
 }  // namespace
 
 void Checkers::configure(CheckSelection selection, std::string findings_file) {
@@ -72,22 +60,39 @@ void Checkers::configure(CheckSelection selection, std::string findings_file) {
   findings_file_ = std::move(findings_file);
 }
 
-std::string Checkers::replay_line(State& state) const {
-  if (const char* line = std::getenv("VERBFAULT_REPRODUCE")) return line;  // from verbfault run
-  return interposer::environment_line(state.engine.plan(), state.engine.seed()) + " " +
-         command_line();
+void Checkers::object_added(const Object& object) {
+  if (object.slot >= slots_.size())
+    slots_.resize(std::max<std::size_t>(object.slot + 1, 2 * slots_.size()));
+  slots_[object.slot] = Watched{&object, {}};
 }
 
-void Checkers::report(State& state, std::string_view id, Tracked& object, std::string message) {
+void Checkers::forget(const Object& object) {
+  if (object.slot >= slots_.size()) return;
+  remembered_failures_ -= slots_[object.slot].checks.failed.size();
+  slots_[object.slot] = Watched{};
+}
+
+std::vector<const Object*> Checkers::all(ObjectKind kind) const {
+  std::vector<const Object*> found;
+  for (const Watched& watched : slots_)
+    if (watched.object != nullptr && watched.object->ref.kind == kind)
+      found.push_back(watched.object);
+  std::sort(found.begin(), found.end(),
+            [](const Object* a, const Object* b) { return a->ref.index < b->ref.index; });
+  return found;
+}
+
+void Checkers::report(Host& host, std::string_view id, const Object& object,
+                      std::string message) {
   if (!on(id) || !reported_.emplace(std::string(id), object.name()).second) return;
-  Finding finding{std::string(id), object.name(), std::move(message), state.trace.records(),
-                  replay_line(state)};
+  Finding finding{std::string(id), object.name(), std::move(message), host.trace_position(),
+                  host.replay_line()};
   std::fprintf(stderr,
                "verbfault: check %s on %s (trace record %llu): %s\nverbfault:   replay: %s\n",
                finding.check.c_str(), finding.object.c_str(),
                static_cast<unsigned long long>(finding.trace_position), finding.message.c_str(),
                finding.replay.c_str());
-  state.record(
+  host.record(
       record::CallRecord(object.id()).add("check", finding.check).add("message", finding.message));
   // The findings file counts what fails the run.
   if (!findings_file_.empty() && fails_run(id)) {
@@ -102,93 +107,85 @@ void Checkers::report(State& state, std::string_view id, Tracked& object, std::s
   findings_.push_back(std::move(finding));
 }
 
-void Checkers::end_hung_run(State& state, std::string_view id, Tracked& object,
+void Checkers::end_hung_run(Host& host, std::string_view id, const Object& object,
                             std::string message) {
   reported_.erase({std::string(id), object.name()});  // a hang is always told
   const bool was_on = on(id);
-  report(state, id, object, std::move(message));
+  report(host, id, object, std::move(message));
   if (!was_on) return;
   std::fprintf(stderr,
                "verbfault: the program can never make progress; ending it with exit status %d\n",
                kHangExit);
-  state.finish(/*check_leaks=*/false);  // the lock is ours: no leak check
-  std::fflush(nullptr);
-  std::_Exit(kHangExit);
+  host.end_run(kHangExit);
 }
 
 // ---- completion events --------------------------------------------------------------
 
-namespace {
-
-// The completions a simulated CQ holds, the harness's held ones included.
-std::size_t depth(Tracked& cq) {
+std::size_t Checkers::depth(const Host& host, const Object& cq) const {
   auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
-  return provider::cq_depth(verbs) + cq.held.size();
+  return provider::cq_depth(verbs) + host.held_completions(cq);
 }
 
-}  // namespace
-
-void Checkers::check_cq_before_wait(State& state, Tracked& cq) {
-  ObjectChecks& c = cq.checks;
+void Checkers::check_cq_before_wait(Host& host, const Object& cq) {
+  ObjectChecks& c = of(cq);
   if (!c.used_with_events) return;
   auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
-  // Tracked::armed: a req_notify_cq since the last event it delivered.
-  if (!cq.armed) {
+  if (!c.armed) {
     if (!(cq.simulated && provider::cq_event_pending(verbs)))
-      report(state, "event.not_rearmed", cq,
+      report(host, "event.not_rearmed", cq,
              "waiting on the channel, but this CQ was not re-armed (ibv_req_notify_cq) since "
              "its last event: no further event will come from it");
     return;
   }
   // How many completions wait in the CQ: known on the simulated device only.
   if (!cq.simulated) return;
-  const std::size_t waiting = depth(cq);
+  const std::size_t waiting = depth(host, cq);
   // Completions that were there when the CQ was armed, or that a partial
   // drain left behind, raise no event (IBA 11.4.2.2: an arm covers the next
   // completion). A device may still fire one on the arm (a freedom the seed
   // draws); a program that counts on it hangs on devices that do not.
   if (waiting == 0 || c.drained_since_arm || (!c.polled_since_arm && c.arm_depth == 0)) return;
   if (c.drained_since_event && !c.polled_since_arm) {
-    report(state, "poll.stranded_between_poll_and_arm", cq,
+    report(host, "poll.stranded_between_poll_and_arm", cq,
            std::to_string(waiting) +
                " completion(s) arrived after the last empty poll and before the re-arm, and "
                "were not polled before waiting: no event will report them (poll once more "
                "after ibv_req_notify_cq)");
   } else {
-    report(state, "poll.wait_without_drain", cq,
+    report(host, "poll.wait_without_drain", cq,
            "waiting for an event while the CQ still holds " + std::to_string(waiting) +
                " completion(s) it held when re-armed: drain it (poll until empty) after "
                "re-arming");
   }
 }
 
-void Checkers::before_cq_event_wait(State& state, ibv_comp_channel* channel) {
-  Tracked* channel_record = state.registry.find(channel);
-  if (channel_record == nullptr) return;
-  for (Tracked* cq : state.registry.all(ObjectKind::cq))
-    if (static_cast<const ibv_cq*>(cq->handle)->channel == channel)
-      check_cq_before_wait(state, *cq);
+void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
+  for (const Object* cq : all(ObjectKind::cq))
+    if (static_cast<const ibv_cq*>(cq->handle)->channel == channel.handle)
+      check_cq_before_wait(host, *cq);
   // A wait that nothing can end: no event pending, nothing scheduled on the
   // device, no other thread to make a verbs call.
-  if (channel_record->simulated && !readable(channel->fd) && !nonblocking(channel->fd) &&
-      single_threaded() && !provider::work_pending())
-    end_hung_run(state, "liveness.blocked_forever", *channel_record,
+  const int fd = static_cast<const ibv_comp_channel*>(channel.handle)->fd;
+  if (channel.simulated && !readable(fd) && !nonblocking(fd) && single_threaded() &&
+      !provider::work_pending())
+    end_hung_run(host, "liveness.blocked_forever", channel,
                  "blocked in ibv_get_cq_event with no event pending, no work on the device and "
                  "no other thread to post any: nothing can ever wake it");
 }
 
-void Checkers::cq_event_taken(State&, Tracked& cq) {
-  ObjectChecks& c = cq.checks;
+void Checkers::cq_event_taken(const Object& cq) {
+  ObjectChecks& c = of(cq);
+  c.armed = false;  // an event disarms its CQ
   ++c.cq_events_taken;
   c.used_with_events = true;
   c.drained_since_event = false;
   idle_polls_ = 0;
 }
 
-void Checkers::cq_events_acked(State& state, Tracked& cq, unsigned int count) {
-  ObjectChecks& c = cq.checks;
+void Checkers::cq_events_acked(Host& host, const Object& cq, unsigned int count) {
+  ObjectChecks& c = of(cq);
   if (c.cq_events_acked + count > c.cq_events_taken) {
-    report(state, "ack.cq_events_overacked", cq,
+    report(host, "ack.cq_events_overacked", cq,
            "ibv_ack_cq_events(" + std::to_string(count) + ") with " +
                std::to_string(c.cq_events_taken - c.cq_events_acked) +
                " event(s) of this CQ unacknowledged: acks meant for another CQ? (libibverbs' "
@@ -197,15 +194,19 @@ void Checkers::cq_events_acked(State& state, Tracked& cq, unsigned int count) {
   c.cq_events_acked += count;
 }
 
-void Checkers::armed(State&, Tracked& cq) {
-  ObjectChecks& c = cq.checks;
-  c.arm_depth = cq.simulated ? depth(cq) : 0;
+void Checkers::armed(Host& host, const Object& cq) {
+  ObjectChecks& c = of(cq);
+  c.armed = true;
+  c.arm_depth = cq.simulated ? depth(host, cq) : 0;
   c.polled_since_arm = false;
   c.drained_since_arm = false;
 }
 
-void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const ibv_wc* wc) {
-  ObjectChecks& c = cq.checks;
+void Checkers::polled(Host& host, const Object& cq, int asked,
+                      const record::Completions& completions) {
+  ObjectChecks& c = of(cq);
+  const ibv_wc* wc = completions.wc;
+  const int returned = static_cast<int>(completions.count);
   c.polled_since_arm = true;
   if (returned == 0 && asked > 0) c.drained_since_event = c.drained_since_arm = true;
   // Failures are remembered per QP; a success only has to forget one, and
@@ -213,9 +214,9 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
   for (int i = 0; i < returned; ++i) {
     const bool failed = wc[i].status != IBV_WC_SUCCESS;
     if (!failed && remembered_failures_ == 0) continue;
-    Tracked* qp = state.registry.find_qp(wc[i].qp_num);
-    if (qp == nullptr) continue;
-    ObjectChecks& q = qp->checks;
+    const record::ObjectId qp = completions.qps[i];
+    if (!qp.valid() || qp.slot >= slots_.size() || slots_[qp.slot].object == nullptr) continue;
+    ObjectChecks& q = slots_[qp.slot].checks;
     if (!failed) {
       remembered_failures_ -= q.failed.erase(wc[i].wr_id);
       continue;
@@ -236,8 +237,8 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
   // An empty poll of a simulated CQ: spinning forever when nothing can come.
   if (++idle_polls_ < kSpinningPolls) return;
   idle_polls_ = 0;
-  if (depth(cq) == 0 && !provider::work_pending() && single_threaded())
-    end_hung_run(state, "liveness.spinning", cq,
+  if (depth(host, cq) == 0 && !provider::work_pending() && single_threaded())
+    end_hung_run(host, "liveness.spinning", cq,
                  std::to_string(kSpinningPolls) +
                      " empty polls in a row with no work on the device and no other thread to "
                      "post any: no completion can ever arrive");
@@ -245,26 +246,26 @@ void Checkers::polled(State& state, Tracked& cq, int asked, int returned, const 
 
 // ---- async events ---------------------------------------------------------------------
 
-void Checkers::before_async_event_wait(State& state, ibv_context* context) {
-  Tracked* record = state.registry.find(context);
-  if (record == nullptr || !record->simulated) return;
-  if (readable(context->async_fd) || nonblocking(context->async_fd)) return;
+void Checkers::before_async_event_wait(Host& host, const Object& context) {
+  if (!context.simulated) return;
+  const int async_fd = static_cast<const ibv_context*>(context.handle)->async_fd;
+  if (readable(async_fd) || nonblocking(async_fd)) return;
   if (single_threaded() && !provider::work_pending())
-    end_hung_run(state, "liveness.blocked_forever", *record,
+    end_hung_run(host, "liveness.blocked_forever", context,
                  "blocked in ibv_get_async_event with no event pending, no work on the device "
                  "and no other thread to make a verbs call: nothing can ever wake it");
 }
 
-void Checkers::async_event_taken(State&, Tracked& element) {
-  ++element.checks.async_taken;
+void Checkers::async_event_taken(const Object& element) {
+  ++of(element).async_taken;
   idle_polls_ = 0;
 }
 
-void Checkers::async_event_acked(State& state, Tracked* element) {
+void Checkers::async_event_acked(Host& host, const Object* element) {
   if (element == nullptr) return;
-  ObjectChecks& c = element->checks;
+  ObjectChecks& c = of(*element);
   if (c.async_acked >= c.async_taken) {
-    report(state, "ack.async_overacked", *element,
+    report(host, "ack.async_overacked", *element,
            "ibv_ack_async_event for an event of this object that was not taken, or twice");
     return;
   }
@@ -273,72 +274,74 @@ void Checkers::async_event_acked(State& state, Tracked* element) {
 
 // ---- work requests -----------------------------------------------------------------------
 
-void Checkers::check_poisoned(State& state, Tracked& qp, std::uint64_t wr_id, std::uint64_t length,
+void Checkers::check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,
                               std::uint32_t opcode) {
   if (length != kPoison32 && opcode != kPoison32) return;
-  report(state, "error.poisoned_field_used", qp,
+  report(host, "error.poisoned_field_used", qp,
          "work request " + std::to_string(wr_id) + " carries 0xa5a5a5a5 (a " +
              (opcode == kPoison32 ? "opcode" : "length") +
              " taken from an error completion, where ibv_poll_cq(3) leaves it undefined)");
 }
 
-void Checkers::count_post(State& state, Tracked& qp) {
-  ObjectChecks& c = qp.checks;
+void Checkers::count_post(Host& host, const Object& qp) {
+  ObjectChecks& c = of(qp);
   if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
-    report(state, "error.post_to_qp_in_err", qp,
+    report(host, "error.post_to_qp_in_err", qp,
            std::to_string(kPostsAfterError) +
                " posts after one of its error completions was polled: the QP is in ERR and "
                "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
 }
 
-void Checkers::send_built(State& state, Tracked& qp, unsigned int send_flags) {
-  ObjectChecks& c = qp.checks;
+void Checkers::send_built(Host& host, const Object& qp, unsigned int send_flags) {
+  ObjectChecks& c = of(qp);
   idle_polls_ = 0;
   if ((send_flags & IBV_SEND_SIGNALED) || c.sq_sig_all) {
     c.unsignaled_run = 0;
   } else if (++c.unsignaled_run >= c.max_send_wr && c.max_send_wr > 0) {
-    report(state, "resource.unsignaled_sends_fill_queue", qp,
+    report(host, "resource.unsignaled_sends_fill_queue", qp,
            std::to_string(c.unsignaled_run) + " unsignaled sends in a row on a send queue of " +
                std::to_string(c.max_send_wr) +
                ": a send slot is freed only by a polled completion of a later signaled WR, so "
                "the queue fills and ibv_post_send fails with ENOMEM");
   }
-  count_post(state, qp);
+  count_post(host, qp);
 }
 
-void Checkers::send_posted(State& state, Tracked& qp, const ibv_send_wr* list) {
+void Checkers::send_posted(Host& host, const Object& qp, const ibv_send_wr* list) {
   for (const ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
     for (int i = 0; i < wr->num_sge && wr->sg_list != nullptr; ++i)
-      check_poisoned(state, qp, wr->wr_id, wr->sg_list[i].length, 0);
-    check_poisoned(state, qp, wr->wr_id, 0, static_cast<std::uint32_t>(wr->opcode));
-    send_built(state, qp, wr->send_flags);
+      check_poisoned(host, qp, wr->wr_id, wr->sg_list[i].length, 0);
+    check_poisoned(host, qp, wr->wr_id, 0, static_cast<std::uint32_t>(wr->opcode));
+    send_built(host, qp, wr->send_flags);
   }
 }
 
-void Checkers::recv_posted(State& state, Tracked& object, const ibv_recv_wr* list) {
+void Checkers::recv_posted(Host& host, const Object& object, const ibv_recv_wr* list) {
   idle_polls_ = 0;
   for (const ibv_recv_wr* wr = list; wr != nullptr; wr = wr->next) {
     for (int i = 0; i < wr->num_sge && wr->sg_list != nullptr; ++i)
-      check_poisoned(state, object, wr->wr_id, wr->sg_list[i].length, 0);
-    count_post(state, object);
+      check_poisoned(host, object, wr->wr_id, wr->sg_list[i].length, 0);
+    count_post(host, object);
   }
 }
 
-void Checkers::qp_modified(State&, Tracked& qp, const ibv_qp_attr& attr, int mask) {
+void Checkers::qp_modified(const Object& qp, const ibv_qp_attr& attr, int mask) {
   if ((mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
-    qp.checks.error_polled = false;
-    qp.checks.posts_after_error = 0;
-    qp.checks.unsignaled_run = 0;
+    ObjectChecks& c = of(qp);
+    c.error_polled = false;
+    c.posts_after_error = 0;
+    c.unsignaled_run = 0;
   }
 }
 
 // ---- outcomes the application reports ------------------------------------------------
 
-void Checkers::outcome_reported(State& state, Tracked& qp, std::uint64_t wr_id, bool success) {
+void Checkers::outcome_reported(Host& host, const Object& qp, std::uint64_t wr_id, bool success) {
   if (!success) return;
-  auto it = qp.checks.failed.find(wr_id);
-  if (it == qp.checks.failed.end()) return;
-  report(state, "error.failure_reported_as_success", qp,
+  const ObjectChecks& c = of(qp);
+  auto it = c.failed.find(wr_id);
+  if (it == c.failed.end()) return;
+  report(host, "error.failure_reported_as_success", qp,
          "work request " + std::to_string(wr_id) +
              " was reported a success, but its completion was " + ibv_wc_status_str(it->second) +
              " (a flushed WR did not happen)");
@@ -346,22 +349,25 @@ void Checkers::outcome_reported(State& state, Tracked& qp, std::uint64_t wr_id, 
 
 // ---- objects ------------------------------------------------------------------------------
 
-void Checkers::qp_created(State& state, Tracked& qp, std::uint32_t max_send_wr,
+void Checkers::qp_created(Host& host, const Object& qp, std::uint32_t max_send_wr,
                           std::uint32_t max_recv_wr, bool sq_sig_all) {
-  qp.checks.max_send_wr = max_send_wr;
-  qp.checks.max_recv_wr = max_recv_wr;
-  qp.checks.sq_sig_all = sq_sig_all;
+  ObjectChecks& c = of(qp);
+  c.max_send_wr = max_send_wr;
+  c.max_recv_wr = max_recv_wr;
+  c.sq_sig_all = sq_sig_all;
   // F16: every WR of every QP on a CQ may be outstanding at once.
   for (ibv_cq* cq : {qp.send_cq, qp.recv_cq}) {
-    Tracked* cq_record = state.registry.find(cq);
+    const Object* cq_record = nullptr;
+    for (const Object* candidate : all(ObjectKind::cq))
+      if (candidate->handle == cq) cq_record = candidate;
     if (cq_record == nullptr) continue;
     std::uint64_t outstanding = 0;
-    for (Tracked* other : state.registry.all(ObjectKind::qp)) {
-      if (other->send_cq == cq) outstanding += other->checks.max_send_wr;
-      if (other->recv_cq == cq) outstanding += other->checks.max_recv_wr;
+    for (const Object* other : all(ObjectKind::qp)) {
+      if (other->send_cq == cq) outstanding += of(*other).max_send_wr;
+      if (other->recv_cq == cq) outstanding += of(*other).max_recv_wr;
     }
     if (outstanding > static_cast<std::uint64_t>(cq->cqe))
-      report(state, "resource.cq_too_small", *cq_record,
+      report(host, "resource.cq_too_small", *cq_record,
              "its QPs can have " + std::to_string(outstanding) +
                  " work requests outstanding (max_send_wr + max_recv_wr) but it holds " +
                  std::to_string(cq->cqe) + " completions: it overflows when they all complete");
@@ -369,50 +375,46 @@ void Checkers::qp_created(State& state, Tracked& qp, std::uint32_t max_send_wr,
   }
 }
 
-void Checkers::destroying(State& state, Tracked& object) {
-  const ObjectChecks& c = object.checks;
+void Checkers::destroying(Host& host, const Object& object) {
+  const ObjectChecks& c = of(object);
   if (object.ref.kind == ObjectKind::cq && c.cq_events_taken != c.cq_events_acked)
-    report(state, "ack.cq_events_unacked_at_destroy", object,
+    report(host, "ack.cq_events_unacked_at_destroy", object,
            "ibv_destroy_cq with " + std::to_string(c.cq_events_taken) +
                " completion event(s) taken and " + std::to_string(c.cq_events_acked) +
                " acknowledged: libibverbs waits here forever (ibv_ack_cq_events each event "
                "first)");
   if (c.async_taken != c.async_acked)
-    report(state, "ack.async_unacked_at_destroy", object,
+    report(host, "ack.async_unacked_at_destroy", object,
            "destroyed with " + std::to_string(c.async_taken) + " async event(s) taken and " +
                std::to_string(c.async_acked) +
                " acknowledged: libibverbs waits here forever (ibv_ack_async_event each first)");
 }
 
-void Checkers::destroy_refused(State& state, Tracked& object, int error) {
+void Checkers::destroy_refused(Host& host, const Object& object, int error) {
   if (error != EBUSY) return;
-  const ObjectChecks& c = object.checks;
+  const ObjectChecks& c = of(object);
   if (c.cq_events_taken != c.cq_events_acked || c.async_taken != c.async_acked) return;
-  report(state, "resource.destroy_order", object,
+  report(host, "resource.destroy_order", object,
          "destroy refused with EBUSY: objects that depend on it (QPs on a CQ or SRQ, children "
          "of a PD, CQs of a channel) must be destroyed first");
 }
 
-void Checkers::closed_with_children(State& state, Tracked& context, const std::string& names) {
-  report(state, "resource.destroy_order", context,
+void Checkers::closed_with_children(Host& host, const Object& context, const std::string& names) {
+  report(host, "resource.destroy_order", context,
          "ibv_close_device with objects of the context still alive (" + names +
              "): ibv_close_device(3) does not release them; destroy them first");
 }
 
-void Checkers::forget(Tracked& object) {
-  remembered_failures_ -= object.checks.failed.size();
-}
-
-void Checkers::exiting(State& state) {
+void Checkers::exiting(Host& host) {
   std::string leaked;
-  Tracked* first = nullptr;
+  const Object* first = nullptr;
   for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
                           ObjectKind::mr, ObjectKind::pd, ObjectKind::channel, ObjectKind::context})
-    for (Tracked* object : state.registry.all(kind)) {
+    for (const Object* object : all(kind)) {
       leaked += (leaked.empty() ? "" : ", ") + object->name();
       if (first == nullptr) first = object;
     }
-  if (first != nullptr) report(state, "resource.leak_at_exit", *first, "alive at exit: " + leaked);
+  if (first != nullptr) report(host, "resource.leak_at_exit", *first, "alive at exit: " + leaked);
 }
 
 }  // namespace verbfault::checkers

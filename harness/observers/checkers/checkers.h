@@ -1,0 +1,138 @@
+// The runtime checks, an observer of the interposer's calls: they report
+// each mistake of the application once per object, with its stable id, the
+// object, the trace position and the line that replays the run
+// (check_catalogue.h lists them). On whenever the harness is (a seed, plan
+// or trace given, or a Session open); VERBFAULT_CHECKS selects them.
+//
+// The checks keep what they remember of each object in their own table,
+// indexed by the object's slot (object_checks.h), and read the objects
+// only through record::Object. What they need of the run (the trace
+// position, the replay line, completions the harness holds back, ending a
+// hung run) they ask of their Host.
+//
+// Owner: the interposer, which calls every member under its lock.
+#pragma once
+
+#include "call_record.h"
+#include "check_catalogue.h"
+#include "object.h"
+#include "object_checks.h"
+#include "verbfault/session.h"
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace verbfault::checkers {
+
+// Exit status of a run the liveness checks ended.
+inline constexpr int kHangExit = 122;
+
+using record::Object;
+
+// What the checks may ask of the run they watch (the interposer).
+class Host {
+ public:
+  virtual std::uint64_t trace_position() const = 0;
+  // The line that replays the run (environment + command).
+  virtual std::string replay_line() const = 0;
+  // Completions the harness holds back from the application on `cq`.
+  virtual std::size_t held_completions(const Object& cq) const = 0;
+  virtual void record(const record::CallRecord& record) = 0;
+  // Ends the run now with `status` (a hang): the trace and the summary are
+  // written first. The caller holds the interposer lock.
+  [[noreturn]] virtual void end_run(int status) = 0;
+
+ protected:
+  ~Host() = default;
+};
+
+class Checkers {
+ public:
+  void configure(CheckSelection selection, std::string findings_file);
+  // A Session: findings are kept apart from the environment's run.
+  void restart() {
+    findings_.clear();
+    reported_.clear();
+    idle_polls_ = 0;
+  }
+  const std::vector<Finding>& findings() const { return findings_; }
+
+  // ---- objects ----
+  // A new object in `object.slot` (it stays in place until forget()).
+  void object_added(const Object& object);
+  void qp_created(Host& host, const Object& qp, std::uint32_t max_send_wr,
+                  std::uint32_t max_recv_wr, bool sq_sig_all);
+  // Before the provider's destroy of a CQ, QP or SRQ.
+  void destroying(Host& host, const Object& object);
+  void destroy_refused(Host& host, const Object& object, int error);
+  // ibv_close_device while these objects of the context are alive.
+  void closed_with_children(Host& host, const Object& context, const std::string& names);
+  // An object leaving the registry (destroyed, or gone with its context).
+  void forget(const Object& object);
+  // At the end of the run: what is still alive.
+  void exiting(Host& host);
+
+  // ---- completion events ----
+  // Before ibv_get_cq_event looks for an event on `channel` (it waits
+  // unless the fd is non-blocking). May end the run (liveness).
+  void before_cq_event_wait(Host& host, const Object& channel);
+  void cq_event_taken(const Object& cq);
+  void cq_events_acked(Host& host, const Object& cq, unsigned int count);
+  // A successful ibv_req_notify_cq.
+  void armed(Host& host, const Object& cq);
+  // A poll: `completions` are what the application sees.
+  void polled(Host& host, const Object& cq, int asked, const record::Completions& completions);
+
+  // ---- async events ----
+  void before_async_event_wait(Host& host, const Object& context);
+  void async_event_taken(const Object& element);
+  void async_event_acked(Host& host, const Object* element);
+
+  // ---- work requests ----
+  void send_posted(Host& host, const Object& qp, const ibv_send_wr* list);
+  // One WR of the ibv_wr_* API, at its builder (its data comes later).
+  void send_built(Host& host, const Object& qp, unsigned int send_flags);
+  void recv_posted(Host& host, const Object& object, const ibv_recv_wr* list);
+  void qp_modified(const Object& qp, const ibv_qp_attr& attr, int mask);
+
+  // ---- outcomes the application reports (Session::report_outcome) ----
+  void outcome_reported(Host& host, const Object& qp, std::uint64_t wr_id, bool success);
+
+ private:
+  // What the checks know of the object in one slot.
+  struct Watched {
+    const Object* object = nullptr;  // nullptr: the slot is free
+    ObjectChecks checks;
+  };
+  ObjectChecks& of(const Object& object) { return slots_[object.slot].checks; }
+  // The live objects of `kind`, in creation order.
+  std::vector<const Object*> all(ObjectKind kind) const;
+
+  bool on(std::string_view id) const { return selection_.enabled(id); }
+  void report(Host& host, std::string_view id, const Object& object, std::string message);
+  // Reports a hang and ends the run (exit status kHangExit); returns only
+  // when that check is switched off.
+  void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message);
+  void check_cq_before_wait(Host& host, const Object& cq);
+  void check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,
+                      std::uint32_t opcode);
+  // One more WR posted to `qp` (F18 counts the ones after an error).
+  void count_post(Host& host, const Object& qp);
+  // The completions a simulated CQ holds, the harness's held ones included.
+  std::size_t depth(const Host& host, const Object& cq) const;
+
+  CheckSelection selection_ = CheckSelection::parse("", "");
+  std::string findings_file_;
+  std::vector<Finding> findings_;
+  std::vector<Watched> slots_;                              // by Object::slot
+  std::set<std::pair<std::string, std::string>> reported_;  // (id, object): once each
+  std::uint64_t idle_polls_ = 0;           // empty polls since the last sign of progress
+  std::uint64_t remembered_failures_ = 0;  // entries of every QP's ObjectChecks::failed
+};
+
+}  // namespace verbfault::checkers
