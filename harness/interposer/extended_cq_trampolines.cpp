@@ -69,8 +69,7 @@ int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv
   cq_ex->status = wc.status;
   const record::Completions completion = state.completions(&wc, 1);
   state.checkers.polled(state, cq, 1, completion);
-  state.record(
-      record::CallRecord(cq.id()).add("call", call).add("ret", 0).add("wc", completion));
+  state.record(record::CallRecord(cq.id()).add("call", call).add("ret", 0).add("wc", completion));
   return 0;
 }
 
@@ -95,14 +94,15 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
     ExtendedCq* ex = find(cq_ex);
     Tracked* tracked = state.registry.find(cq);
     if (ex == nullptr || tracked == nullptr) return ENOENT;
-    if (tracked->overflowed) return refuse(state, *tracked, call, EIO);
-    if (first) tracked->absorb_next_event = false;  // the application looks at the CQ
+    if (state.engine.faults(*tracked).overflowed) return refuse(state, *tracked, call, EIO);
+    engine::ObjectFaults& faults = state.engine.faults(*tracked);
+    if (first) faults.absorb_next_event = false;  // the application looks at the CQ
     // A start_poll is a poll: it counts down the held completions' delay.
-    if (first && tracked->held_polls > 0) --tracked->held_polls;
-    if (!tracked->held.empty()) {
-      if (tracked->held_polls > 0) return refuse(state, *tracked, call, ENOENT);
-      const ibv_wc wc = tracked->held.front();
-      tracked->held.erase(tracked->held.begin());
+    if (first && faults.held_polls > 0) --faults.held_polls;
+    if (!faults.held.empty()) {
+      if (faults.held_polls > 0) return refuse(state, *tracked, call, ENOENT);
+      const ibv_wc wc = faults.held.front();
+      faults.held.erase(faults.held.begin());
       return serve(state, *tracked, cq_ex, *ex, wc, call);
     }
     provider = ex->provider;
@@ -125,14 +125,12 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
     if (ex == nullptr || tracked == nullptr) return result;
     if (result != 0) return refuse(state, *tracked, call, result);
     ex->provider_polling = true;
-    to_error = rewrite(state, wc);
-    if (auto delay = decide_delay(state, *tracked, wc)) {
-      // Held with what follows it (later polls do not reach the provider
-      // while anything is held), visible `polls` polls from now.
-      state.record_fault(*tracked, *delay, "effect",
-                         {{"wr_id", wc.wr_id}, {"polls", *delay->rule->polls}});
-      tracked->held.push_back(wc);
-      tracked->held_polls = *delay->rule->polls;
+    // Rewrites and delays as for ibv_poll_cq (one completion); a delayed
+    // one is held, and later polls do not reach the provider while
+    // anything is held.
+    const record::ObjectId qp = state.registry.qp_id(wc.qp_num);
+    std::vector<ibv_qp*> errors;
+    if (engine::apply_to_polled(state.engine, *tracked, &wc, &qp, 0, 1, errors) == 0) {
       // After ENOENT from start_poll the application does not call
       // end_poll: the provider's session is closed here.
       close_provider = first;
@@ -140,6 +138,7 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
     } else {
       serve(state, *tracked, cq_ex, *ex, wc, call);
     }
+    if (!errors.empty()) to_error = errors.front();
     if (close_provider) ex->provider_polling = false;
   }
   if (close_provider) provider.end_poll(cq_ex);

@@ -59,7 +59,7 @@ void start(ibv_qp_ex* qpx) {
     ex->wrs.clear();
     ex->built = 0;
     Tracked* qp = state.registry.find(&qpx->qp_base);
-    ex->doomed_before = qp != nullptr ? qp->doomed.size() : 0;
+    ex->doomed_before = qp != nullptr ? state.engine.faults(*qp).doomed.size() : 0;
     original = ex->provider.wr_start;
   }
   original(qpx);
@@ -92,7 +92,7 @@ void build(ibv_qp_ex* qpx, Args... args) {
     if (qp != nullptr) state.checkers.send_built(state, *qp, wr.send_flags);
     if (qp != nullptr && ex->plan.stop == SIZE_MAX) {
       const std::size_t forced = ex->plan.force_signaled.size();
-      decide_wr(state, *qp, qp, Verb::post_send, wr, index, ex->plan);
+      engine::decide_wr(state.engine, *qp, qp, Verb::post_send, wr, index, ex->plan);
       force_signaled = ex->plan.force_signaled.size() > forced;
     }
   }
@@ -107,7 +107,8 @@ void build(ibv_qp_ex* qpx, Args... args) {
 // Forgets the doomed WRs of a batch that was not posted (lock held).
 void undoom(State& state, ibv_qp_ex* qpx, const ExtendedQp& ex) {
   if (Tracked* qp = state.registry.find(&qpx->qp_base))
-    while (qp->doomed.size() > ex.doomed_before) qp->doomed.pop_back();
+    while (state.engine.faults(*qp).doomed.size() > ex.doomed_before)
+      state.engine.faults(*qp).doomed.pop_back();
 }
 
 void trace_batch(State& state, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int result) {

@@ -40,8 +40,8 @@ bool active() {
   return g_active;
 }
 
-void wrap_fd(Tracked& tracked, int& fd) {
-  const int wrapped = tracked.events.wrap(fd);
+void wrap_fd(State& state, Tracked& tracked, int& fd) {
+  const int wrapped = state.engine.faults(tracked).events.wrap(fd);
   if (wrapped >= 0) {
     fd = wrapped;
   } else {
@@ -55,8 +55,8 @@ void unwrap_fd(const void* handle) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle);
-  if (tracked == nullptr || !tracked->events.wrapped()) return;
-  const int provider_fd = tracked->events.unwrap();
+  if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) return;
+  const int provider_fd = state.engine.faults(*tracked).events.unwrap();
   if (tracked->ref.kind == ObjectKind::context)
     static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd = provider_fd;
   else
@@ -75,10 +75,10 @@ void FdLoan::lend(const void* handle, int* fd) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle);
-  if (tracked == nullptr || !tracked->events.wrapped()) return;
+  if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) return;
   handle_ = handle;
   fd_ = fd;
-  if (tracked->fd_loans++ == 0) *fd = tracked->events.provider_fd();
+  if (tracked->fd_loans++ == 0) *fd = state.engine.faults(*tracked).events.provider_fd();
 }
 
 FdLoan::~FdLoan() {
@@ -86,7 +86,8 @@ FdLoan::~FdLoan() {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle_);
-  if (tracked != nullptr && --tracked->fd_loans == 0) *fd_ = tracked->events.application_fd();
+  if (tracked != nullptr && --tracked->fd_loans == 0)
+    *fd_ = state.engine.faults(*tracked).events.application_fd();
 }
 
 void opened(ibv_context* context, const char* device_name) {
@@ -95,7 +96,7 @@ void opened(ibv_context* context, const char* device_name) {
   {
     std::lock_guard lock(state.mutex);
     Tracked& tracked = state.add_object(ObjectKind::context, context, {}, simulated);
-    if (!simulated) wrap_fd(tracked, context->async_fd);
+    if (!simulated) wrap_fd(state, tracked, context->async_fd);
     if (g_active)
       state.record(record::CallRecord(tracked.id())
                        .add("call", "open_device")
@@ -115,7 +116,7 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(context);
-  if (tracked != nullptr && tracked->port_down) attr->state = IBV_PORT_DOWN;
+  if (tracked != nullptr && state.engine.faults(*tracked).port_down) attr->state = IBV_PORT_DOWN;
 }
 
 void closing(ibv_context* context, int result) {
@@ -138,10 +139,7 @@ void closing(ibv_context* context, int result) {
     if (g_active && !children.empty())
       if (Tracked* tracked = state.registry.find(context))
         state.checkers.closed_with_children(state, *tracked, names);
-    for (const void* child : children) {
-      state.checkers.forget(*state.registry.find(child));
-      state.registry.remove(child);
-    }
+    for (const void* child : children) state.remove_object(*state.registry.find(child));
   }
   destroyed(context, "close_device", result);
 }
@@ -151,7 +149,8 @@ int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*&
   // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
   // (the simulated device does this itself).
   if (!tracked->simulated && on_dead == OnDeadDevice::fail)
-    if (Tracked* context = state.registry.context_of(*tracked); context && context->dead)
+    if (Tracked* context = state.registry.context_of(*tracked);
+        context && state.engine.faults(*context).dead)
       return EIO;
   if (!state.engine.has_rules(Site::call)) return 0;
   Opportunity at;
@@ -165,8 +164,8 @@ int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*&
   const Rule& rule = *decision->rule;
   if (rule.kind == FaultKind::verb_failure) {
     const std::string error = errno_name(*rule.error);
-    state.record_fault(*tracked, *decision, "effect",
-                       {{"verb", to_string(*rule.verb)}, {"errno", error}});
+    state.engine.record_fault(*tracked, *decision, "effect",
+                              {{"verb", to_string(*rule.verb)}, {"errno", error}});
     return *rule.error;
   }
   const void* object = tracked->handle;
@@ -177,13 +176,13 @@ int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*&
   const std::uint8_t port = rule.port.value_or(1);
   switch (rule.kind) {
     case FaultKind::async_event:
-      level = inject::async_event(target, *rule.event, port);
+      level = inject::async_event(state.engine, target, *rule.event, port);
       break;
     case FaultKind::port_down:
-      level = inject::port_down(target, port);
+      level = inject::port_down(state.engine, target, port);
       break;
     case FaultKind::device_fatal:
-      level = inject::device_fatal(target);
+      level = inject::device_fatal(state.engine, target);
       break;
     default:
       break;
@@ -193,10 +192,10 @@ int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*&
   tracked = state.registry.find(object);
   if (tracked != nullptr) {
     if (rule.event)
-      state.record_fault(*tracked, *decision, inject::to_string(level),
-                         {{"event", to_string(*rule.event)}});
+      state.engine.record_fault(*tracked, *decision, inject::to_string(level),
+                                {{"event", to_string(*rule.event)}});
     else
-      state.record_fault(*tracked, *decision, inject::to_string(level));
+      state.engine.record_fault(*tracked, *decision, inject::to_string(level));
   }
   return 0;
 }
@@ -223,7 +222,7 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   if (state.registry.find(handle) != nullptr) return;
   Tracked& tracked = state.add_object(kind, handle, context_of(state, parent), simulated);
   if (kind == ObjectKind::channel && !simulated)
-    wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+    wrap_fd(state, tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
   if (!g_active) return;
   if (kind == ObjectKind::qp) {
     auto arg = [&](std::string_view key) -> std::uint64_t {
@@ -264,14 +263,13 @@ void destroyed(const void* handle, std::string_view call, int result) {
     state.record(record::CallRecord(tracked->id()).add("call", call).add("ret", result));
   if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
   if (result == 0) {
-    state.checkers.forget(*tracked);
-    state.registry.remove(handle);
-  } else if (!tracked->simulated && !tracked->events.wrapped()) {
+    state.remove_object(*tracked);
+  } else if (!tracked->simulated && !state.engine.faults(*tracked).events.wrapped()) {
     // Still alive after all: its fd is wrapped again.
     if (tracked->ref.kind == ObjectKind::channel)
-      wrap_fd(*tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+      wrap_fd(state, *tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
     if (tracked->ref.kind == ObjectKind::context)
-      wrap_fd(*tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
+      wrap_fd(state, *tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
   }
 }
 
@@ -286,8 +284,7 @@ void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
   if (!g_active) return;
   State& state = State::get();
   std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(qp))
-    state.checkers.qp_modified(*tracked, attr, mask);
+  if (Tracked* tracked = state.registry.find(qp)) state.checkers.qp_modified(*tracked, attr, mask);
 }
 
 void traced(const void* object, std::string_view call, Fields fields) {
@@ -311,23 +308,24 @@ namespace {
 // application's fd unless it is non-blocking.
 int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   for (;;) {
-    EventFd fds;
+    engine::EventFd fds;
     {
       std::unique_lock lock(state.mutex);
       Tracked* tracked = state.registry.find(channel);
-      if (tracked == nullptr || !tracked->events.wrapped()) {
+      if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) {
         lock.unlock();  // the provider may block
         return provider::get_cq_event(channel, cq, cq_context);
       }
-      if (!tracked->injected_cq_events.empty()) {
-        *cq = tracked->injected_cq_events.front();
-        tracked->injected_cq_events.pop_front();
-        tracked->events.consume();
+      if (!state.engine.faults(*tracked).injected_cq_events.empty()) {
+        *cq = state.engine.faults(*tracked).injected_cq_events.front();
+        state.engine.faults(*tracked).injected_cq_events.pop_front();
+        state.engine.faults(*tracked).events.consume();
         *cq_context = (*cq)->cq_context;
-        if (Tracked* target = state.registry.find(*cq)) ++target->injected_cq_unacked;
+        if (Tracked* target = state.registry.find(*cq))
+          ++state.engine.faults(*target).injected_cq_unacked;
         return 0;
       }
-      fds = tracked->events;
+      fds = state.engine.faults(*tracked).events;
     }
     // libibverbs reads the event from channel->fd only: a copy of the
     // channel with the provider's fd reads the provider's event.
@@ -350,16 +348,18 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
     std::lock_guard lock(state.mutex);
     for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
       auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
-      if (cq->channel != channel || tracked->held.empty()) continue;
-      tracked->held_polls = 0;
+      if (cq->channel != channel || state.engine.faults(*tracked).held.empty()) continue;
+      state.engine.faults(*tracked).held_polls = 0;
       state.record(record::CallRecord(tracked->id())
-                       .add("held", tracked->held.size())
+                       .add("held", state.engine.faults(*tracked).held.size())
                        .add("visible", "waiter"));
-      if (tracked->simulated || tracked->armed) to_notify.emplace_back(cq, tracked->simulated);
+      if (tracked->simulated || state.engine.faults(*tracked).armed)
+        to_notify.emplace_back(cq, tracked->simulated);
     }
   }
   // The simulated device fires only when the CQ is armed (provider::notify_cq).
-  for (auto [cq, simulated] : to_notify) (void)inject::spurious_cq_event(cq, simulated);
+  for (auto [cq, simulated] : to_notify)
+    (void)inject::spurious_cq_event(state.engine, cq, simulated);
 }
 
 }  // namespace
@@ -386,10 +386,10 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     std::unique_lock lock(state.mutex);
     Tracked* tracked = state.registry.find(*cq);
     if (tracked == nullptr) return 0;
-    if (tracked->absorb_next_event) {
+    if (state.engine.faults(*tracked).absorb_next_event) {
       // coalesce_cq_event: this event is merged into the one delivered
       // before; the harness acknowledges it in the application's place.
-      tracked->absorb_next_event = false;
+      state.engine.faults(*tracked).absorb_next_event = false;
       state.record(
           record::CallRecord(tracked->id()).add("event", "completion").add("absorbed", true));
       lock.unlock();
@@ -402,16 +402,16 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     auto decision =
         state.engine.decide(at, {FaultKind::drop_cq_event, FaultKind::coalesce_cq_event});
     if (decision && decision->rule->kind == FaultKind::drop_cq_event) {
-      state.record_fault(*tracked, *decision, "effect");
+      state.engine.record_fault(*tracked, *decision, "effect");
       lock.unlock();
       provider::ack_cq_events(*cq, 1);
       continue;  // the application waits for the next event, if any comes
     }
     if (decision) {
-      tracked->absorb_next_event = true;
-      state.record_fault(*tracked, *decision, "effect");
+      state.engine.faults(*tracked).absorb_next_event = true;
+      state.engine.record_fault(*tracked, *decision, "effect");
     }
-    tracked->armed = false;  // an event disarms its CQ
+    state.engine.faults(*tracked).armed = false;  // an event disarms its CQ
     state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
     state.checkers.cq_event_taken(*tracked);
     return 0;
@@ -427,8 +427,9 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
     std::lock_guard lock(state.mutex);
     if (Tracked* tracked = state.registry.find(cq)) {
       if (g_active) state.checkers.cq_events_acked(state, *tracked, nevents);
-      const unsigned int injected = std::min(nevents, tracked->injected_cq_unacked);
-      tracked->injected_cq_unacked -= injected;
+      const unsigned int injected =
+          std::min(nevents, state.engine.faults(*tracked).injected_cq_unacked);
+      state.engine.faults(*tracked).injected_cq_unacked -= injected;
       provider_events -= injected;
     }
   }
@@ -470,22 +471,22 @@ namespace {
 // the provider's own.
 int next_async_event(State& state, ibv_context* context, ibv_async_event* event) {
   for (;;) {
-    EventFd fds;
+    engine::EventFd fds;
     {
       std::unique_lock lock(state.mutex);
       Tracked* tracked = state.registry.find(context);
-      if (tracked == nullptr || !tracked->events.wrapped()) {
+      if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) {
         lock.unlock();  // the provider may block
         return provider::get_async_event(context, event);
       }
-      if (!tracked->injected_async.empty()) {
-        *event = tracked->injected_async.front();
-        tracked->injected_async.pop_front();
-        tracked->events.consume();
-        tracked->injected_async_unacked.push_back(*event);
+      if (!state.engine.faults(*tracked).injected_async.empty()) {
+        *event = state.engine.faults(*tracked).injected_async.front();
+        state.engine.faults(*tracked).injected_async.pop_front();
+        state.engine.faults(*tracked).events.consume();
+        state.engine.faults(*tracked).injected_async_unacked.push_back(*event);
         return 0;
       }
-      fds = tracked->events;
+      fds = state.engine.faults(*tracked).events;
     }
     int result = 0, error = 0;
     {
@@ -511,7 +512,7 @@ void ack_async_event(ibv_async_event* event) {
       if (const void* element = element_of(*event))
         state.checkers.async_event_acked(state, state.registry.find(element));
     for (Tracked* context : state.registry.all(ObjectKind::context)) {
-      auto& unacked = context->injected_async_unacked;
+      auto& unacked = state.engine.faults(*context).injected_async_unacked;
       for (auto it = unacked.begin(); it != unacked.end(); ++it) {
         if (it->event_type != event->event_type || it->element.qp != event->element.qp) continue;
         unacked.erase(it);

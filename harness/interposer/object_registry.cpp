@@ -25,6 +25,10 @@ Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef cont
   if (kind == ObjectKind::context) contexts_by_index_[tracked.ref.index] = handle;
   auto context_it = contexts_by_index_.find(tracked.context.index);
   tracked.context_handle = context_it == contexts_by_index_.end() ? nullptr : context_it->second;
+  if (kind == ObjectKind::context)
+    tracked.context_slot = slot;
+  else if (const Tracked* owner = find(tracked.context_handle))
+    tracked.context_slot = owner->slot;
   tracked.simulated = simulated;
   if (kind == ObjectKind::qp) {
     const auto* qp = static_cast<const ibv_qp*>(handle);

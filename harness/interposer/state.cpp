@@ -99,10 +99,20 @@ void State::end_session() {
 }
 
 Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated) {
+  // A provider may reuse an address after destroy: the new object takes
+  // over the address under its own name.
+  if (Tracked* previous = registry.find(handle)) remove_object(*previous);
   Tracked& tracked = registry.add(kind, handle, context, simulated);
   trace.object_added(tracked.id());
+  engine.object_added(tracked);
   checkers.object_added(tracked);
   return tracked;
+}
+
+void State::remove_object(Tracked& object) {
+  checkers.forget(object);
+  engine.object_removed(object);
+  registry.remove(object.handle);
 }
 
 std::string State::replay_line() const {
@@ -114,16 +124,6 @@ void State::end_run(int status) {
   finish(/*check_leaks=*/false);  // the lock is the caller's: no leak check
   std::fflush(nullptr);
   std::_Exit(status);
-}
-
-void State::record_fault(Tracked& object, const Decision& decision, std::string_view level,
-                         std::initializer_list<record::Field> detail) {
-  record::CallRecord fault(object.id());
-  fault.add("fault", to_string(decision.rule->kind))
-      .add("rule", decision.rule_index)
-      .add("level", level);
-  for (const record::Field& field : detail) fault.add(field.key, field.value);
-  record(fault);
 }
 
 record::Completions State::completions(const ibv_wc* wc, std::size_t count) {

@@ -5,6 +5,8 @@
 #include "checkers.h"
 #include "config.h"
 #include "fault_engine.h"
+#include "injections.h"
+#include "post_decisions.h"
 #include "interposer.h"
 #include "object_registry.h"
 #include "trace.h"
@@ -15,8 +17,15 @@
 
 namespace verbfault::interposer {
 
+using engine::Decision;
+using engine::Opportunity;
+using engine::PostedWr;
+using engine::PostPlan;
+using engine::Site;
+namespace inject = engine::inject;
+
 class State;
-void wrap_fd(Tracked& tracked, int& fd);
+void wrap_fd(State& state, Tracked& tracked, int& fd);
 
 // The call-site faults of a call on `tracked` (interposer.h before_call),
 // with the lock held; the lock is released while a fired fault is
@@ -27,7 +36,7 @@ int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*&
 // Set once before main (library constructor), read without a lock.
 extern std::atomic<bool> g_active;
 
-class State final : public checkers::Host {
+class State final : public checkers::Host, public engine::Recorder {
  public:
   static State& get();
 
@@ -36,29 +45,25 @@ class State final : public checkers::Host {
   // device's waits, or call back into the front door).
   std::mutex mutex;
   Config config;
-  FaultEngine engine;
+  engine::FaultEngine engine{mutex, *this};
   ObjectRegistry registry;
   observers::Trace trace;
   checkers::Checkers checkers;
 
-  // Adds a new object to the registry and tells the observers (lock held).
+  // Adds a new object to the registry and tells the engine and the
+  // observers (lock held).
   Tracked& add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
+  // Removes it from the registry, the engine and the checks (lock held).
+  void remove_object(Tracked& object);
   // Appends a record to the trace (lock held).
   void record(const record::CallRecord& record) override { trace.append(record); }
   // What the checks ask of the run (checkers::Host; lock held).
   std::uint64_t trace_position() const override { return trace.records(); }
   std::string replay_line() const override;
   std::size_t held_completions(const record::Object& cq) const override {
-    return static_cast<const Tracked&>(cq).held.size();  // every Object here is a Tracked
+    return engine.faults(cq).held.size();
   }
   [[noreturn]] void end_run(int status) override;
-  // Records an injected fault with the level it used, then `detail`
-  // (lock held).
-  void record_fault(Tracked& object, const Decision& decision, std::string_view level,
-                    std::initializer_list<record::Field> detail = {});
-  // Set once a work request was doomed (an injected error): from then on
-  // polled completions are checked for rewrites.
-  bool may_rewrite_completions = false;
   // The WRs of the post being traced (scratch, kept allocated).
   std::vector<record::WrSummary> posted_wrs;
 

@@ -66,8 +66,9 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
   // Nothing to decide without posted-WR rules, doomed WRs ahead, or a port
   // the interposer took down (real providers only).
   const Tracked* context = object.simulated ? nullptr : state.registry.context_of(object);
-  const bool decide = state.engine.has_rules(Site::posted_wr) || (qp && !qp->doomed.empty()) ||
-                      (context != nullptr && context->port_down);
+  const bool decide = state.engine.has_rules(Site::posted_wr) ||
+                      (qp && !state.engine.faults(*qp).doomed.empty()) ||
+                      (context != nullptr && state.engine.faults(*context).port_down);
   wrs.clear();
   std::size_t index = 0;
   for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {
@@ -83,7 +84,7 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
       posted.side = Side::recv;
       posted.opcode = Opcode::recv;
     }
-    decide_wr(state, object, qp, verb, posted, index, plan, can_cause);
+    engine::decide_wr(state.engine, object, qp, verb, posted, index, plan, can_cause);
   }
   return plan;
 }
@@ -225,8 +226,9 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   Tracked* tracked = enter(state, lock, cq, OnDeadDevice::work, error);
   if (error != 0) return -error;
   if (tracked == nullptr) return ops->poll_cq(cq, num_entries, wc);
-  tracked->absorb_next_event = false;  // the application looks at the CQ
-  if (tracked->overflowed) {
+  // The application looks at the CQ: a coalesced event is no longer owed.
+  state.engine.faults(*tracked).absorb_next_event = false;
+  if (state.engine.faults(*tracked).overflowed) {
     // Effect-level overflow on a real provider: only destroy works now.
     record_poll(state, *tracked, num_entries, -EIO);
     return -EIO;
@@ -250,7 +252,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     const Rule& rule = *decision->rule;
     if (rule.kind == FaultKind::verb_failure) {
       const std::string error = errno_name(*rule.error);
-      state.record_fault(*tracked, *decision, "effect", {{"errno", error}});
+      state.engine.record_fault(*tracked, *decision, "effect", {{"errno", error}});
       record_poll(state, *tracked, num_entries, -*rule.error);
       return -*rule.error;
     }
@@ -261,60 +263,39 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
       const std::uint64_t bits = engine::draw(state.engine.seed(), decision->rule_index,
                                               decision->object_key, decision->opportunity, 1);
       limit = 1 + static_cast<int>(bits % static_cast<std::uint64_t>(num_entries - 1));
-      state.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
+      state.engine.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
     }
     if (rule.kind == FaultKind::cq_overflow) {
       const inject::Target target{cq, cq->context, tracked->simulated};
       const Decision d = *decision;
       lock.unlock();
-      const inject::Level level = inject::cq_overflow(target);
+      const inject::Level level = inject::cq_overflow(state.engine, target);
       lock.lock();
       if ((tracked = state.registry.find(cq)) == nullptr) return ops->poll_cq(cq, num_entries, wc);
-      state.record_fault(*tracked, d, inject::to_string(level));
-      if (tracked->overflowed) {
+      state.engine.record_fault(*tracked, d, inject::to_string(level));
+      if (state.engine.faults(*tracked).overflowed) {
         // The overflowing poll already fails, as on the simulated device.
         record_poll(state, *tracked, num_entries, -EIO);
         return -EIO;
       }
     }
   }
-  // Completions held back by delayed_completion come first, once due.
-  int count = 0;
-  if (tracked->held_polls > 0 && --tracked->held_polls > 0) limit = 0;
-  while (count < limit && tracked->held_polls == 0 && !tracked->held.empty()) {
-    wc[count++] = tracked->held.front();
-    tracked->held.erase(tracked->held.begin());
-  }
+  engine::ObjectFaults& faults = state.engine.faults(*tracked);
+  bool may_poll = true;
+  const int count = engine::take_due(faults, wc, limit, may_poll);
   int polled = 0;
-  if (count < limit && tracked->held.empty()) polled = ops->poll_cq(cq, limit - count, wc + count);
+  if (count < limit && may_poll) polled = ops->poll_cq(cq, limit - count, wc + count);
   if (polled < 0) {
     record_poll(state, *tracked, num_entries, polled);
     return count > 0 ? count : polled;
   }
+  // Each completion's QP, looked up once: for the engine, the checks and
+  // the record.
+  record::Completions completions = state.completions(wc, static_cast<std::size_t>(count + polled));
   std::vector<ibv_qp*> to_error;
-  int visible = count + polled;
-  // Rewrites only where something can be rewritten: an injected error on
-  // some QP, or a delay rule.
-  const bool rewrite_any =
-      state.may_rewrite_completions || state.engine.has_rules(Site::completion);
-  for (int i = count; rewrite_any && i < count + polled; ++i) {
-    if (ibv_qp* qp = rewrite(state, wc[i])) to_error.push_back(qp);
-    auto delay = decide_delay(state, *tracked, wc[i]);
-    if (!delay) continue;
-    // This completion and the ones behind it stay invisible for `polls`
-    // more polls (order within the CQ is kept).
-    state.record_fault(*tracked, *delay, "effect",
-                       {{"wr_id", wc[i].wr_id}, {"polls", *delay->rule->polls}});
-    // The ones behind it were polled from the provider now: they get their
-    // rewrites now too (a flush after an injected error stays a flush).
-    for (int j = i + 1; j < count + polled; ++j)
-      if (ibv_qp* qp = rewrite(state, wc[j])) to_error.push_back(qp);
-    tracked->held.assign(wc + i, wc + count + polled);
-    tracked->held_polls = *delay->rule->polls;
-    visible = i;
-    break;
-  }
-  const record::Completions completions = state.completions(wc, static_cast<std::size_t>(visible));
+  const int visible = engine::apply_to_polled(state.engine, *tracked, wc, completions.qps, count,
+                                              count + polled, to_error);
+  completions.count = static_cast<std::size_t>(visible);
   state.checkers.polled(state, *tracked, num_entries, completions);
   record_poll(state, *tracked, num_entries, visible, completions);
   if (to_error.empty()) return visible;
@@ -352,13 +333,13 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   if (decision && decision->rule->kind == FaultKind::verb_failure) {
     const int error = *decision->rule->error;
     const std::string name = errno_name(error);
-    state.record_fault(*tracked, *decision, "effect", {{"errno", name}});
+    state.engine.record_fault(*tracked, *decision, "effect", {{"errno", name}});
     record_arm(error);
     return error;
   }
   const int result = ops->req_notify_cq(cq, solicited_only);
   if (result == 0) {
-    tracked->armed = true;
+    state.engine.faults(*tracked).armed = true;
     state.checkers.armed(state, *tracked);
   }
   if (decision) {
@@ -367,10 +348,10 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
     const bool simulated = tracked->simulated;
     lock.unlock();
     inject::Level level = inject::Level::unsupported;
-    if (result == 0) level = inject::spurious_cq_event(cq, simulated);
+    if (result == 0) level = inject::spurious_cq_event(state.engine, cq, simulated);
     lock.lock();
     if ((tracked = state.registry.find(cq)) == nullptr) return result;
-    state.record_fault(*tracked, *decision, inject::to_string(level));
+    state.engine.record_fault(*tracked, *decision, inject::to_string(level));
   }
   record_arm(result);
   return result;

@@ -21,6 +21,7 @@ struct Object {
   const void* handle = nullptr;  // the address the application holds
   ObjectRef context{};           // the context it belongs to
   const void* context_handle = nullptr;
+  std::uint32_t context_slot = kNoSlot;
   bool simulated = false;  // on a simulated device (cause-level faults)
   // QPs.
   ibv_qp_type qp_type{};

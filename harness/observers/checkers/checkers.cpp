@@ -82,8 +82,7 @@ std::vector<const Object*> Checkers::all(ObjectKind kind) const {
   return found;
 }
 
-void Checkers::report(Host& host, std::string_view id, const Object& object,
-                      std::string message) {
+void Checkers::report(Host& host, std::string_view id, const Object& object, std::string message) {
   if (!on(id) || !reported_.emplace(std::string(id), object.name()).second) return;
   Finding finding{std::string(id), object.name(), std::move(message), host.trace_position(),
                   host.replay_line()};
@@ -274,8 +273,8 @@ void Checkers::async_event_acked(Host& host, const Object* element) {
 
 // ---- work requests -----------------------------------------------------------------------
 
-void Checkers::check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,
-                              std::uint32_t opcode) {
+void Checkers::check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id,
+                              std::uint64_t length, std::uint32_t opcode) {
   if (length != kPoison32 && opcode != kPoison32) return;
   report(host, "error.poisoned_field_used", qp,
          "work request " + std::to_string(wr_id) + " carries 0xa5a5a5a5 (a " +

@@ -1,7 +1,9 @@
 // Faults injected by driving the provider (not by rewriting a result).
-// Called with the interposer lock NOT held.
+// Called with the interposer lock NOT held: they take it (FaultEngine::lock)
+// only around the engine's state, never across a provider call.
 #pragma once
 
+#include "fault_engine.h"
 #include "verbfault/plan.h"
 
 #include <infiniband/verbs.h>
@@ -9,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace verbfault::interposer::inject {
+namespace verbfault::engine::inject {
 
 // How a fault was injected; the trace and the reports state it.
 enum class Level : std::uint8_t {
@@ -29,11 +31,12 @@ struct Target {
 ObjectKind element_kind(ibv_event_type type);
 
 void qp_to_error(ibv_qp* qp);
-Level async_event(const Target& target, ibv_event_type type, std::uint8_t port);
-Level cq_overflow(const Target& target);
-Level port_down(const Target& target, std::uint8_t port);
-Level device_fatal(const Target& target);
+Level async_event(FaultEngine& engine, const Target& target, ibv_event_type type,
+                  std::uint8_t port);
+Level cq_overflow(FaultEngine& engine, const Target& target);
+Level port_down(FaultEngine& engine, const Target& target, std::uint8_t port);
+Level device_fatal(FaultEngine& engine, const Target& target);
 // A completion event with no completion behind it (ibv_get_cq_event(3)).
-Level spurious_cq_event(ibv_cq* cq, bool simulated);
+Level spurious_cq_event(FaultEngine& engine, ibv_cq* cq, bool simulated);
 
-}  // namespace verbfault::interposer::inject
+}  // namespace verbfault::engine::inject

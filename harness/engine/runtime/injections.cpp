@@ -4,14 +4,13 @@
 // the interposer drives the provider through its own verbs (effect level).
 #include "injections.h"
 
-#include "verbs.h"
-#include "state.h"
 #include "conditions.h"
+#include "verbs.h"
 
 #include <cstdio>
 #include <mutex>
 
-namespace verbfault::interposer::inject {
+namespace verbfault::engine::inject {
 
 void qp_to_error(ibv_qp* qp) {
   ibv_qp_attr attr{};
@@ -44,9 +43,9 @@ bool srq_event(ibv_event_type type) {
 }
 
 // Queues an injected async event on a real context's wrapped fd (lock held).
-void queue_async(State& state, const void* context, ibv_event_type type, const void* element,
+void queue_async(FaultEngine& engine, const void* context, ibv_event_type type, const void* element,
                  std::uint8_t port) {
-  Tracked* tracked = state.registry.find(context);
+  ObjectFaults* tracked = engine.find(context);
   if (tracked == nullptr || !tracked->events.wrapped()) return;
   ibv_async_event event{};
   event.event_type = type;
@@ -68,9 +67,9 @@ void queue_async(State& state, const void* context, ibv_event_type type, const v
 }
 
 // The QPs that complete into `cq` (lock held).
-std::vector<ibv_qp*> qps_on(State& state, const ibv_cq* cq) {
+std::vector<ibv_qp*> qps_on(FaultEngine& engine, const ibv_cq* cq) {
   std::vector<ibv_qp*> qps;
-  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+  for (const record::Object* qp : engine.live(ObjectKind::qp))
     if (qp->send_cq == cq || qp->recv_cq == cq)
       qps.push_back(static_cast<ibv_qp*>(const_cast<void*>(qp->handle)));
   return qps;
@@ -78,32 +77,31 @@ std::vector<ibv_qp*> qps_on(State& state, const ibv_cq* cq) {
 
 // Effect-level overflow on a real provider: the CQ in error (poll fails
 // with EIO), IBV_EVENT_CQ_ERR, every QP on it to ERR with QP_FATAL.
-void overflow_real(const Target& target) {
-  State& state = State::get();
+void overflow_real(FaultEngine& engine, const Target& target) {
   std::vector<ibv_qp*> qps;
   {
-    std::lock_guard lock(state.mutex);
-    if (Tracked* cq = state.registry.find(target.object)) cq->overflowed = true;
-    queue_async(state, target.context, IBV_EVENT_CQ_ERR, target.object, 0);
-    qps = qps_on(state, static_cast<const ibv_cq*>(target.object));
+    std::lock_guard lock(engine.lock());
+    if (ObjectFaults* cq = engine.find(target.object)) cq->overflowed = true;
+    queue_async(engine, target.context, IBV_EVENT_CQ_ERR, target.object, 0);
+    qps = qps_on(engine, static_cast<const ibv_cq*>(target.object));
   }
   for (ibv_qp* qp : qps) qp_to_error(qp);
-  std::lock_guard lock(state.mutex);
-  for (ibv_qp* qp : qps) queue_async(state, target.context, IBV_EVENT_QP_FATAL, qp, 0);
+  std::lock_guard lock(engine.lock());
+  for (ibv_qp* qp : qps) queue_async(engine, target.context, IBV_EVENT_QP_FATAL, qp, 0);
 }
 
 // Effect level on a real provider: the event, and what the spec says
 // follows it, driven through the provider's verbs.
-Level async_event_real(const Target& target, ibv_event_type type, std::uint8_t port) {
-  State& state = State::get();
+Level async_event_real(FaultEngine& engine, const Target& target, ibv_event_type type,
+                       std::uint8_t port) {
   if (type == IBV_EVENT_CQ_ERR) {
-    overflow_real(target);
+    overflow_real(engine, target);
     return Level::effect;
   }
   std::vector<ibv_qp*> to_error;
   {
-    std::lock_guard lock(state.mutex);
-    Tracked* context = state.registry.find(target.context);
+    std::lock_guard lock(engine.lock());
+    ObjectFaults* context = engine.find(target.context);
     if (context == nullptr || !context->events.wrapped()) return Level::unsupported;
     switch (type) {
       case IBV_EVENT_QP_FATAL:
@@ -119,14 +117,14 @@ Level async_event_real(const Target& target, ibv_event_type type, std::uint8_t p
         break;
       case IBV_EVENT_DEVICE_FATAL:
         context->dead = true;
-        for (Tracked* qp : state.registry.all(ObjectKind::qp))
+        for (const record::Object* qp : engine.live(ObjectKind::qp))
           if (qp->context_handle == target.context)
             to_error.push_back(static_cast<ibv_qp*>(const_cast<void*>(qp->handle)));
         break;
       default:
         break;
     }
-    queue_async(state, target.context, type, target.object, port);
+    queue_async(engine, target.context, type, target.object, port);
   }
   for (ibv_qp* qp : to_error) qp_to_error(qp);
   return Level::effect;
@@ -141,8 +139,9 @@ ObjectKind element_kind(ibv_event_type type) {
   return ObjectKind::context;
 }
 
-Level async_event(const Target& target, ibv_event_type type, std::uint8_t port) {
-  if (!target.simulated) return async_event_real(target, type, port);
+Level async_event(FaultEngine& engine, const Target& target, ibv_event_type type,
+                  std::uint8_t port) {
+  if (!target.simulated) return async_event_real(engine, target, type, port);
   int err = 0;
   switch (element_kind(type)) {
     case ObjectKind::qp:
@@ -188,9 +187,9 @@ Level async_event(const Target& target, ibv_event_type type, std::uint8_t port) 
   return err == 0 ? Level::cause : Level::unsupported;
 }
 
-Level cq_overflow(const Target& target) {
+Level cq_overflow(FaultEngine& engine, const Target& target) {
   if (!target.simulated) {
-    overflow_real(target);
+    overflow_real(engine, target);
     return Level::effect;
   }
   // The device's own overflow chain: the CQ in error, CQ_ERR, every QP on
@@ -200,23 +199,22 @@ Level cq_overflow(const Target& target) {
   return Level::cause;
 }
 
-Level port_down(const Target& target, std::uint8_t port) {
-  if (!target.simulated) return async_event_real(target, IBV_EVENT_PORT_ERR, port);
+Level port_down(FaultEngine& engine, const Target& target, std::uint8_t port) {
+  if (!target.simulated) return async_event_real(engine, target, IBV_EVENT_PORT_ERR, port);
   return provider::set_port_state(target.context, port, IBV_PORT_DOWN) == 0 ? Level::cause
                                                                             : Level::unsupported;
 }
 
-Level device_fatal(const Target& target) {
-  if (!target.simulated) return async_event_real(target, IBV_EVENT_DEVICE_FATAL, 0);
+Level device_fatal(FaultEngine& engine, const Target& target) {
+  if (!target.simulated) return async_event_real(engine, target, IBV_EVENT_DEVICE_FATAL, 0);
   return provider::device_fatal(target.context) == 0 ? Level::cause : Level::unsupported;
 }
 
-Level spurious_cq_event(ibv_cq* cq, bool simulated) {
+Level spurious_cq_event(FaultEngine& engine, ibv_cq* cq, bool simulated) {
   if (cq->channel == nullptr) return Level::unsupported;  // no channel, no event
   if (simulated) return provider::notify_cq(cq) == 0 ? Level::cause : Level::unsupported;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* channel = state.registry.find(cq->channel);
+  std::lock_guard lock(engine.lock());
+  ObjectFaults* channel = engine.find(cq->channel);
   if (channel == nullptr || !channel->events.wrapped()) return Level::unsupported;
   channel->injected_cq_events.push_back(cq);
   channel->events.signal();
@@ -235,4 +233,4 @@ std::string_view to_string(Level level) {
   return "unsupported";
 }
 
-}  // namespace verbfault::interposer::inject
+}  // namespace verbfault::engine::inject

@@ -9,7 +9,7 @@
 
 #include <infiniband/verbs.h>
 
-namespace verbfault::interposer {
+namespace verbfault::engine {
 
 class EventFd {
  public:
@@ -35,4 +35,4 @@ class EventFd {
   int provider_ = -1;
 };
 
-}  // namespace verbfault::interposer
+}  // namespace verbfault::engine

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
-namespace verbfault::interposer {
+namespace verbfault::engine {
 
 int EventFd::wrap(int provider_fd) {
   int events = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
@@ -66,4 +66,4 @@ int EventFd::unwrap() {
   return provider_;
 }
 
-}  // namespace verbfault::interposer
+}  // namespace verbfault::engine

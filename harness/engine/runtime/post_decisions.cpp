@@ -2,33 +2,34 @@
 
 #include "fault_engine.h"
 
-namespace verbfault::interposer {
+namespace verbfault::engine {
 
 namespace {
 
 // A WR whose completion will become an error: from now on polled
 // completions are looked at for rewrites (completions.h).
-void doom(State& state, Tracked& qp, DoomedWr wr) {
-  state.may_rewrite_completions = true;
-  qp.doomed.push_back(wr);
+void doom(FaultEngine& engine, const record::Object& qp, DoomedWr wr) {
+  engine.may_rewrite_completions = true;
+  engine.faults(qp).doomed.push_back(wr);
 }
 
 }  // namespace
 
-void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
-               std::size_t index, PostPlan& plan, bool can_cause) {
+void decide_wr(FaultEngine& engine, const record::Object& object, const record::Object* qp,
+               Verb verb, const PostedWr& wr, std::size_t index, PostPlan& plan, bool can_cause) {
   const bool unsignaled_send = wr.side == Side::send && !(wr.send_flags & IBV_SEND_SIGNALED);
   // Behind a WR that will complete in error everything on the QP is
   // flushed, signaled or not (IBA 10.7.3.1): the provider may execute this
   // one before the error is seen, so it is forced signaled, and its
   // completion becomes the flush when polled.
-  if (unsignaled_send && qp != nullptr && !qp->doomed.empty()) plan.force_signaled.push_back(index);
+  if (unsignaled_send && qp != nullptr && !engine.faults(*qp).doomed.empty())
+    plan.force_signaled.push_back(index);
   if (wr.side == Side::send) {
     // A port the interposer took down (real provider): RC sends are not
     // answered and end in retry exhaustion.
-    Tracked* context = state.registry.context_of(object);
+    const ObjectFaults* context = engine.context_faults(object);
     if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
-      doom(state, *qp, {wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
+      doom(engine, *qp, {wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
       if (unsignaled_send) plan.force_signaled.push_back(index);
       return;
     }
@@ -44,10 +45,10 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
   // An SRQ's receives belong to no QP yet: only verb_failure applies.
   auto decision =
       qp == nullptr
-          ? state.engine.decide(at, {FaultKind::verb_failure})
-          : state.engine.decide(
-                at, {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
-                     FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
+          ? engine.decide(at, {FaultKind::verb_failure})
+          : engine.decide(at,
+                          {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
+                           FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
   if (!decision) return;
   const Rule& rule = *decision->rule;
   switch (rule.kind) {
@@ -55,13 +56,14 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
       plan.stop = index;
       plan.error = *rule.error;
       const std::string error = errno_name(*rule.error);
-      state.record_fault(object, *decision, "effect", {{"wr", index}, {"errno", error}});
+      engine.record_fault(object, *decision, "effect", {{"wr", index}, {"errno", error}});
       break;
     }
     case FaultKind::flush:
       plan.stop = index;
       plan.flush = true;
-      state.record_fault(object, *decision, object.simulated ? "cause" : "effect", {{"wr", index}});
+      engine.record_fault(object, *decision, object.simulated ? "cause" : "effect",
+                          {{"wr", index}});
       break;
     case FaultKind::rnr_retry_exhausted:
     case FaultKind::retry_exhausted:
@@ -71,7 +73,7 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
         const bool rnr = rule.kind == FaultKind::rnr_retry_exhausted;
         plan.caused.emplace_back(
             index, rnr ? provider::SendFailure::rnr_nak : provider::SendFailure::no_answer);
-        state.record_fault(
+        engine.record_fault(
             object, *decision, "cause",
             {{"wr", index}, {"status", rnr ? "rnr_retry_exc_err" : "retry_exc_err"}});
         break;
@@ -84,12 +86,12 @@ void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const Post
                                    : rule.kind == FaultKind::rnr_retry_exhausted
                                        ? IBV_WC_RNR_RETRY_EXC_ERR
                                        : IBV_WC_RETRY_EXC_ERR;
-      doom(state, *qp, {wr.wr_id, wr.side, status, decision->rule_index});
+      doom(engine, *qp, {wr.wr_id, wr.side, status, decision->rule_index});
       if (unsignaled_send) plan.force_signaled.push_back(index);
-      state.record_fault(object, *decision, "effect",
-                         {{"wr", index}, {"status", to_string(status)}});
+      engine.record_fault(object, *decision, "effect",
+                          {{"wr", index}, {"status", to_string(status)}});
     }
   }
 }
 
-}  // namespace verbfault::interposer
+}  // namespace verbfault::engine

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace verbfault::interposer {
+namespace verbfault::engine {
 
 Site site_of(const Rule& rule) {
   switch (rule.kind) {
@@ -56,13 +56,51 @@ void FaultEngine::configure(Plan plan, std::uint64_t seed) {
   fired_total_.assign(plan_.rules.size(), 0);
 }
 
-Counter& FaultEngine::counter(std::uint32_t index, Tracked& object) {
+void FaultEngine::object_added(const record::Object& object) {
+  if (object.slot >= objects_.size()) objects_.resize(object.slot + 1);
+  objects_[object.slot] = ObjectFaults{};
+  objects_[object.slot].object = &object;
+}
+
+void FaultEngine::object_removed(const record::Object& object) {
+  if (object.slot < objects_.size()) objects_[object.slot] = ObjectFaults{};
+}
+
+std::vector<const record::Object*> FaultEngine::live(ObjectKind kind) const {
+  std::vector<const record::Object*> found;
+  for (const ObjectFaults& faults : objects_)
+    if (faults.object != nullptr && faults.object->ref.kind == kind) found.push_back(faults.object);
+  std::sort(found.begin(), found.end(), [](const record::Object* a, const record::Object* b) {
+    return a->ref.index < b->ref.index;
+  });
+  return found;
+}
+
+ObjectFaults* FaultEngine::find(const void* handle) {
+  for (ObjectFaults& faults : objects_)
+    if (faults.object != nullptr && faults.object->handle == handle) return &faults;
+  return nullptr;
+}
+
+void FaultEngine::record_fault(const record::Object& object, const Decision& decision,
+                               std::string_view level,
+                               std::initializer_list<record::Field> detail) {
+  record::CallRecord fault(object.id());
+  fault.add("fault", to_string(decision.rule->kind))
+      .add("rule", decision.rule_index)
+      .add("level", level);
+  for (const record::Field& field : detail) fault.add(field.key, field.value);
+  recorder_.record(fault);
+}
+
+Counter& FaultEngine::counter(std::uint32_t index, const record::Object& object) {
   if (plan_.rules[index].selector.object) return named_counters_[index];
-  if (object.counters_generation != generation_) {
-    object.rule_counters.assign(plan_.rules.size(), Counter{});
-    object.counters_generation = generation_;
+  ObjectFaults& faults = objects_[object.slot];
+  if (faults.counters_generation != generation_) {
+    faults.rule_counters.assign(plan_.rules.size(), Counter{});
+    faults.counters_generation = generation_;
   }
-  return object.rule_counters[index];
+  return faults.rule_counters[index];
 }
 
 bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
@@ -89,7 +127,7 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
     if (!same_object && !same_context) return false;
   }
   if (s.qp_type) {
-    const Tracked* qp =
+    const record::Object* qp =
         at.qp ? at.qp : (at.object->ref.kind == ObjectKind::qp ? at.object : nullptr);
     if (qp == nullptr || qp->qp_type != *s.qp_type) return false;
   }
@@ -122,4 +160,4 @@ std::optional<Decision> FaultEngine::decide(const Opportunity& at,
   return decision;
 }
 
-}  // namespace verbfault::interposer
+}  // namespace verbfault::engine

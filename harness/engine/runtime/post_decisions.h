@@ -1,12 +1,12 @@
 // The fault decisions for posted work requests, shared by ibv_post_send /
-// ibv_post_recv / ibv_post_srq_recv (trampolines.cpp) and the batches of
-// the ibv_wr_* API (extended_qp_trampolines.cpp): each WR is one
-// opportunity, in posting order.
+// ibv_post_recv / ibv_post_srq_recv and the batches of the ibv_wr_* API
+// (the interposer's trampolines): each WR is one opportunity, in posting
+// order.
 #pragma once
 
-#include "state.h"
-#include "verbfault/plan.h"
 #include "conditions.h"
+#include "fault_engine.h"
+#include "verbfault/plan.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace verbfault::interposer {
+namespace verbfault::engine {
 
 // What the hooks decided for the work requests of one post.
 struct PostPlan {
@@ -39,7 +39,8 @@ struct PostedWr {
 // `qp` null) and records the fault it gets, if any (lock held). Call it
 // only while plan.stop is unset. `can_cause`: the post can hand the device
 // fabric conditions (plan.caused) for the retry exhaustion kinds.
-void decide_wr(State& state, Tracked& object, Tracked* qp, Verb verb, const PostedWr& wr,
-               std::size_t index, PostPlan& plan, bool can_cause = false);
+void decide_wr(FaultEngine& engine, const record::Object& object, const record::Object* qp,
+               Verb verb, const PostedWr& wr, std::size_t index, PostPlan& plan,
+               bool can_cause = false);
 
-}  // namespace verbfault::interposer
+}  // namespace verbfault::engine

@@ -1,0 +1,142 @@
+// The fault engine at run time: for each opportunity the interposer meets
+// (a posted work request, a poll, an arm, an event, a call), the first rule
+// of the plan that matches and whose trigger fires. Decisions are pure
+// functions of (seed, rule, object, per-object opportunity number)
+// (plan/decision.h); the per-(rule, object) counters are their only state.
+// Beside the decisions the engine keeps what they leave to do on each
+// object (object_faults.h), and records every fault it injects through its
+// Recorder (the interposer, which hands the record to the observers).
+//
+// Owner: the interposer, which calls every member under its lock; the
+// engine is lent that lock for the injections that must release it while
+// they drive the provider (injections.h).
+#pragma once
+
+#include "call_record.h"
+#include "object.h"
+#include "object_faults.h"
+#include "verbfault/plan.h"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace verbfault::engine {
+
+// Where an opportunity arises; each fault kind is decided at one site.
+enum class Site : std::uint8_t {
+  posted_wr,   // each work request of post_send / post_recv / post_srq_recv
+  poll,        // each poll_cq call
+  completion,  // each work completion the provider returns
+  arm,         // each req_notify_cq call
+  cq_event,    // each completion event ibv_get_cq_event returns
+  call,        // each other hooked call on an object (create/modify/...)
+};
+
+Site site_of(const Rule& rule);
+
+// What is known about the opportunity, for selectors.
+struct Opportunity {
+  Site site = Site::call;
+  const record::Object* object = nullptr;  // the object the counter belongs to
+  const record::Object* qp = nullptr;      // the QP involved, if any
+  std::optional<Opcode> opcode;
+  std::optional<Side> side;
+  std::optional<std::uint64_t> wr_id;
+  std::optional<Verb> verb;  // the call, for verb_failure (none: no rule can fail it)
+};
+
+struct Decision {
+  const Rule* rule = nullptr;
+  std::uint32_t rule_index = 0;
+  std::uint64_t object_key = 0;   // the object the rule counted on
+  std::uint64_t opportunity = 0;  // its opportunity number there
+};
+
+// Where the engine's records go (the interposer: to the observers).
+class Recorder {
+ public:
+  virtual void record(const record::CallRecord& record) = 0;
+
+ protected:
+  ~Recorder() = default;
+};
+
+class FaultEngine {
+ public:
+  // `lock`: the interposer's, held for every call (injections.h releases
+  // and takes it again around provider calls).
+  FaultEngine(std::mutex& lock, Recorder& recorder) : lock_(lock), recorder_(recorder) {}
+
+  void configure(Plan plan, std::uint64_t seed);
+  bool empty() const { return plan_.rules.empty(); }
+  const Plan& plan() const { return plan_; }
+  std::uint64_t seed() const { return seed_; }
+
+  // ---- objects ----
+  // A new object in `object.slot` (it stays in place until removed).
+  void object_added(const record::Object& object);
+  // Forgets the object: its held completions, injected events and fds go.
+  void object_removed(const record::Object& object);
+  ObjectFaults& faults(const record::Object& object) { return objects_[object.slot]; }
+  const ObjectFaults& faults(const record::Object& object) const { return objects_[object.slot]; }
+  // The state of the live object at `handle` (a linear search: for the
+  // injections, which run rarely and without a slot).
+  ObjectFaults* find(const void* handle);
+  ObjectFaults& faults(std::uint32_t slot) { return objects_[slot]; }
+  // The context's state of an object (nullptr: it has no known context).
+  ObjectFaults* context_faults(const record::Object& object) {
+    return object.context_slot < objects_.size() && objects_[object.context_slot].object
+               ? &objects_[object.context_slot]
+               : nullptr;
+  }
+  // The live objects of `kind`, in creation order (for the injections
+  // that reach every QP of a CQ or of a context).
+  std::vector<const record::Object*> live(ObjectKind kind) const;
+
+  // ---- decisions ----
+  // Whether any rule is decided at `site` (the fast paths skip the rest).
+  bool has_rules(Site site) const { return !by_site_[static_cast<std::size_t>(site)].empty(); }
+  // The first rule of one of `kinds` that matches and fires, if any.
+  std::optional<Decision> decide(const Opportunity& opportunity,
+                                 std::initializer_list<FaultKind> kinds);
+  // How often each rule fired (coverage).
+  const std::vector<std::uint64_t>& fired() const { return fired_total_; }
+
+  // ---- what decisions leave ----
+  // Records an injected fault with the level it used, then `detail`.
+  void record_fault(const record::Object& object, const Decision& decision, std::string_view level,
+                    std::initializer_list<record::Field> detail = {});
+  void record(const record::CallRecord& record) { recorder_.record(record); }
+  // Set once a work request was doomed (an injected error): from then on
+  // polled completions are checked for rewrites (completions.h).
+  bool may_rewrite_completions = false;
+  std::mutex& lock() { return lock_; }
+
+ private:
+  bool matches(const Rule& rule, const Opportunity& opportunity) const;
+  // The counter of rule `index` for the object the opportunity counts on.
+  Counter& counter(std::uint32_t index, const record::Object& object);
+
+  std::mutex& lock_;
+  Recorder& recorder_;
+  Plan plan_;
+  std::uint64_t seed_ = 0;
+  // Rule indexes by site, in plan order.
+  std::array<std::vector<std::uint32_t>, 6> by_site_;
+  // Rules that name their object count on that one object: one counter
+  // each. The others count per object (ObjectFaults::rule_counters), reset
+  // when the plan changes (generation_).
+  std::vector<Counter> named_counters_;
+  std::uint64_t generation_ = 0;
+  std::vector<std::uint64_t> fired_total_;
+  // By registry slot; a deque, so an entry never moves.
+  std::deque<ObjectFaults> objects_;
+};
+
+}  // namespace verbfault::engine
