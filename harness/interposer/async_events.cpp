@@ -1,0 +1,127 @@
+// ibv_get_async_event / ibv_ack_async_event through the interposer:
+// injected events first on a real provider, the checks' view of the
+// bookkeeping, and the records.
+#include "state.h"
+#include "verbs.h"
+
+#include <cerrno>
+
+namespace verbfault::interposer {
+
+namespace {
+
+// The QP, SRQ or CQ an affiliated event is about (nullptr: a port or
+// device event).
+const void* element_of(const ibv_async_event& event) {
+  switch (inject::element_kind(event.event_type)) {
+    case ObjectKind::qp:
+      return event.element.qp;
+    case ObjectKind::srq:
+      return event.element.srq;
+    case ObjectKind::cq:
+      return event.element.cq;
+    default:
+      return nullptr;
+  }
+}
+
+std::string element_name(State& state, const ibv_async_event& event) {
+  const void* element = element_of(event);
+  if (element == nullptr) return "port " + std::to_string(event.element.port_num);
+  if (Tracked* tracked = state.registry.find(element)) return tracked->name();
+  return "unknown";
+}
+
+}  // namespace
+
+namespace {
+
+// The next async event of a context: injected first (real providers), else
+// the provider's own.
+int next_async_event(State& state, ibv_context* context, ibv_async_event* event) {
+  for (;;) {
+    engine::EventFd fds;
+    {
+      std::unique_lock lock(state.mutex);
+      Tracked* tracked = state.registry.find(context);
+      if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) {
+        lock.unlock();  // the provider may block
+        return provider::get_async_event(context, event);
+      }
+      if (!state.engine.faults(*tracked).injected_async.empty()) {
+        *event = state.engine.faults(*tracked).injected_async.front();
+        state.engine.faults(*tracked).injected_async.pop_front();
+        state.engine.faults(*tracked).events.consume();
+        state.engine.faults(*tracked).injected_async_unacked.push_back(*event);
+        return 0;
+      }
+      fds = state.engine.faults(*tracked).events;
+    }
+    int result = 0, error = 0;
+    {
+      // libibverbs reads context->async_fd: the provider's (non-blocking)
+      // fd is lent back for the call.
+      FdLoan provider_fd(context);
+      result = provider::get_async_event(context, event);
+      error = errno;
+    }
+    errno = error;
+    if (result == 0 || error != EAGAIN || fds.nonblocking()) return result;
+    fds.wait();
+  }
+}
+
+}  // namespace
+
+void ack_async_event(ibv_async_event* event) {
+  State& state = State::get();
+  {
+    std::lock_guard lock(state.mutex);
+    if (g_active)
+      if (const void* element = element_of(*event))
+        state.checkers.async_event_acked(state, state.registry.find(element));
+    for (Tracked* context : state.registry.all(ObjectKind::context)) {
+      auto& unacked = state.engine.faults(*context).injected_async_unacked;
+      for (auto it = unacked.begin(); it != unacked.end(); ++it) {
+        if (it->event_type != event->event_type || it->element.qp != event->element.qp) continue;
+        unacked.erase(it);
+        return;  // injected: nothing for the provider to count
+      }
+    }
+  }
+  provider::ack_async_event(event);
+}
+
+int get_async_event(ibv_context* context, ibv_async_event* event) {
+  State& state0 = State::get();
+  if (g_active) {
+    std::lock_guard lock(state0.mutex);
+    if (const Tracked* tracked = state0.registry.find(context))
+      state0.checkers.before_async_event_wait(state0, *tracked);
+  }
+  const int result = next_async_event(state0, context, event);
+  if (!g_active) return result;
+  const int error = errno;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(context)) {
+    record::CallRecord taken(tracked->id());
+    taken.add("call", "get_async_event").add("ret", result);
+    std::string text;
+    if (result == 0) {
+      text = element_name(state, *event);
+      taken.add("event", to_string(event->event_type)).add("element", text);
+      if (const void* element = element_of(*event))
+        if (Tracked* element_record = state.registry.find(element))
+          state.checkers.async_event_taken(*element_record);
+    } else {
+      text = errno_name(error);
+      taken.add("errno", text);
+    }
+    state.record(taken);
+  }
+  errno = error;
+  return result;
+}
+
+}  // namespace verbfault::interposer

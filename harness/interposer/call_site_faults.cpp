@@ -1,0 +1,101 @@
+// The call-site faults (async_event, port_down, device_fatal,
+// verb_failure) of every call on an object, and what a real provider's
+// port looks like after the engine took it down.
+#include "state.h"
+
+#include <cerrno>
+#include <cstdio>
+
+namespace verbfault::interposer {
+
+namespace {
+
+void report_unsupported(const Rule& rule, std::uint32_t index, const Tracked& object) {
+  std::fprintf(stderr,
+               "verbfault: rule #%u (%s) fired on %s but cannot be injected on this provider; "
+               "the fault was not injected\n",
+               index, to_cli(rule).c_str(), object.name().c_str());
+}
+
+}  // namespace
+
+bool active() {
+  return g_active;
+}
+
+void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+  (void)port;  // the emulated condition is per context (its one port)
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(context);
+  if (tracked != nullptr && state.engine.faults(*tracked).port_down) attr->state = IBV_PORT_DOWN;
+}
+
+int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*& tracked,
+                     std::optional<Verb> verb, OnDeadDevice on_dead) {
+  // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
+  // (the simulated device does this itself).
+  if (!tracked->simulated && on_dead == OnDeadDevice::fail)
+    if (Tracked* context = state.registry.context_of(*tracked);
+        context && state.engine.faults(*context).dead)
+      return EIO;
+  if (!state.engine.has_rules(Site::call)) return 0;
+  Opportunity at;
+  at.site = Site::call;
+  at.object = tracked;
+  at.qp = tracked->ref.kind == ObjectKind::qp ? tracked : nullptr;
+  at.verb = verb;
+  auto decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::async_event,
+                                           FaultKind::port_down, FaultKind::device_fatal});
+  if (!decision) return 0;
+  const Rule& rule = *decision->rule;
+  if (rule.kind == FaultKind::verb_failure) {
+    const std::string error = errno_name(*rule.error);
+    state.engine.record_fault(*tracked, *decision, "effect",
+                              {{"verb", to_string(*rule.verb)}, {"errno", error}});
+    return *rule.error;
+  }
+  const void* object = tracked->handle;
+  inject::Target target{object,
+                        static_cast<ibv_context*>(const_cast<void*>(tracked->context_handle)),
+                        tracked->simulated};
+  const Tracked snapshot = *tracked;
+  lock.unlock();
+  inject::Level level = inject::Level::unsupported;
+  const std::uint8_t port = rule.port.value_or(1);
+  switch (rule.kind) {
+    case FaultKind::async_event:
+      level = inject::async_event(state.engine, target, *rule.event, port);
+      break;
+    case FaultKind::port_down:
+      level = inject::port_down(state.engine, target, port);
+      break;
+    case FaultKind::device_fatal:
+      level = inject::device_fatal(state.engine, target);
+      break;
+    default:
+      break;
+  }
+  if (level == inject::Level::unsupported) report_unsupported(rule, decision->rule_index, snapshot);
+  lock.lock();
+  tracked = state.registry.find(object);
+  if (tracked != nullptr) {
+    if (rule.event)
+      state.engine.record_fault(*tracked, *decision, inject::to_string(level),
+                                {{"event", to_string(*rule.event)}});
+    else
+      state.engine.record_fault(*tracked, *decision, inject::to_string(level));
+  }
+  return 0;
+}
+
+int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
+  if (!g_active) return 0;
+  State& state = State::get();
+  std::unique_lock lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) return 0;
+  return call_site_faults(state, lock, tracked, verb, on_dead);
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,148 @@
+// ibv_get_cq_event / ibv_ack_cq_events through the interposer: injected,
+// dropped and coalesced events, held completions released before a wait,
+// the checks' view of event bookkeeping, and the records.
+#include "state.h"
+#include "verbs.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace verbfault::interposer {
+
+namespace {
+
+// A completion event from a wrapped (real provider) channel: an injected
+// one first, else the provider's own through its fd; waits on the
+// application's fd unless it is non-blocking.
+int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  for (;;) {
+    engine::EventFd fds;
+    {
+      std::unique_lock lock(state.mutex);
+      Tracked* tracked = state.registry.find(channel);
+      if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) {
+        lock.unlock();  // the provider may block
+        return provider::get_cq_event(channel, cq, cq_context);
+      }
+      if (!state.engine.faults(*tracked).injected_cq_events.empty()) {
+        *cq = state.engine.faults(*tracked).injected_cq_events.front();
+        state.engine.faults(*tracked).injected_cq_events.pop_front();
+        state.engine.faults(*tracked).events.consume();
+        *cq_context = (*cq)->cq_context;
+        if (Tracked* target = state.registry.find(*cq))
+          ++state.engine.faults(*target).injected_cq_unacked;
+        return 0;
+      }
+      fds = state.engine.faults(*tracked).events;
+    }
+    // libibverbs reads the event from channel->fd only: a copy of the
+    // channel with the provider's fd reads the provider's event.
+    ibv_comp_channel provider_channel = *channel;
+    provider_channel.fd = fds.provider_fd();
+    if (provider::get_cq_event(&provider_channel, cq, cq_context) == 0) return 0;
+    if (errno != EAGAIN || fds.nonblocking()) return -1;
+    fds.wait();
+  }
+}
+
+// delayed_completion on the CQs of `channel`: the application waits for an
+// event, so nothing else will happen before the held completions arrive;
+// they become visible now and, as any completion does, raise an event when
+// their CQ is armed. (Without this a correct application that drained,
+// re-armed and slept would wait forever for completions the harness holds.)
+void release_held_completions(State& state, ibv_comp_channel* channel) {
+  std::vector<std::pair<ibv_cq*, bool>> to_notify;  // CQ, simulated
+  {
+    std::lock_guard lock(state.mutex);
+    for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
+      auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
+      if (cq->channel != channel || state.engine.faults(*tracked).held.empty()) continue;
+      state.engine.faults(*tracked).held_polls = 0;
+      state.record(record::CallRecord(tracked->id())
+                       .add("held", state.engine.faults(*tracked).held.size())
+                       .add("visible", "waiter"));
+      if (tracked->simulated || state.engine.faults(*tracked).armed)
+        to_notify.emplace_back(cq, tracked->simulated);
+    }
+  }
+  // The simulated device fires only when the CQ is armed (provider::notify_cq).
+  for (auto [cq, simulated] : to_notify)
+    (void)inject::spurious_cq_event(state.engine, cq, simulated);
+}
+
+}  // namespace
+
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context);
+  State& state = State::get();
+  release_held_completions(state, channel);
+  for (;;) {
+    {
+      // What the application leaves behind when it waits; a wait nothing
+      // can end is diagnosed here instead of hanging.
+      std::lock_guard lock(state.mutex);
+      if (const Tracked* tracked = state.registry.find(channel))
+        state.checkers.before_cq_event_wait(state, *tracked);
+    }
+    if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
+      const int error = errno;
+      const std::string name = errno_name(error);
+      traced(channel, "get_cq_event", {{"ret", -1}, {"errno", name}});
+      errno = error;
+      return -1;
+    }
+    std::unique_lock lock(state.mutex);
+    Tracked* tracked = state.registry.find(*cq);
+    if (tracked == nullptr) return 0;
+    if (state.engine.faults(*tracked).absorb_next_event) {
+      // coalesce_cq_event: this event is merged into the one delivered
+      // before; the harness acknowledges it in the application's place.
+      state.engine.faults(*tracked).absorb_next_event = false;
+      state.record(
+          record::CallRecord(tracked->id()).add("event", "completion").add("absorbed", true));
+      lock.unlock();
+      provider::ack_cq_events(*cq, 1);
+      continue;
+    }
+    Opportunity at;
+    at.site = Site::cq_event;
+    at.object = tracked;
+    auto decision =
+        state.engine.decide(at, {FaultKind::drop_cq_event, FaultKind::coalesce_cq_event});
+    if (decision && decision->rule->kind == FaultKind::drop_cq_event) {
+      state.engine.record_fault(*tracked, *decision, "effect");
+      lock.unlock();
+      provider::ack_cq_events(*cq, 1);
+      continue;  // the application waits for the next event, if any comes
+    }
+    if (decision) {
+      state.engine.faults(*tracked).absorb_next_event = true;
+      state.engine.record_fault(*tracked, *decision, "effect");
+    }
+    state.engine.faults(*tracked).armed = false;  // an event disarms its CQ
+    state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
+    state.checkers.cq_event_taken(*tracked);
+    return 0;
+  }
+}
+
+void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  unsigned int provider_events = nevents;
+  {
+    // Injected events are acknowledged to the harness, not the provider
+    // (whose destroy_cq waits for exactly its own count).
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    if (Tracked* tracked = state.registry.find(cq)) {
+      if (g_active) state.checkers.cq_events_acked(state, *tracked, nevents);
+      const unsigned int injected =
+          std::min(nevents, state.engine.faults(*tracked).injected_cq_unacked);
+      state.engine.faults(*tracked).injected_cq_unacked -= injected;
+      provider_events -= injected;
+    }
+  }
+  if (provider_events > 0) provider::ack_cq_events(cq, provider_events);
+  traced(cq, "ack_cq_events", {{"n", nevents}});
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,63 @@
+// The event fds of real channels and contexts: wrapped so that injected
+// events can be delivered through them (engine/runtime/injected_events.h),
+// and lent back to libibverbs around the calls that hand them to the
+// kernel (FdLoan, interposer.h).
+#include "state.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace verbfault::interposer {
+
+void wrap_fd(State& state, Tracked& tracked, int& fd) {
+  const int wrapped = state.engine.faults(tracked).events.wrap(fd);
+  if (wrapped >= 0) {
+    fd = wrapped;
+  } else {
+    std::fprintf(stderr,
+                 "verbfault: cannot wrap the event fd of %s (%s): no injected events on it\n",
+                 tracked.name().c_str(), std::strerror(errno));
+  }
+}
+
+void unwrap_fd(const void* handle) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle);
+  if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) return;
+  const int provider_fd = state.engine.faults(*tracked).events.unwrap();
+  if (tracked->ref.kind == ObjectKind::context)
+    static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd = provider_fd;
+  else
+    static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd = provider_fd;
+}
+
+FdLoan::FdLoan(ibv_comp_channel* channel) {
+  if (channel != nullptr) lend(channel, &channel->fd);
+}
+
+FdLoan::FdLoan(ibv_context* context) {
+  if (context != nullptr) lend(context, &context->async_fd);
+}
+
+void FdLoan::lend(const void* handle, int* fd) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle);
+  if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) return;
+  handle_ = handle;
+  fd_ = fd;
+  if (tracked->fd_loans++ == 0) *fd = state.engine.faults(*tracked).events.provider_fd();
+}
+
+FdLoan::~FdLoan() {
+  if (handle_ == nullptr) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle_);
+  if (tracked != nullptr && --tracked->fd_loans == 0)
+    *fd_ = state.engine.faults(*tracked).events.application_fd();
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,158 @@
+// Naming and lifetime: every object the front door hands out gets its
+// stable name ("qp#3") when it is created, is traced with its calls, and is
+// forgotten by the registry, the engine and the checks when destroyed.
+#include "state.h"
+#include "saved_ops.h"
+#include "trampolines.h"
+#include "verbs.h"
+
+#include <cstdio>
+
+namespace verbfault::interposer {
+
+namespace {
+
+ObjectRef context_of(State& state, const void* parent) {
+  if (Tracked* tracked = state.registry.find(parent)) return tracked->context;
+  return {ObjectKind::context, 0};
+}
+
+}  // namespace
+
+void opened(ibv_context* context, const char* device_name) {
+  State& state = State::get();
+  const bool simulated = provider::simulated(context);
+  {
+    std::lock_guard lock(state.mutex);
+    Tracked& tracked = state.add_object(ObjectKind::context, context, {}, simulated);
+    if (!simulated) wrap_fd(state, tracked, context->async_fd);
+    if (g_active)
+      state.record(record::CallRecord(tracked.id())
+                       .add("call", "open_device")
+                       .add("device", device_name)
+                       .add("provider", simulated ? "simulated" : "real"));
+  }
+  if (!save_ops(context)) {
+    std::fprintf(stderr, "verbfault: too many open contexts to interpose on; %s is not wrapped\n",
+                 device_name);
+    return;
+  }
+  install_trampolines(context);
+}
+
+void closing(ibv_context* context, int result) {
+  if (result == 0) {
+    forget_ops(context);
+    // What the application left open goes with the context (the simulated
+    // device frees it; a real provider leaks it): forgotten here, so that
+    // no later object at the same address inherits its name.
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    std::vector<const void*> children;
+    std::string names;
+    for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
+                            ObjectKind::mr, ObjectKind::pd, ObjectKind::channel})
+      for (Tracked* object : state.registry.all(kind))
+        if (object->context_handle == context) {
+          children.push_back(object->handle);
+          names += (names.empty() ? "" : ", ") + object->name();
+        }
+    if (g_active && !children.empty())
+      if (Tracked* tracked = state.registry.find(context))
+        state.checkers.closed_with_children(state, *tracked, names);
+    for (const void* child : children) state.remove_object(*state.registry.find(child));
+  }
+  destroyed(context, "close_device", result);
+}
+
+void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
+             Fields args) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  const bool simulated = [&] {
+    if (Tracked* p = state.registry.find(parent)) return p->simulated;
+    return false;
+  }();
+  // Already named (a create the real library made through another export
+  // of ours): one object, one name.
+  if (state.registry.find(handle) != nullptr) return;
+  Tracked& tracked = state.add_object(kind, handle, context_of(state, parent), simulated);
+  if (kind == ObjectKind::channel && !simulated)
+    wrap_fd(state, tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+  if (!g_active) return;
+  if (kind == ObjectKind::qp) {
+    auto arg = [&](std::string_view key) -> std::uint64_t {
+      for (const record::Field& field : args)
+        if (field.key == key) return field.value.unsigned_integer;
+      return 0;
+    };
+    state.checkers.qp_created(state, tracked, static_cast<std::uint32_t>(arg("max_send_wr")),
+                              static_cast<std::uint32_t>(arg("max_recv_wr")),
+                              arg("sq_sig_all") != 0);
+  }
+  record::CallRecord created(tracked.id());
+  created.add("call", call);
+  if (Tracked* p = state.registry.find(parent)) created.add("parent", p->ref);
+  for (const record::Field& field : args) created.add(field.key, field.value);
+  state.record(created.add("ret", "ok"));
+}
+
+void create_failed(const void* parent, std::string_view call, Fields args, int error) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* p = state.registry.find(parent);
+  if (p == nullptr) return;
+  record::CallRecord failed(p->id());
+  failed.add("call", call);
+  for (const record::Field& field : args) failed.add(field.key, field.value);
+  const std::string name = errno_name(error);
+  state.record(failed.add("ret", "error").add("errno", name));
+}
+
+void destroyed(const void* handle, std::string_view call, int result) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(handle);
+  if (tracked == nullptr) return;
+  if (g_active)
+    state.record(record::CallRecord(tracked->id()).add("call", call).add("ret", result));
+  if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
+  if (result == 0) {
+    state.remove_object(*tracked);
+  } else if (!tracked->simulated && !state.engine.faults(*tracked).events.wrapped()) {
+    // Still alive after all: its fd is wrapped again.
+    if (tracked->ref.kind == ObjectKind::channel)
+      wrap_fd(state, *tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+    if (tracked->ref.kind == ObjectKind::context)
+      wrap_fd(state, *tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
+  }
+}
+
+void destroying(const void* handle) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(handle)) state.checkers.destroying(state, *tracked);
+}
+
+void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(qp)) state.checkers.qp_modified(*tracked, attr, mask);
+}
+
+void traced(const void* object, std::string_view call, Fields fields) {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  Tracked* tracked = state.registry.find(object);
+  if (tracked == nullptr) return;
+  record::CallRecord line(tracked->id());
+  line.add("call", call);
+  for (const record::Field& field : fields) line.add(field.key, field.value);
+  state.record(line);
+}
+
+}  // namespace verbfault::interposer
