@@ -1,6 +1,7 @@
 // ibv_get_async_event / ibv_ack_async_event through the interposer:
 // injected events first on a real provider, the checks' view of the
 // bookkeeping, and the records.
+#include "async_event.h"
 #include "state.h"
 #include "verbs.h"
 
@@ -10,23 +11,8 @@ namespace verbfault::interposer {
 
 namespace {
 
-// The QP, SRQ or CQ an affiliated event is about (nullptr: a port or
-// device event).
-const void* element_of(const ibv_async_event& event) {
-  switch (inject::element_kind(event.event_type)) {
-    case ObjectKind::qp:
-      return event.element.qp;
-    case ObjectKind::srq:
-      return event.element.srq;
-    case ObjectKind::cq:
-      return event.element.cq;
-    default:
-      return nullptr;
-  }
-}
-
 std::string element_name(State& state, const ibv_async_event& event) {
-  const void* element = element_of(event);
+  const void* element = record::element_of(event);
   if (element == nullptr) return "port " + std::to_string(event.element.port_num);
   if (Tracked* tracked = state.registry.find(element)) return tracked->name();
   return "unknown";
@@ -78,7 +64,7 @@ void ack_async_event(ibv_async_event* event) {
   {
     std::lock_guard lock(state.mutex);
     if (g_active)
-      if (const void* element = element_of(*event))
+      if (const void* element = record::element_of(*event))
         state.checkers.async_event_acked(state, state.registry.find(element));
     for (Tracked* context : state.registry.all(ObjectKind::context)) {
       auto& unacked = state.engine.faults(*context).injected_async_unacked;
@@ -111,7 +97,7 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
     if (result == 0) {
       text = element_name(state, *event);
       taken.add("event", to_string(event->event_type)).add("element", text);
-      if (const void* element = element_of(*event))
+      if (const void* element = record::element_of(*event))
         if (Tracked* element_record = state.registry.find(element))
           state.checkers.async_event_taken(*element_record);
     } else {

@@ -1,39 +1,11 @@
 // Completion and asynchronous events, routed to the simulated device or
 // the real libibverbs.
+#include "async_event.h"
 #include "real_libibverbs.h"
 #include "verbfault/sim/provider.h"
 #include "verbs.h"
 
 namespace verbfault::provider {
-
-namespace {
-
-// The context of the object an async event is about, or nullptr for a port
-// or device event (ibv_get_async_event(3)).
-const ibv_context* event_context(const ibv_async_event* event) {
-  switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR:
-      return event->element.cq->context;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-      return event->element.srq->context;
-    case IBV_EVENT_WQ_FATAL:
-      return event->element.wq->context;
-    case IBV_EVENT_PORT_ACTIVE:
-    case IBV_EVENT_PORT_ERR:
-    case IBV_EVENT_LID_CHANGE:
-    case IBV_EVENT_PKEY_CHANGE:
-    case IBV_EVENT_GID_CHANGE:
-    case IBV_EVENT_SM_CHANGE:
-    case IBV_EVENT_CLIENT_REREGISTER:
-    case IBV_EVENT_DEVICE_FATAL:
-      return nullptr;
-    default:
-      return event->element.qp->context;
-  }
-}
-
-}  // namespace
 
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   if (simulated(channel)) return sim::get_cq_event(channel, cq, cq_context);
@@ -51,7 +23,7 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
 }
 
 void ack_async_event(ibv_async_event* event) {
-  const ibv_context* context = event_context(event);
+  const ibv_context* context = record::element_context(*event);
   // Port and device events carry no object: there is nothing to count.
   if (context == nullptr || simulated(context)) return sim::ack_async_event(event);
   VERBFAULT_REAL(ibv_ack_async_event, "IBVERBS_1.1")(event);

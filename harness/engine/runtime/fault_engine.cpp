@@ -1,5 +1,6 @@
 #include "fault_engine.h"
 
+#include "async_event.h"
 #include "decision.h"
 #include "injections.h"
 
@@ -109,7 +110,7 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
   // An affiliated event happens on an object of its own kind (a QP event on
   // a QP...); port and device events on any object of the context.
   if (rule.kind == FaultKind::async_event) {
-    const ObjectKind element = inject::element_kind(*rule.event);
+    const ObjectKind element = record::element_kind(*rule.event);
     if (element != ObjectKind::context && at.object->ref.kind != element) return false;
   }
   // Retry exhaustion is the requester's, on a reliable connection; an RNR

@@ -4,6 +4,8 @@
 // the interposer drives the provider through its own verbs (effect level).
 #include "injections.h"
 
+#include "async_event.h"
+
 #include "conditions.h"
 #include "verbs.h"
 
@@ -22,26 +24,6 @@ void qp_to_error(ibv_qp* qp) {
 
 namespace {
 
-bool qp_event(ibv_event_type type) {
-  switch (type) {
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool srq_event(ibv_event_type type) {
-  return type == IBV_EVENT_SRQ_ERR || type == IBV_EVENT_SRQ_LIMIT_REACHED;
-}
-
 // Queues an injected async event on a real context's wrapped fd (lock held).
 void queue_async(FaultEngine& engine, const void* context, ibv_event_type type, const void* element,
                  std::uint8_t port) {
@@ -49,7 +31,7 @@ void queue_async(FaultEngine& engine, const void* context, ibv_event_type type, 
   if (tracked == nullptr || !tracked->events.wrapped()) return;
   ibv_async_event event{};
   event.event_type = type;
-  switch (element_kind(type)) {
+  switch (record::element_kind(type)) {
     case ObjectKind::qp:
       event.element.qp = static_cast<ibv_qp*>(const_cast<void*>(element));
       break;
@@ -132,18 +114,11 @@ Level async_event_real(FaultEngine& engine, const Target& target, ibv_event_type
 
 }  // namespace
 
-ObjectKind element_kind(ibv_event_type type) {
-  if (qp_event(type)) return ObjectKind::qp;
-  if (srq_event(type)) return ObjectKind::srq;
-  if (type == IBV_EVENT_CQ_ERR) return ObjectKind::cq;
-  return ObjectKind::context;
-}
-
 Level async_event(FaultEngine& engine, const Target& target, ibv_event_type type,
                   std::uint8_t port) {
   if (!target.simulated) return async_event_real(engine, target, type, port);
   int err = 0;
-  switch (element_kind(type)) {
+  switch (record::element_kind(type)) {
     case ObjectKind::qp:
       err = provider::raise_qp_event(static_cast<ibv_qp*>(const_cast<void*>(target.object)), type);
       break;

@@ -27,8 +27,6 @@ struct Target {
   bool simulated = false;
 };
 
-// Which object an asynchronous event of `type` is about.
-ObjectKind element_kind(ibv_event_type type);
 
 void qp_to_error(ibv_qp* qp);
 Level async_event(FaultEngine& engine, const Target& target, ibv_event_type type,
