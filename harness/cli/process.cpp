@@ -38,14 +38,4 @@ int run_program(const std::vector<std::string>& argv,
   return WEXITSTATUS(status);
 }
 
-std::string shell_quote(const std::string& word) {
-  const bool plain = !word.empty() && word.find_first_not_of(
-                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789_-./=:,+@%") == std::string::npos;
-  if (plain) return word;
-  std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 }  // namespace verbfault::cli

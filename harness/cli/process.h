@@ -23,7 +23,4 @@ inline constexpr int kExitNotFound = 127;          // the command was not found
 int run_program(const std::vector<std::string>& argv,
                 const std::map<std::string, std::string>& environment);
 
-// A shell-safe rendering of one word ("a b" -> 'a b').
-std::string shell_quote(const std::string& word);
-
 }  // namespace verbfault::cli

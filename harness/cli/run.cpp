@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include "process.h"
+#include "replay.h"
 #include "verbfault/plan.h"
 
 #include <unistd.h>
@@ -17,23 +18,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string join_rules(const std::vector<std::string>& faults) {
-  std::string joined;
-  for (const std::string& fault : faults) {
-    if (!joined.empty()) joined += "; ";
-    joined += to_cli(parse_rule(fault, "--fault"));
-  }
-  return joined;
+// The rules of --fault options, parsed (run() has checked them).
+std::vector<Rule> fault_rules(const std::vector<std::string>& faults) {
+  std::vector<Rule> rules;
+  for (const std::string& fault : faults) rules.push_back(parse_rule(fault, "--fault"));
+  return rules;
 }
 
-std::string reproduce_line(const RunOptions& options, std::uint64_t seed) {
-  std::string line = "verbfault run --seed " + std::to_string(seed);
-  if (options.plan_file) line += " --plan " + shell_quote(fs::absolute(*options.plan_file));
-  for (const std::string& fault : options.faults)
-    line += " --fault " + shell_quote(to_cli(parse_rule(fault, "--fault")));
-  line += " --";
-  for (const std::string& word : options.command) line += " " + shell_quote(word);
-  return line;
+// Every knob of this run (engine/plan/replay.h).
+engine::Replay replay_of(const RunOptions& options, std::uint64_t seed) {
+  engine::Replay replay;
+  replay.seed = seed;
+  if (options.plan_file) replay.plan_file = fs::absolute(*options.plan_file).string();
+  replay.rules = fault_rules(options.faults);
+  replay.settings = engine::replay_settings();
+  replay.command = options.command;
+  return replay;
 }
 
 // The first record where two traces differ, or nothing when identical.
@@ -88,7 +88,8 @@ int run(const RunOptions& options) {
                plan.rules.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < plan.rules.size(); ++i)
     std::fprintf(stderr, "verbfault:   #%zu %s\n", i, to_cli(plan.rules[i]).c_str());
-  std::fprintf(stderr, "verbfault: reproduce: %s\n", reproduce_line(options, seed).c_str());
+  const engine::Replay replay = replay_of(options, seed);
+  std::fprintf(stderr, "verbfault: reproduce: %s\n", engine::run_line(replay).c_str());
 
   std::map<std::string, std::string> environment;
   const char* preload = std::getenv("LD_PRELOAD");
@@ -96,9 +97,9 @@ int run(const RunOptions& options) {
       options.library + (preload != nullptr && *preload ? std::string(":") + preload : "");
   environment["VERBFAULT_SEED"] = std::to_string(seed);
   if (options.plan_file) environment["VERBFAULT_PLAN"] = fs::absolute(*options.plan_file);
-  if (!options.faults.empty()) environment["VERBFAULT_FAULTS"] = join_rules(options.faults);
-
-  environment["VERBFAULT_REPRODUCE"] = reproduce_line(options, seed);
+  if (!replay.rules.empty()) environment["VERBFAULT_FAULTS"] = engine::rules_line(replay.rules);
+  // The line a finding in the program prints to replay the run.
+  environment["VERBFAULT_REPRODUCE"] = engine::run_line(replay);
   // The runtime checks append their findings here; a program that passes
   // with findings makes `verbfault run` fail (kExitFindings).
   const std::string findings =

@@ -1,6 +1,7 @@
 // verbfault/session.h: a plan and seed set around the code under test.
 #include "verbfault/session.h"
 
+#include "replay.h"
 #include "state.h"
 
 #include <stdexcept>
@@ -49,9 +50,12 @@ void Session::report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success
 }
 
 std::string Session::reproduce() const {
-  std::string line = interposer::environment_line(plan_, seed_);
-  if (freedoms_ == Freedoms::canonical) line += " VERBFAULT_FREEDOMS=canonical";
-  return line;
+  // The environment's settings, but this session's freedoms.
+  std::vector<engine::Setting> settings;
+  for (engine::Setting& setting : engine::replay_settings())
+    if (setting.first != "VERBFAULT_FREEDOMS") settings.push_back(std::move(setting));
+  if (freedoms_ == Freedoms::canonical) settings.emplace_back("VERBFAULT_FREEDOMS", "canonical");
+  return engine::environment_line({seed_, {}, plan_.rules, std::move(settings), {}});
 }
 
 }  // namespace verbfault

@@ -6,14 +6,6 @@
 
 namespace verbfault::interposer {
 
-std::string environment_line(const Plan& plan, std::uint64_t seed) {
-  std::string rules;
-  for (const Rule& rule : plan.rules) rules += (rules.empty() ? "" : "; ") + to_cli(rule);
-  std::string line = "VERBFAULT_SEED=" + std::to_string(seed);
-  if (!rules.empty()) line += " VERBFAULT_FAULTS='" + rules + "'";
-  return line;
-}
-
 Config config_from_environment() {
   Config config;
   auto variable = [](const char* name) -> std::optional<std::string> {

@@ -43,8 +43,4 @@ struct Config {
 // Parses the environment; throws std::runtime_error with a one-line message.
 Config config_from_environment();
 
-// The variables that configure `plan` and `seed` again:
-// "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3'".
-std::string environment_line(const Plan& plan, std::uint64_t seed);
-
 }  // namespace verbfault::interposer

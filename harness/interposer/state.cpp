@@ -4,6 +4,7 @@
 #include "state.h"
 
 #include "conditions.h"
+#include "replay.h"
 
 #include <unistd.h>
 
@@ -29,15 +30,12 @@ void on_fatal_signal(int signal) {
   std::raise(signal);
 }
 
-// The command line of this process, quoted as a shell would need it.
-std::string command_line() {
+// The words of this process's command line.
+std::vector<std::string> command_words() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string line, word;
-  while (std::getline(in, word, '\0')) {
-    const bool plain = word.find_first_of(" '\"\\$`") == std::string::npos && !word.empty();
-    line += (line.empty() ? "" : " ") + (plain ? word : "'" + word + "'");
-  }
-  return line;
+  std::vector<std::string> words;
+  for (std::string word; std::getline(in, word, '\0');) words.push_back(word);
+  return words;
 }
 
 void at_exit() {
@@ -117,7 +115,8 @@ void State::remove_object(Tracked& object) {
 
 std::string State::replay_line() const {
   if (const char* line = std::getenv("VERBFAULT_REPRODUCE")) return line;  // from verbfault run
-  return environment_line(engine.plan(), engine.seed()) + " " + command_line();
+  return engine::environment_line(
+      {engine.seed(), {}, engine.plan().rules, engine::replay_settings(), command_words()});
 }
 
 void State::end_run(int status) {
