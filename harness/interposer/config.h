@@ -6,7 +6,7 @@
 //   VERBFAULT_PLAN   path of a YAML plan file
 //   VERBFAULT_FAULTS rules in the one-line form, separated by ';'
 //   VERBFAULT_TRACE  where to write the JSON Lines trace
-//   VERBFAULT_CHECKS which runtime checks run (checkers/check_catalogue.h)
+//   VERBFAULT_CHECKS which runtime checks run (observers/checkers/check_catalogue.h)
 //   VERBFAULT_FINDINGS  a file the checks' findings are appended to (JSON
 //                    Lines; verbfault run sets it to count them)
 //   VERBFAULT_FREEDOMS  "drawn" (default): the simulated device draws the
