@@ -7,6 +7,7 @@
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
 
+#include <array>
 #include <cerrno>
 #include <random>
 #include <vector>
@@ -71,15 +72,17 @@ std::size_t CompletionQueue::pick_next() {
   // choice is among completions racing to the CQ, not the whole backlog).
   constexpr std::size_t kWindow = 16;
   auto work_queue = [](const Completion& c) { return std::pair(c.wc.qp_num, c.send_queue); };
-  std::vector<std::size_t> candidates;
+  // A fixed array: a poll allocates nothing.
+  std::array<std::size_t, kWindow> candidates;
+  std::size_t count = 0;
   for (std::size_t i = 0; i < entries_.size() && i < kWindow; ++i) {
     if (entries_[i].step != entries_.front().step) break;
     bool oldest_of_its_queue = true;
     for (std::size_t j = 0; j < i && oldest_of_its_queue; ++j)
       if (work_queue(entries_[j]) == work_queue(entries_[i])) oldest_of_its_queue = false;
-    if (oldest_of_its_queue) candidates.push_back(i);
+    if (oldest_of_its_queue) candidates[count++] = i;
   }
-  return candidates[freedoms.next_completion(freedom_ordinal_, ++picks_, candidates.size())];
+  return candidates[freedoms.next_completion(freedom_ordinal_, ++picks_, count)];
 }
 
 int CompletionQueue::poll(int n, ibv_wc* wc) {
