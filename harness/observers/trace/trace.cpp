@@ -1,7 +1,5 @@
 #include "trace.h"
 
-#include "trace_encoding.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -40,9 +38,10 @@ void Trace::append(const record::CallRecord& record) {
   if (capturing_) {
     encoded_.clear();
     encoding::encode(record, seq, hash_, &encoded_);
-    std::string line;
+    encoding::TextBuffer& line = rendered_;
+    line.clear();
     encoding::render(encoded_, line);
-    captured_.push_back(std::move(line));
+    captured_.emplace_back(line.view().substr(0, line.size() - 1));  // without the newline
     if (fd_ >= 0) pending_.insert(pending_.end(), encoded_.begin(), encoded_.end());
   } else {
     encoding::encode(record, seq, hash_, fd_ >= 0 ? &pending_ : nullptr);
@@ -53,7 +52,7 @@ void Trace::append(const record::CallRecord& record) {
 void Trace::start_capture() {
   capturing_ = true;
   captured_.clear();
-  hash_ = kHashBasis;
+  hash_ = {};
   records_ = 0;
 }
 
@@ -65,10 +64,8 @@ void Trace::flush() noexcept {
   if (fd_ < 0 || pending_.empty()) return;
   rendered_.clear();
   try {
-    for (std::size_t at = 0; at < pending_.size();) {
+    for (std::size_t at = 0; at < pending_.size();)
       at += encoding::render(std::span(pending_).subspan(at), rendered_);
-      rendered_ += '\n';
-    }
   } catch (...) {
     // Out of memory while dying: write what was rendered.
   }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "call_record.h"
+#include "trace_encoding.h"
 
 #include <cstdint>
 #include <string>
@@ -34,7 +35,7 @@ class Trace {
   // Writes what is buffered; safe enough from a signal handler.
   void flush() noexcept;
 
-  std::uint64_t hash() const { return hash_; }
+  std::uint64_t hash() const { return hash_.value(); }
   std::uint64_t records() const { return records_; }
   // Keeps the records in memory as JSON lines from now on (and restarts
   // the hash), for a Session; stop_capture() goes back to the file only.
@@ -46,13 +47,12 @@ class Trace {
   int fd_ = -1;
   std::vector<std::uint64_t> encoded_;  // this record's words (reused)
   std::vector<std::uint64_t> pending_;  // words not yet written to the file
-  std::string rendered_;                // JSON text being written (reused)
+  encoding::TextBuffer rendered_;       // JSON text being written (reused)
   std::vector<std::uint64_t> seq_;      // next sequence number, per slot
-  std::uint64_t hash_ = kHashBasis;
+  encoding::Hash hash_;
   std::uint64_t records_ = 0;
   bool capturing_ = false;
   std::vector<std::string> captured_;
-  static constexpr std::uint64_t kHashBasis = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
 };
 
 }  // namespace verbfault::observers
