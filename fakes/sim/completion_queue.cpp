@@ -7,9 +7,9 @@
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
 
+#include <array>
 #include <cerrno>
 #include <random>
-#include <vector>
 
 namespace verbfault::sim {
 
@@ -66,20 +66,25 @@ bool CompletionQueue::push(const Completion& completion) {
 std::size_t CompletionQueue::pick_next() {
   const Freedoms& freedoms = Fabric::get().freedoms();
   if (!freedoms.drawn()) return 0;
+  if (entries_.size() == 1) {
+    ++picks_;  // counted as a pick with one choice (no draw), as below
+    return 0;
+  }
   // Candidates: the oldest completion of each work queue among those that
   // entered in the same step as the oldest of all (a short window: the
   // choice is among completions racing to the CQ, not the whole backlog).
   constexpr std::size_t kWindow = 16;
   auto work_queue = [](const Completion& c) { return std::pair(c.wc.qp_num, c.send_queue); };
-  std::vector<std::size_t> candidates;
+  std::array<std::size_t, kWindow> candidates;  // on the stack: polls allocate nothing
+  std::size_t count = 0;
   for (std::size_t i = 0; i < entries_.size() && i < kWindow; ++i) {
     if (entries_[i].step != entries_.front().step) break;
     bool oldest_of_its_queue = true;
     for (std::size_t j = 0; j < i && oldest_of_its_queue; ++j)
       if (work_queue(entries_[j]) == work_queue(entries_[i])) oldest_of_its_queue = false;
-    if (oldest_of_its_queue) candidates.push_back(i);
+    if (oldest_of_its_queue) candidates[count++] = i;
   }
-  return candidates[freedoms.next_completion(freedom_ordinal_, ++picks_, candidates.size())];
+  return candidates[freedoms.next_completion(freedom_ordinal_, ++picks_, count)];
 }
 
 int CompletionQueue::poll(int n, ibv_wc* wc) {
@@ -92,8 +97,8 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
 #endif
   int polled = 0;
   while (polled < n && !entries_.empty()) {
-    const auto at = entries_.begin() + static_cast<std::ptrdiff_t>(pick_next());
-    Completion& c = *at;
+    const std::size_t at = pick_next();
+    Completion& c = entries_[at];
     wc[polled++] = c.wc;
     if (c.qp != nullptr) {
       if (c.send_queue)
