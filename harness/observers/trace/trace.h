@@ -3,11 +3,11 @@
 // sequence numbers; no pointers, no times. The same seed, plan and binary
 // give the same records, summarized by the trace hash.
 //
-// Records arrive as CallRecords and are kept in a compact form: a few
-// 64-bit words each (trace_encoding.h). The hash is computed over those
-// words, so it costs the same whether or not a file is written; JSON Lines
-// are rendered from the words only when the buffer is written to the file
-// (or at once for a Session that keeps the records in memory).
+// Records arrive as CallRecords. The hash is computed over each one's
+// words (trace_encoding.h), so it costs the same whether or not a file is
+// written; a JSON line is rendered from the record only when there is a
+// file (into a buffer written every 128 KiB, so a fatal signal only has to
+// write text) or a Session keeps the records in memory.
 //
 // Owner: the interposer, which calls every member under its lock, so
 // records are whole and in one order; flush() may also run from a fatal
@@ -45,10 +45,9 @@ class Trace {
 
  private:
   int fd_ = -1;
-  std::vector<std::uint64_t> encoded_;  // this record's words (reused)
-  std::vector<std::uint64_t> pending_;  // words not yet written to the file
-  encoding::TextBuffer rendered_;       // JSON text being written (reused)
-  std::vector<std::uint64_t> seq_;      // next sequence number, per slot
+  encoding::TextBuffer pending_;    // JSON lines not yet written to the file
+  encoding::TextBuffer line_;       // the record being captured (reused)
+  std::vector<std::uint64_t> seq_;  // next sequence number, per slot
   encoding::Hash hash_;
   std::uint64_t records_ = 0;
   bool capturing_ = false;

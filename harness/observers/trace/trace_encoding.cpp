@@ -52,27 +52,16 @@ std::uint64_t load_bytes(const char* bytes, std::size_t count) {
   return byte(0) | byte(count / 2) | byte(count - 1);
 }
 
-// Where encoded words go: always into the hash; into `out` too when the
-// trace is written or kept. (A template, so that hashing alone stores
-// nothing.)
-template <bool kStore>
+// The trace hash's lanes while a record is hashed (in registers).
 struct Sink {
   std::uint64_t a;
   std::uint64_t b;
-  std::vector<std::uint64_t>* out;
   // The lanes alternate: this word's multiply does not wait for the
   // previous word's.
-  void hash_only(std::uint64_t word) {
+  void hashed(std::uint64_t word) {
     const std::uint64_t lane = std::rotl(a ^ word, 31) * kMultiplier;
     a = b;
     b = lane;
-  }
-  void hashed(std::uint64_t word) {
-    hash_only(word);
-    if constexpr (kStore) out->push_back(word);
-  }
-  void side(std::uint64_t word) {
-    if constexpr (kStore) out->push_back(word);
   }
 };
 
@@ -80,11 +69,6 @@ std::uint64_t object_word(ObjectRef ref) {
   return static_cast<std::uint64_t>(ref.kind) | std::uint64_t{ref.index} << 8;
 }
 
-ObjectRef object_of(std::uint64_t word) {
-  return {static_cast<ObjectKind>(word & 0xff), static_cast<std::uint32_t>(word >> 8)};
-}
-
-template <class Sink>
 void encode_value(const Value& value, Sink& out) {
   switch (value.type) {
     case Type::integer:
@@ -135,31 +119,6 @@ void encode_value(const Value& value, Sink& out) {
   }
 }
 
-template <bool kStore>
-void encode_with(const record::CallRecord& record, std::uint64_t seq, Hash& hash,
-                 std::vector<std::uint64_t>* out) {
-  Sink<kStore> sink{hash.a, hash.b, out};
-  const auto fields = record.fields();
-  sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
-  sink.hashed(seq);
-  std::uint64_t shape = 0;
-  for (const record::Field& field : fields) {
-    const std::uint64_t type =
-        static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
-    // Off the lanes' chains: one rotate and xor a field.
-    shape = std::rotl(shape, 7) ^ field.key.id() ^ type << 56;
-    if constexpr (kStore) {
-      const std::string_view key = field.key.text();
-      sink.side(reinterpret_cast<std::uintptr_t>(key.data()) |
-                std::uint64_t{std::min<std::size_t>(key.size(), 0xff)} << 48 | type << 56);
-    }
-    encode_value(field.value, sink);
-  }
-  sink.hash_only(shape);
-  hash.a = sink.a;
-  hash.b = sink.b;
-}
-
 // ---- rendering ----------------------------------------------------------------------
 
 // Names of the enums the trace writes, looked up once (the plan's tables
@@ -202,6 +161,29 @@ constexpr std::size_t kObjectBytes = kNameBytes + 16;
 constexpr std::size_t kWrBytes = 64 + kNameBytes + 3 * kNumberBytes;
 constexpr std::size_t kCompletionBytes = 128 + 2 * kNameBytes + 6 * kNumberBytes;
 
+// Copies `size` bytes with a few fixed-size, possibly overlapping moves
+// (no call to memcpy for the short names and keys of every record).
+char* put(char* at, const char* text, std::size_t size) {
+  if (size >= 8 && size <= 16) {
+    std::memcpy(at, text, 8);
+    std::memcpy(at + size - 8, text + size - 8, 8);
+  } else if (size >= 4 && size < 8) {
+    std::memcpy(at, text, 4);
+    std::memcpy(at + size - 4, text + size - 4, 4);
+  } else if (size > 0 && size < 4) {
+    at[0] = text[0];
+    at[size / 2] = text[size / 2];
+    at[size - 1] = text[size - 1];
+  } else if (size > 16) {
+    std::memcpy(at, text, size);
+  }
+  return at + size;
+}
+
+char* put(char* at, std::string_view text) {
+  return put(at, text.data(), text.size());
+}
+
 // Writes through a pointer into room reserved beforehand.
 template <std::size_t N>
 char* put(char* at, const char (&literal)[N]) {
@@ -209,13 +191,29 @@ char* put(char* at, const char (&literal)[N]) {
   return at + N - 1;
 }
 
-char* put(char* at, std::string_view text) {
-  std::memcpy(at, text.data(), text.size());
-  return at + text.size();
+// Decimal, as std::to_chars writes it; the small numbers most fields hold
+// without its call.
+char* put_number(char* at, std::uint64_t value) {
+  if (value < 10) {
+    *at = static_cast<char>('0' + value);
+    return at + 1;
+  }
+  if (value < 100) {
+    at[0] = static_cast<char>('0' + value / 10);
+    at[1] = static_cast<char>('0' + value % 10);
+    return at + 2;
+  }
+  return std::to_chars(at, at + kNumberBytes, value).ptr;
 }
 
-char* put_number(char* at, auto value) {
-  return std::to_chars(at, at + kNumberBytes, value).ptr;
+char* put_number(char* at, std::int64_t value) {
+  if (value >= 0) return put_number(at, static_cast<std::uint64_t>(value));
+  *at++ = '-';
+  return put_number(at, std::uint64_t{0} - static_cast<std::uint64_t>(value));
+}
+
+char* put_number(char* at, std::uint32_t value) {
+  return put_number(at, std::uint64_t{value});
 }
 
 // A JSON string of at most 6 bytes a character: quotes, backslashes and
@@ -263,9 +261,10 @@ char* put_escaped(char* at, const char* text, std::size_t size) {
   return at;
 }
 
-char* put_string(char* at, std::string_view text) {
+// A name from the tables (no character to escape in any of them).
+char* put_name(char* at, std::string_view name) {
   *at++ = '"';
-  at = put_escaped(at, text.data(), text.size());
+  at = put(at, name);
   *at++ = '"';
   return at;
 }
@@ -279,106 +278,86 @@ char* put_object(char* at, ObjectRef ref) {
   return at;
 }
 
-std::size_t render_wrs(const std::uint64_t* words, TextBuffer& out) {
-  const std::size_t count = words[0];
-  char* at = out.reserve(2 + count * kWrBytes);
+char* put_wrs(char* at, std::span<const record::WrSummary> wrs) {
   *at++ = '[';
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t* wr = words + 1 + 3 * i;
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    const record::WrSummary& wr = wrs[i];
     if (i > 0) *at++ = ',';
     at = put(at, "{\"wr_id\":");
-    at = put_number(at, wr[0]);
-    const auto opcode = static_cast<std::uint8_t>(wr[2] >> 32);
-    if (opcode != record::WrSummary::kNoOpcode) {
+    at = put_number(at, wr.wr_id);
+    if (wr.opcode != record::WrSummary::kNoOpcode) {
       at = put(at, ",\"opcode\":");
-      at = put_string(at, names().opcode(static_cast<Opcode>(opcode)));
+      at = put_name(at, names().opcode(static_cast<Opcode>(wr.opcode)));
     }
-    if ((wr[2] >> 41) & 1) {
+    if (wr.has_length) {
       at = put(at, ",\"len\":");
-      at = put_number(at, wr[1]);
+      at = put_number(at, wr.length);
     }
-    if ((wr[2] >> 40) & 1) {
+    if (wr.has_flags) {
       at = put(at, ",\"flags\":");
-      at = put_number(at, static_cast<std::uint32_t>(wr[2]));
+      at = put_number(at, wr.flags);
     }
     *at++ = '}';
   }
   *at++ = ']';
-  out.commit(at);
-  return 1 + 3 * count;
+  return at;
 }
 
-std::size_t render_completions(const std::uint64_t* words, TextBuffer& out) {
-  const std::size_t count = words[0];
-  char* at = out.reserve(2 + count * kCompletionBytes);
+char* put_completions(char* at, const record::Completions& c) {
   *at++ = '[';
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t* wc = words + 1 + 5 * i;
+  for (std::size_t i = 0; i < c.count; ++i) {
+    const ibv_wc& wc = c.wc[i];
     if (i > 0) *at++ = ',';
-    const auto status = static_cast<ibv_wc_status>(wc[1] & 0xffffffff);
-    const auto opcode = static_cast<std::uint32_t>(wc[1] >> 32);
     at = put(at, "{\"wr_id\":");
-    at = put_number(at, wc[0]);
+    at = put_number(at, wc.wr_id);
     at = put(at, ",\"status\":");
-    at = put_string(at, names().status(status));
+    at = put_name(at, names().status(wc.status));
     at = put(at, ",\"qp\":");
-    if ((wc[4] & 0xffffffff) == kNoQp) {
+    if (c.qps[i].index == record::kUnknownIndex) {
       at = put(at, "\"qpn:");
-      at = put_number(at, static_cast<std::uint32_t>(wc[4] >> 32));
+      at = put_number(at, std::uint32_t{wc.qp_num});
       *at++ = '"';
     } else {
-      at = put_object(at, {ObjectKind::qp, static_cast<std::uint32_t>(wc[4])});
+      at = put_object(at, {ObjectKind::qp, c.qps[i].index});
     }
     // Error completions carry nothing else that is valid (ibv_poll_cq(3)).
-    if (status != IBV_WC_SUCCESS) {
+    if (wc.status != IBV_WC_SUCCESS) {
       at = put(at, ",\"vendor_err\":");
-      at = put_number(at, static_cast<std::uint32_t>(wc[2] >> 32));
+      at = put_number(at, std::uint32_t{wc.vendor_err});
       *at++ = '}';
       continue;
     }
     at = put(at, ",\"opcode\":");
-    if (auto known = record::opcode_of(static_cast<ibv_wc_opcode>(opcode)))
-      at = put_string(at, names().opcode(*known));
+    if (auto known = record::opcode_of(wc.opcode))
+      at = put_name(at, names().opcode(*known));
     else
-      at = put_number(at, opcode);
+      at = put_number(at, static_cast<std::uint32_t>(wc.opcode));
     at = put(at, ",\"byte_len\":");
-    at = put_number(at, static_cast<std::uint32_t>(wc[2]));
-    const auto flags = static_cast<std::uint32_t>(wc[3] >> 32);
-    if (flags & IBV_WC_WITH_IMM) {
+    at = put_number(at, std::uint32_t{wc.byte_len});
+    if (wc.wc_flags & IBV_WC_WITH_IMM) {
       at = put(at, ",\"imm\":");
-      at = put_number(at, static_cast<std::uint32_t>(wc[3]));
+      at = put_number(at, static_cast<std::uint32_t>(wc.imm_data));
     }
     at = put(at, ",\"wc_flags\":");
-    at = put_number(at, flags);
+    at = put_number(at, static_cast<std::uint32_t>(wc.wc_flags));
     *at++ = '}';
   }
   *at++ = ']';
-  out.commit(at);
-  return 1 + 5 * count;
+  return at;
 }
 
-// A text value: its bytes lie in the words as they were packed, so they
-// are escaped straight from there (the first word's low byte is the
-// length; a long text's length word sits between its first 7 bytes and
-// the rest).
-std::size_t render_text(const std::uint64_t* words, TextBuffer& out) {
-  const auto* bytes = reinterpret_cast<const char*>(words);
-  std::size_t size = words[0] & 0xff;
-  const char* rest = bytes + 8;
-  std::size_t used = 1;
-  if (size >= kLongText) {
-    size = words[1];
-    rest += 8;
-    ++used;
+// How many bytes a value renders to at most.
+std::size_t bound(const Value& value) {
+  switch (value.type) {
+    case Type::text:
+      return 2 + 6 * value.text.size;
+    case Type::wrs:
+      return 2 + kWrBytes * value.wrs.size;
+    case Type::completions:
+      return 2 + kCompletionBytes * value.completions.count;
+    default:
+      return kObjectBytes;
   }
-  char* at = out.reserve(2 + 6 * size);
-  *at++ = '"';
-  const std::size_t head = std::min<std::size_t>(7, size);
-  at = put_escaped(at, bytes + 1, head);
-  at = put_escaped(at, rest, size - head);
-  *at++ = '"';
-  out.commit(at);
-  return used + (size - head + 7) / 8;
 }
 
 }  // namespace
@@ -387,12 +366,22 @@ std::uint64_t Hash::value() const {
   return finalize(a ^ std::rotl(b, 32));
 }
 
-void encode(const record::CallRecord& record, std::uint64_t seq, Hash& hash,
-            std::vector<std::uint64_t>* out) {
-  if (out != nullptr)
-    encode_with<true>(record, seq, hash, out);
-  else
-    encode_with<false>(record, seq, hash, nullptr);
+void encode(const record::CallRecord& record, std::uint64_t seq, Hash& hash) {
+  Sink sink{hash.a, hash.b};
+  const auto fields = record.fields();
+  sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
+  sink.hashed(seq);
+  std::uint64_t shape = 0;
+  for (const record::Field& field : fields) {
+    const std::uint64_t type =
+        static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
+    // Off the lanes' chains: one rotate and xor a field.
+    shape = std::rotl(shape, 7) ^ field.key.id() ^ type << 56;
+    encode_value(field.value, sink);
+  }
+  sink.hashed(shape);
+  hash.a = sink.a;
+  hash.b = sink.b;
 }
 
 void TextBuffer::grow(std::size_t bytes) {
@@ -403,67 +392,51 @@ void TextBuffer::grow(std::size_t bytes) {
   capacity_ = capacity;
 }
 
-std::size_t render(std::span<const std::uint64_t> words, TextBuffer& out) {
-  const std::uint64_t* at = words.data();
-  const std::size_t count = (at[0] >> 40) & 0xff;
-  char* to = out.reserve(16 + kObjectBytes + kNumberBytes);
-  to = put(to, "{\"obj\":");
-  to = put_object(to, object_of(at[0] & 0xffffffffff));
-  to = put(to, ",\"seq\":");
-  to = put_number(to, at[1]);
-  at += 2;
-  for (std::size_t f = 0; f < count; ++f) {
-    const std::uint64_t key_word = *at++;
-    const auto* key = reinterpret_cast<const char*>(key_word & ((std::uint64_t{1} << 48) - 1));
-    const std::size_t key_length = (key_word >> 48) & 0xff;
-    const auto type = static_cast<Type>((key_word >> 56) & 0x7f);
-    const bool is_unsigned = (key_word >> 63) & 1;
-    // Room for the key and a value of one word; longer values reserve
-    // their own.
-    out.commit(to);
-    to = out.reserve(4 + key_length + kObjectBytes);
-    *to++ = ',';
-    *to++ = '"';
-    to = put(to, std::string_view(key, key_length));
-    *to++ = '"';
-    *to++ = ':';
-    switch (type) {
+void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out) {
+  const auto fields = record.fields();
+  // One reservation for the record: its fields' bounds, keys included.
+  std::size_t bytes = 32 + kObjectBytes + kNumberBytes;
+  for (const record::Field& field : fields)
+    bytes += 4 + field.key.text().size() + bound(field.value);
+  char* at = out.reserve(bytes);
+  at = put(at, "{\"obj\":");
+  at = put_object(at, record.object().ref);
+  at = put(at, ",\"seq\":");
+  at = put_number(at, seq);
+  for (const record::Field& field : fields) {
+    *at++ = ',';
+    *at++ = '"';
+    at = put(at, field.key.text());
+    *at++ = '"';
+    *at++ = ':';
+    const Value& value = field.value;
+    switch (value.type) {
       case Type::integer:
-        if (is_unsigned)
-          to = put_number(to, *at);
-        else
-          to = put_number(to, static_cast<std::int64_t>(*at));
-        ++at;
+        at = value.is_unsigned ? put_number(at, value.unsigned_integer)
+                               : put_number(at, value.integer);
         break;
       case Type::boolean:
-        to = *at++ ? put(to, "true") : put(to, "false");
-        break;
-      case Type::object:
-        to = put_object(to, object_of(*at++));
+        at = value.boolean ? put(at, "true") : put(at, "false");
         break;
       case Type::text:
-        out.commit(to);
-        at += render_text(at, out);
-        to = out.reserve(0);
+        *at++ = '"';
+        at = put_escaped(at, value.text.data, value.text.size);
+        *at++ = '"';
+        break;
+      case Type::object:
+        at = put_object(at, value.object);
         break;
       case Type::wrs:
-        out.commit(to);
-        at += render_wrs(at, out);
-        to = out.reserve(0);
+        at = put_wrs(at, value.as_wrs());
         break;
       case Type::completions:
-        out.commit(to);
-        at += render_completions(at, out);
-        to = out.reserve(0);
+        at = put_completions(at, value.completions);
         break;
     }
   }
-  out.commit(to);
-  to = out.reserve(2);
-  *to++ = '}';
-  *to++ = '\n';
-  out.commit(to);
-  return static_cast<std::size_t>(at - words.data());
+  *at++ = '}';
+  *at++ = '\n';
+  out.commit(at);
 }
 
 }  // namespace verbfault::observers::encoding

@@ -1,24 +1,22 @@
-// The compact form of a trace record, its hash and its JSON rendering.
+// A trace record's hash and its JSON rendering.
 //
-// A record is a run of 64-bit words, each either hashed (it is part of
-// what the trace hash covers) or a side word (only kept for rendering):
-//   header   object kind | object index << 8 | field count << 40   hashed
-//   seq      the record's per-object sequence number                hashed
-//   per field:
-//     key    the key's text: address | length << 48 | type << 56    side
-//     value  integer, flag, object (kind | index << 8): one word;
+// The hash covers a record as a run of 64-bit words:
+//   header   object kind | object index << 8 | field count << 40
+//   seq      the record's per-object sequence number
+//   per field, its value:
+//            integer, flag, object (kind | index << 8): one word;
 //            text: min(length, 255) | first 7 bytes << 8 (a length of
 //            255 or more follows in a word), then 8 bytes per word;
 //            work requests: count, then 3 words each;
-//            completions: count, then 5 words each.                 hashed
+//            completions: count, then 5 words each
 //   shape    the record's keys: per field, in order,
-//            shape = rotl(shape, 7) ^ (key id ^ type << 56),
-//            starting from 0                                          hashed last
+//            shape = rotl(shape, 7) ^ (key id ^ type << 56), from 0
 // The keys are hashed by their compile-time ids (record::Key), folded into
 // the one shape word, so the hash covers every key and its order at the
-// cost of one hashed word a record, and does not depend on where strings
-// or records sit in memory; bytes are packed little-endian. Without a
-// trace file nothing is stored: the words are hashed as they are made.
+// cost of one word a record, and does not depend on where strings or
+// records sit in memory; bytes are packed little-endian. The words are
+// made and hashed on the fly, never stored. The JSON is rendered from the
+// record itself, only when a file is written or records are captured.
 #pragma once
 
 #include "call_record.h"
@@ -26,9 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string_view>
-#include <vector>
 
 namespace verbfault::observers::encoding {
 
@@ -46,10 +42,8 @@ struct Hash {
   std::uint64_t value() const;
 };
 
-// Hashes `record` with sequence number `seq` into `hash` and, when `out`
-// is not null, appends all its words to it.
-void encode(const record::CallRecord& record, std::uint64_t seq, Hash& hash,
-            std::vector<std::uint64_t>* out);
+// Hashes `record` with sequence number `seq` into `hash`.
+void encode(const record::CallRecord& record, std::uint64_t seq, Hash& hash);
 
 // Where JSON is rendered: a growable byte buffer that is never zero-filled
 // (rendering reserves room ahead, then writes through a pointer).
@@ -75,8 +69,8 @@ class TextBuffer {
   std::size_t capacity_ = 0;
 };
 
-// Renders the record that starts at words[0] as one JSON object followed
-// by a newline, appended to `out`; returns how many words it used.
-std::size_t render(std::span<const std::uint64_t> words, TextBuffer& out);
+// Renders `record` with sequence number `seq` as one JSON object and a
+// newline, appended to `out`.
+void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out);
 
 }  // namespace verbfault::observers::encoding
