@@ -147,9 +147,15 @@ struct Names {
   }
 };
 
+// Built on first use, never destroyed (records are rendered at exit too).
+// Rendering happens under the interposer lock (trace.h), so a plain
+// pointer does: no guard on every name.
+const Names* g_names = nullptr;
+
 const Names& names() {
-  static const Names* const table = new Names();  // never destroyed: used at exit
-  return *table;
+  if (g_names == nullptr) [[unlikely]]
+    g_names = new Names();
+  return *g_names;
 }
 
 // Bounds of what one value renders to, for TextBuffer::reserve: a number
@@ -191,19 +197,43 @@ char* put(char* at, const char (&literal)[N]) {
   return at + N - 1;
 }
 
-// Decimal, as std::to_chars writes it; the small numbers most fields hold
-// without its call.
+// Decimal, as std::to_chars writes it. Below 10^8 (sequence numbers,
+// counts, lengths) the digits come in two independent halves of four, each
+// two pairs from a table, instead of to_chars' chain of divisions.
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> pairs{};
+  for (int i = 0; i < 100; ++i) {
+    pairs[2 * i] = static_cast<char>('0' + i / 10);
+    pairs[2 * i + 1] = static_cast<char>('0' + i % 10);
+  }
+  return pairs;
+}();
+
 char* put_number(char* at, std::uint64_t value) {
   if (value < 10) {
     *at = static_cast<char>('0' + value);
     return at + 1;
   }
   if (value < 100) {
-    at[0] = static_cast<char>('0' + value / 10);
-    at[1] = static_cast<char>('0' + value % 10);
+    std::memcpy(at, &kDigitPairs[2 * value], 2);
     return at + 2;
   }
-  return std::to_chars(at, at + kNumberBytes, value).ptr;
+  if (value >= 100'000'000) return std::to_chars(at, at + kNumberBytes, value).ptr;
+  const auto v = static_cast<std::uint32_t>(value);
+  const std::size_t digits = v < 1'000        ? 3
+                             : v < 10'000     ? 4
+                             : v < 100'000    ? 5
+                             : v < 1'000'000  ? 6
+                             : v < 10'000'000 ? 7
+                                              : 8;
+  const std::uint32_t high = v / 10'000;
+  const std::uint32_t low = v % 10'000;
+  char eight[8];
+  std::memcpy(eight, &kDigitPairs[2 * (high / 100)], 2);
+  std::memcpy(eight + 2, &kDigitPairs[2 * (high % 100)], 2);
+  std::memcpy(eight + 4, &kDigitPairs[2 * (low / 100)], 2);
+  std::memcpy(eight + 6, &kDigitPairs[2 * (low % 100)], 2);
+  return put(at, eight + 8 - digits, digits);
 }
 
 char* put_number(char* at, std::int64_t value) {
@@ -219,7 +249,45 @@ char* put_number(char* at, std::uint32_t value) {
 // A JSON string of at most 6 bytes a character: quotes, backslashes and
 // control characters escaped the way nlohmann::json writes them (the trace
 // format before the compact form).
+// Whether any of the 8 bytes of `word` is a control character, a quote or
+// a backslash (the classic "has a byte less than n" and "has a zero byte"
+// tests of Bit Twiddling Hacks).
+bool needs_escape(std::uint64_t word) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+  const auto has_zero = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+  const std::uint64_t below_space = (word - 0x20 * kOnes) & ~word & kHighs;
+  return (below_space | has_zero(word ^ ('"' * kOnes)) | has_zero(word ^ ('\\' * kOnes))) != 0;
+}
+
+// Whether `text` has any byte to escape, reading it 8 bytes at a time with
+// loads that stay inside it (the last ones may overlap).
+bool needs_escape(const char* text, std::size_t size) {
+  if (size >= 8) {
+    std::uint64_t word;
+    for (std::size_t at = 0; at + 8 <= size; at += 8) {
+      std::memcpy(&word, text + at, 8);
+      if (needs_escape(word)) return true;
+    }
+    std::memcpy(&word, text + size - 8, 8);
+    return needs_escape(word);
+  }
+  if (size >= 4) {
+    std::uint32_t low;
+    std::uint32_t high;
+    std::memcpy(&low, text, 4);
+    std::memcpy(&high, text + size - 4, 4);
+    return needs_escape(low | std::uint64_t{high} << 32);
+  }
+  for (std::size_t i = 0; i < size; ++i) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    if (u < 0x20 || u == '"' || u == '\\') return true;
+  }
+  return false;
+}
+
 char* put_escaped(char* at, const char* text, std::size_t size) {
+  if (!needs_escape(text, size)) return put(at, text, size);
   for (std::size_t i = 0; i < size; ++i) {
     const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
