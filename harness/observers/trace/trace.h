@@ -4,7 +4,7 @@
 // give the same records, summarized by the trace hash.
 //
 // Records arrive as CallRecords. The hash is computed over each one's
-// words (trace_encoding.h), so it costs the same whether or not a file is
+// words (trace_hash.h), so it costs the same whether or not a file is
 // written; a JSON line is rendered from the record only when there is a
 // file (into a buffer written every 128 KiB, so a fatal signal only has to
 // write text) or a Session keeps the records in memory.
@@ -16,6 +16,7 @@
 
 #include "call_record.h"
 #include "trace_encoding.h"
+#include "trace_hash.h"
 
 #include <cstdint>
 #include <string>

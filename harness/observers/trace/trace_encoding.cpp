@@ -18,107 +18,6 @@ namespace {
 using record::Value;
 using Type = record::Value::Type;
 
-constexpr std::uint64_t kNoQp = record::kUnknownIndex;
-constexpr std::size_t kLongText = 0xff;
-
-static_assert(std::endian::native == std::endian::little,
-              "words are packed little-endian by copying bytes");
-
-// Odd, with well-spread bits (2^64 / golden ratio): the lanes' multiplier.
-constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ull;
-
-// splitmix64's finalizer (Steele, Lea, Flood 2014): full avalanche.
-std::uint64_t finalize(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// The first `count` (<= 8) bytes at `bytes`, little-endian, with loads of
-// fixed size that may overlap: a byte-by-byte copy to the stack and a
-// word load from it stalls store forwarding on every short text.
-std::uint64_t load_bytes(const char* bytes, std::size_t count) {
-  if (count >= 4) {
-    std::uint32_t low;
-    std::uint32_t high;
-    std::memcpy(&low, bytes, 4);
-    std::memcpy(&high, bytes + count - 4, 4);
-    return low | std::uint64_t{high} << (8 * (count - 4));
-  }
-  if (count == 0) return 0;
-  const auto byte = [&](std::size_t i) {
-    return std::uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
-  };
-  return byte(0) | byte(count / 2) | byte(count - 1);
-}
-
-// The trace hash's lanes while a record is hashed (in registers).
-struct Sink {
-  std::uint64_t a;
-  std::uint64_t b;
-  // The lanes alternate: this word's multiply does not wait for the
-  // previous word's.
-  void hashed(std::uint64_t word) {
-    const std::uint64_t lane = std::rotl(a ^ word, 31) * kMultiplier;
-    a = b;
-    b = lane;
-  }
-};
-
-std::uint64_t object_word(ObjectRef ref) {
-  return static_cast<std::uint64_t>(ref.kind) | std::uint64_t{ref.index} << 8;
-}
-
-void encode_value(const Value& value, Sink& out) {
-  switch (value.type) {
-    case Type::integer:
-      out.hashed(value.unsigned_integer);  // the same bits either way
-      return;
-    case Type::boolean:
-      out.hashed(value.boolean ? 1 : 0);
-      return;
-    case Type::text: {
-      // Short texts (the usual names) take one word; a length of 255 or
-      // more is written in a word of its own.
-      const char* text = value.text.data;
-      const std::size_t size = value.text.size;
-      out.hashed(std::min(size, kLongText) | load_bytes(text, std::min<std::size_t>(7, size)) << 8);
-      if (size >= kLongText) out.hashed(size);
-      for (std::size_t at = 7; at < size; at += 8)
-        out.hashed(load_bytes(text + at, std::min<std::size_t>(8, size - at)));
-      return;
-    }
-    case Type::object:
-      out.hashed(object_word(value.object));
-      return;
-    case Type::wrs:
-      out.hashed(value.wrs.size);
-      for (const record::WrSummary& wr : value.as_wrs()) {
-        out.hashed(wr.wr_id);
-        out.hashed(wr.length);
-        out.hashed(wr.flags | std::uint64_t{wr.opcode} << 32 | std::uint64_t{wr.has_flags} << 40 |
-                   std::uint64_t{wr.has_length} << 41);
-      }
-      return;
-    case Type::completions: {
-      const record::Completions& c = value.completions;
-      out.hashed(c.count);
-      for (std::size_t i = 0; i < c.count; ++i) {
-        const ibv_wc& wc = c.wc[i];
-        out.hashed(wc.wr_id);
-        out.hashed(static_cast<std::uint64_t>(wc.status) |
-                   std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
-        out.hashed(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
-        out.hashed(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
-        const ObjectRef qp = c.qps[i];
-        out.hashed(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
-                                                     : qp.index);
-      }
-      return;
-    }
-  }
-}
-
 // ---- rendering ----------------------------------------------------------------------
 
 // Names of the enums the trace writes, looked up once (the plan's tables
@@ -429,28 +328,6 @@ std::size_t bound(const Value& value) {
 }
 
 }  // namespace
-
-std::uint64_t Hash::value() const {
-  return finalize(a ^ std::rotl(b, 32));
-}
-
-void encode(const record::CallRecord& record, std::uint64_t seq, Hash& hash) {
-  Sink sink{hash.a, hash.b};
-  const auto fields = record.fields();
-  sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
-  sink.hashed(seq);
-  std::uint64_t shape = 0;
-  for (const record::Field& field : fields) {
-    const std::uint64_t type =
-        static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
-    // Off the lanes' chains: one rotate and xor a field.
-    shape = std::rotl(shape, 7) ^ field.key.id() ^ type << 56;
-    encode_value(field.value, sink);
-  }
-  sink.hashed(shape);
-  hash.a = sink.a;
-  hash.b = sink.b;
-}
 
 void TextBuffer::grow(std::size_t bytes) {
   const std::size_t capacity = std::max(size_ + bytes, 2 * capacity_);
