@@ -317,11 +317,11 @@ char* put_completions(char* at, const record::Completions& c) {
 std::size_t bound(const Value& value) {
   switch (value.type) {
     case Type::text:
-      return 2 + 6 * value.text.size;
+      return 2 + 6 * std::size_t{value.size};
     case Type::wrs:
-      return 2 + kWrBytes * value.wrs.size;
+      return 2 + kWrBytes * value.size;
     case Type::completions:
-      return 2 + kCompletionBytes * value.completions.count;
+      return 2 + kCompletionBytes * value.size;
     default:
       return kObjectBytes;
   }
@@ -365,7 +365,7 @@ void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out
         break;
       case Type::text:
         *at++ = '"';
-        at = put_escaped(at, value.text.data, value.text.size);
+        at = put_escaped(at, value.text, value.size);
         *at++ = '"';
         break;
       case Type::object:
@@ -375,7 +375,7 @@ void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out
         at = put_wrs(at, value.as_wrs());
         break;
       case Type::completions:
-        at = put_completions(at, value.completions);
+        at = put_completions(at, value.as_completions());
         break;
     }
   }

@@ -107,8 +107,8 @@ inline void encode_value(const Value& value, Sink& out) {
     case Type::text: {
       // Short texts (the usual names) take one word; a length of 255 or
       // more is written in a word of its own.
-      const char* text = value.text.data;
-      const std::size_t size = value.text.size;
+      const char* text = value.text;
+      const std::size_t size = value.size;
       out.hashed(std::min(size, kLongText) | load_bytes(text, std::min<std::size_t>(7, size)) << 8);
       if (size >= kLongText) out.hashed(size);
       for (std::size_t at = 7; at < size; at += 8)
@@ -119,7 +119,7 @@ inline void encode_value(const Value& value, Sink& out) {
       out.hashed(object_word(value.object));
       return;
     case Type::wrs:
-      out.hashed(value.wrs.size);
+      out.hashed(value.size);
       for (const record::WrSummary& wr : value.as_wrs()) {
         out.hashed(wr.wr_id);
         out.hashed(wr.length);
@@ -128,7 +128,7 @@ inline void encode_value(const Value& value, Sink& out) {
       }
       return;
     case Type::completions: {
-      const record::Completions& c = value.completions;
+      const record::Completions c = value.as_completions();
       out.hashed(c.count);
       for (std::size_t i = 0; i < c.count; ++i) {
         const ibv_wc& wc = c.wc[i];
