@@ -127,11 +127,11 @@ void flush(QueuePair& qp) {
   Fabric::get().unschedule(&qp);
   // Work requests complete in the order they were posted, send queue and
   // receive queue each (IBA 10.8.3.3: flushed WRs complete in error).
-  std::deque<SendWqe> sends = std::move(qp.send_queue());
+  Ring<SendWqe> sends = std::move(qp.send_queue());
   qp.send_queue().clear();
   for (const SendWqe& wqe : sends) complete_send(qp, wqe, IBV_WC_WR_FLUSH_ERR, kVendorFlush);
   if (qp.state() == IBV_QPS_SQE) return;  // SQE: the receive queue goes on
-  std::deque<RecvWqe> receives = std::move(qp.recv_queue());
+  Ring<RecvWqe> receives = std::move(qp.recv_queue());
   qp.recv_queue().clear();
   for (const RecvWqe& wqe : receives) fail_recv(qp, wqe, false, IBV_WC_WR_FLUSH_ERR, kVendorFlush);
   if (qp.srq() != nullptr && !qp.last_wqe_reached) {

@@ -10,7 +10,6 @@
 #include <array>
 #include <cerrno>
 #include <random>
-#include <vector>
 
 namespace verbfault::sim {
 
@@ -67,13 +66,16 @@ bool CompletionQueue::push(const Completion& completion) {
 std::size_t CompletionQueue::pick_next() {
   const Freedoms& freedoms = Fabric::get().freedoms();
   if (!freedoms.drawn()) return 0;
+  if (entries_.size() == 1) {
+    ++picks_;  // counted as a pick with one choice (no draw), as below
+    return 0;
+  }
   // Candidates: the oldest completion of each work queue among those that
   // entered in the same step as the oldest of all (a short window: the
   // choice is among completions racing to the CQ, not the whole backlog).
   constexpr std::size_t kWindow = 16;
   auto work_queue = [](const Completion& c) { return std::pair(c.wc.qp_num, c.send_queue); };
-  // A fixed array: a poll allocates nothing.
-  std::array<std::size_t, kWindow> candidates;
+  std::array<std::size_t, kWindow> candidates;  // on the stack: polls allocate nothing
   std::size_t count = 0;
   for (std::size_t i = 0; i < entries_.size() && i < kWindow; ++i) {
     if (entries_[i].step != entries_.front().step) break;
@@ -95,8 +97,8 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
 #endif
   int polled = 0;
   while (polled < n && !entries_.empty()) {
-    const auto at = entries_.begin() + static_cast<std::ptrdiff_t>(pick_next());
-    Completion& c = *at;
+    const std::size_t at = pick_next();
+    Completion& c = entries_[at];
     wc[polled++] = c.wc;
     if (c.qp != nullptr) {
       if (c.send_queue)

@@ -3,11 +3,11 @@
 
 #include "completion.h"
 #include "handle.h"
+#include "ring.h"
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
-#include <deque>
 
 namespace verbfault::sim {
 
@@ -67,7 +67,7 @@ class CompletionQueue {
   Context& context_;
   CompletionChannel* channel_;
   int capacity_;
-  std::deque<Completion> entries_;
+  Ring<Completion> entries_;
   // Index into entries_ of the completion polled next.
   std::size_t pick_next();
 

@@ -16,8 +16,16 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
+void Freedoms::set_seed(std::optional<std::uint64_t> seed) {
+  seed_ = seed;
+  next_cq_ = 0;
+  for (std::uint64_t kind = 0; kind < kind_keys_.size(); ++kind)
+    kind_keys_[kind] = seed ? mix(*seed ^ kind << 56) : 0;
+}
+
+// mix(mix(mix(seed ^ kind << 56) ^ cq) ^ counter).
 std::uint64_t Freedoms::draw(Kind kind, std::uint32_t cq, std::uint64_t counter) const {
-  return mix(mix(mix(*seed_ ^ static_cast<std::uint64_t>(kind) << 56) ^ cq) ^ counter);
+  return mix(mix(kind_keys_[static_cast<std::size_t>(kind)] ^ cq) ^ counter);
 }
 
 int Freedoms::poll_count(std::uint32_t cq, std::uint64_t poll, int asked, int available) const {

@@ -19,6 +19,7 @@
 // Guarded by Fabric::mutex.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -26,10 +27,7 @@ namespace verbfault::sim {
 
 class Freedoms {
  public:
-  void set_seed(std::optional<std::uint64_t> seed) {
-    seed_ = seed;
-    next_cq_ = 0;
-  }
+  void set_seed(std::optional<std::uint64_t> seed);
   bool drawn() const { return seed_.has_value(); }
   // The ordinal of a CQ being created.
   std::uint32_t next_cq() { return next_cq_++; }
@@ -47,6 +45,9 @@ class Freedoms {
   std::uint64_t draw(Kind kind, std::uint32_t cq, std::uint64_t counter) const;
 
   std::optional<std::uint64_t> seed_;
+  // The first step of draw() for each kind, which depends on the seed
+  // only: computed when it is set.
+  std::array<std::uint64_t, 4> kind_keys_{};
   std::uint32_t next_cq_ = 0;
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "handle.h"
+#include "ring.h"
 #include "work_request.h"
 
 #include <infiniband/verbs.h>
@@ -51,8 +52,8 @@ class QueuePair {
   int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 
   // Send queue: WQEs not yet completed, oldest first.
-  std::deque<SendWqe>& send_queue() { return sq_; }
-  std::deque<RecvWqe>& recv_queue() { return rq_; }
+  Ring<SendWqe>& send_queue() { return sq_; }
+  Ring<RecvWqe>& recv_queue() { return rq_; }
   // Slot accounting (ibv_post_send(3) ENOMEM when the queue is full): a
   // send slot is free once a completion of it or of a later WR of the same
   // queue has been polled; a receive slot once its completion is polled.
@@ -90,8 +91,8 @@ class QueuePair {
   CompletionQueue* recv_cq_;
   SharedReceiveQueue* srq_;
   ibv_qp_attr attr_{};
-  std::deque<SendWqe> sq_;
-  std::deque<RecvWqe> rq_;
+  Ring<SendWqe> sq_;
+  Ring<RecvWqe> rq_;
   uint64_t sq_next_seq_ = 0;
   uint64_t sq_released_ = 0;
   uint32_t rq_occupied_ = 0;

@@ -153,7 +153,7 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
 namespace requester {
 
 void progress(QueuePair& qp) {
-  std::deque<SendWqe>& sq = qp.send_queue();
+  Ring<SendWqe>& sq = qp.send_queue();
   Fabric& fabric = Fabric::get();
   const ibv_qp_state state = qp.state();
   if (state == IBV_QPS_ERR || state == IBV_QPS_SQE) {

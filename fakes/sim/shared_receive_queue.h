@@ -2,11 +2,11 @@
 #pragma once
 
 #include "handle.h"
+#include "ring.h"
 #include "work_request.h"
 
 #include <infiniband/verbs.h>
 
-#include <deque>
 #include <optional>
 
 namespace verbfault::sim {
@@ -31,7 +31,7 @@ class SharedReceiveQueue {
   std::optional<RecvWqe> take();
   bool empty() const { return queue_.empty(); }
   // Every WR still queued (for a flush when the SRQ goes into error).
-  std::deque<RecvWqe>& queue() { return queue_; }
+  Ring<RecvWqe>& queue() { return queue_; }
   void release_slot() {
     if (occupied_ > 0) --occupied_;
   }
@@ -43,7 +43,7 @@ class SharedReceiveQueue {
   Handle<ibv_srq, SharedReceiveQueue> handle_;
   ProtectionDomain& pd_;
   ibv_srq_attr attr_;
-  std::deque<RecvWqe> queue_;
+  Ring<RecvWqe> queue_;
   uint32_t occupied_ = 0;  // posted and not yet polled
 };
 

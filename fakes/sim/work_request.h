@@ -3,11 +3,40 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 namespace verbfault::sim {
+
+// A WR's scatter/gather list, copied at post time: up to kInline entries
+// in place (no allocation per post for the usual one or two SGEs), more on
+// the heap.
+class SgeList {
+ public:
+  static constexpr std::size_t kInline = 4;
+  void assign(const ibv_sge* first, const ibv_sge* last) {
+    size_ = static_cast<std::size_t>(last - first);
+    if (size_ <= kInline)
+      std::copy(first, last, in_place_.begin());
+    else
+      on_heap_.assign(first, last);
+  }
+  const ibv_sge* data() const { return size_ <= kInline ? in_place_.data() : on_heap_.data(); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const ibv_sge* begin() const { return data(); }
+  const ibv_sge* end() const { return data() + size_; }
+  operator std::span<const ibv_sge>() const { return {data(), size_}; }
+
+ private:
+  std::array<ibv_sge, kInline> in_place_;
+  std::vector<ibv_sge> on_heap_;
+  std::size_t size_ = 0;
+};
 
 // A send WR as the device holds it after ibv_post_send(3) returned: the
 // application may reuse its ibv_send_wr and, for IBV_SEND_INLINE, its
@@ -19,7 +48,7 @@ struct SendWqe {
   unsigned int send_flags = 0;
   bool signaled = false;
   __be32 imm_data = 0;
-  std::vector<ibv_sge> sges;         // local buffers (not used when inline)
+  SgeList sges;                      // local buffers (not used when inline)
   std::vector<uint8_t> inline_data;  // IBV_SEND_INLINE payload
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
@@ -47,7 +76,7 @@ struct SendWqe {
 // A receive WR on a QP's receive queue or on an SRQ.
 struct RecvWqe {
   uint64_t wr_id = 0;
-  std::vector<ibv_sge> sges;
+  SgeList sges;
   uint64_t capacity = 0;  // sum of the SGE lengths
 };
 

@@ -44,27 +44,35 @@ struct Completions {
   std::size_t count = 0;
 };
 
-// A field's name: a string literal, with its hash computed at compile
-// time (the trace hashes the id, not the bytes, on every record).
+// A field's name: a string literal, with its id computed at compile time
+// (the trace hashes the id, not the bytes, on every record): the low 48
+// bits of the FNV-1a 64 hash of its text, and its length above them. Two
+// words, so that a record's fields stay small (they are built on the
+// stack of every traced call and read back by the trace).
 class Key {
  public:
-  consteval Key(const char* text) : text_(text), id_(fnv1a(text_)) {}
-  std::string_view text() const { return text_; }
+  consteval Key(const char* text) : text_(text), id_(id_of(text)) {}
+  std::string_view text() const { return {text_, static_cast<std::size_t>(id_ >> kLengthShift)}; }
   std::uint64_t id() const { return id_; }
-  bool operator==(std::string_view other) const { return text_ == other; }
+  bool operator==(std::string_view other) const { return text() == other; }
 
  private:
-  static constexpr std::uint64_t fnv1a(std::string_view text) {
+  static constexpr unsigned kLengthShift = 48;
+  static consteval std::uint64_t id_of(std::string_view text) {
     std::uint64_t hash = 0xcbf29ce484222325ull;
     for (char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-    return hash;
+    if (text.size() >= (std::size_t{1} << (64 - kLengthShift))) throw "key too long";
+    return (hash & ((std::uint64_t{1} << kLengthShift) - 1)) | std::uint64_t{text.size()}
+                                                                   << kLengthShift;
   }
-  std::string_view text_;
+  const char* text_;
   std::uint64_t id_;
 };
 
 // One value; trivially copyable, built without initializing what its type
-// does not use.
+// does not use. Pointers and the one-word values share 16 bytes; the
+// length of a text and the count of work requests or completions share
+// `size`.
 struct Value {
   enum class Type : std::uint8_t { integer, boolean, text, object, wrs, completions };
   union {
@@ -72,16 +80,14 @@ struct Value {
     std::uint64_t unsigned_integer;
     bool boolean;
     ObjectRef object;
+    const char* text;
+    const WrSummary* wrs;
     struct {
-      const char* data;
-      std::size_t size;
-    } text;
-    struct {
-      const WrSummary* data;
-      std::size_t size;
-    } wrs;
-    Completions completions;
+      const ibv_wc* wc;
+      const ObjectId* qps;
+    } completions;
   };
+  std::uint32_t size;
   Type type;
   bool is_unsigned = false;
 
@@ -97,19 +103,31 @@ struct Value {
   requires std::is_enum_v<Enum> Value(Enum value)
       : Value(static_cast<std::underlying_type_t<Enum>>(value)) {}
   Value(bool value) : boolean(value), type(Type::boolean) {}
-  Value(std::string_view value) : text{value.data(), value.size()}, type(Type::text) {}
+  Value(std::string_view value)
+      : text(value.data()), size(length(value.size())), type(Type::text) {}
   Value(const char* value) : Value(std::string_view(value)) {}
   // A view of the string: it must outlive the record. A temporary string
   // would not, so it is refused.
   Value(const std::string& value) : Value(std::string_view(value)) {}
   Value(std::string&&) = delete;
   Value(ObjectRef value) : object(value), type(Type::object) {}
-  Value(std::span<const WrSummary> value) : wrs{value.data(), value.size()}, type(Type::wrs) {}
-  Value(Completions value) : completions(value), type(Type::completions) {}
+  Value(std::span<const WrSummary> value)
+      : wrs(value.data()), size(length(value.size())), type(Type::wrs) {}
+  Value(Completions value)
+      : completions{value.wc, value.qps}, size(length(value.count)), type(Type::completions) {}
 
-  std::string_view as_text() const { return {text.data, text.size}; }
-  std::span<const WrSummary> as_wrs() const { return {wrs.data, wrs.size}; }
+  std::string_view as_text() const { return {text, size}; }
+  std::span<const WrSummary> as_wrs() const { return {wrs, size}; }
+  Completions as_completions() const { return {completions.wc, completions.qps, size}; }
+
+ private:
+  // Lengths and counts of a record are far below 2^32 (a text longer
+  // is cut short).
+  static std::uint32_t length(std::size_t n) {
+    return n > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(n);
+  }
 };
+static_assert(sizeof(Value) == 24);
 
 struct Field {
   Key key;

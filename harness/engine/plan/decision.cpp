@@ -36,27 +36,9 @@ std::uint64_t below(std::uint64_t bits, std::uint64_t bound) {
   return static_cast<std::uint64_t>((static_cast<unsigned __int128>(bits) * bound) >> 64);
 }
 
-std::uint64_t object_key(ObjectRef ref) {
-  return (static_cast<std::uint64_t>(ref.kind) << 32) | ref.index;
-}
-
-bool fires(const Rule& rule, std::uint32_t rule_index, std::uint64_t seed, std::uint64_t object_key,
-           std::uint64_t opportunity, std::uint64_t fired_before) {
-  if (rule.count && fired_before >= *rule.count) return false;
-  const Trigger& t = rule.trigger;
-  switch (t.kind) {
-    case Trigger::Kind::always:
-      return true;
-    case Trigger::Kind::nth:
-      return opportunity == t.n;
-    case Trigger::Kind::every:
-      return t.n != 0 && opportunity % t.n == 0;
-    case Trigger::Kind::window:
-      return t.from <= opportunity && opportunity < t.to;
-    case Trigger::Kind::probability:
-      return unit_interval(draw(seed, rule_index, object_key, opportunity)) < t.probability;
-  }
-  return false;
+bool draws_below(double probability, std::uint32_t rule_index, std::uint64_t seed,
+                 std::uint64_t object_key, std::uint64_t opportunity) {
+  return unit_interval(draw(seed, rule_index, object_key, opportunity)) < probability;
 }
 
 }  // namespace verbfault::engine

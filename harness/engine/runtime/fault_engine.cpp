@@ -46,13 +46,41 @@ Site site_of(const Rule& rule) {
   return Site::call;
 }
 
+namespace {
+
+std::uint32_t kind_bit(FaultKind kind) {
+  static_assert(static_cast<int>(FaultKind::device_fatal) < 32, "fault kinds fit a bitmask");
+  return std::uint32_t{1} << static_cast<unsigned>(kind);
+}
+
+// Whether matches() holds for every opportunity of the rule's site: no
+// selector, and none of the kind-specific conditions below.
+bool matches_all(const Rule& rule) {
+  switch (rule.kind) {
+    case FaultKind::verb_failure:
+    case FaultKind::async_event:
+    case FaultKind::rnr_retry_exhausted:
+    case FaultKind::retry_exhausted:
+      return false;
+    default:
+      break;
+  }
+  const Selector& s = rule.selector;
+  return !s.object && !s.qp_type && !s.opcode && !s.side && !s.wr_id;
+}
+
+}  // namespace
+
 void FaultEngine::configure(Plan plan, std::uint64_t seed) {
   plan_ = std::move(plan);
   seed_ = seed;
   ++generation_;
   for (auto& rules : by_site_) rules.clear();
-  for (std::uint32_t i = 0; i < plan_.rules.size(); ++i)
-    by_site_[static_cast<std::size_t>(site_of(plan_.rules[i]))].push_back(i);
+  for (std::uint32_t i = 0; i < plan_.rules.size(); ++i) {
+    const Rule& rule = plan_.rules[i];
+    by_site_[static_cast<std::size_t>(site_of(rule))].push_back(
+        {i, kind_bit(rule.kind), matches_all(rule), rule.selector.object.has_value()});
+  }
   named_counters_.assign(plan_.rules.size(), Counter{});
   fired_total_.assign(plan_.rules.size(), 0);
 }
@@ -94,14 +122,14 @@ void FaultEngine::record_fault(const record::Object& object, const Decision& dec
   recorder_.record(fault);
 }
 
-Counter& FaultEngine::counter(std::uint32_t index, const record::Object& object) {
-  if (plan_.rules[index].selector.object) return named_counters_[index];
+Counter& FaultEngine::counter(const SiteRule& entry, const record::Object& object) {
+  if (entry.named) return named_counters_[entry.index];
   ObjectFaults& faults = objects_[object.slot];
-  if (faults.counters_generation != generation_) {
+  if (faults.counters_generation != generation_) [[unlikely]] {
     faults.rule_counters.assign(plan_.rules.size(), Counter{});
     faults.counters_generation = generation_;
   }
-  return faults.rule_counters[index];
+  return faults.rule_counters[entry.index];
 }
 
 bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
@@ -140,22 +168,28 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
 
 std::optional<Decision> FaultEngine::decide(const Opportunity& at,
                                             std::initializer_list<FaultKind> kinds) {
+  std::uint32_t wanted = 0;
+  for (FaultKind kind : kinds) wanted |= kind_bit(kind);
   std::optional<Decision> decision;
-  for (std::uint32_t i : by_site_[static_cast<std::size_t>(at.site)]) {
-    const Rule& rule = plan_.rules[i];
-    if (std::find(kinds.begin(), kinds.end(), rule.kind) == kinds.end()) continue;
-    if (!matches(rule, at)) continue;
-    // Counted per selected object: per the object the selector names, or
-    // else per the object of the opportunity (each QP, CQ... on its own).
-    const ObjectRef counted = rule.selector.object ? *rule.selector.object : at.object->ref;
-    const std::uint64_t key = engine::object_key(counted);
-    Counter& count = counter(i, *at.object);
+  // Every rule that matches counts the opportunity, even behind one that
+  // fires: a rule's opportunity numbers do not depend on the rules before
+  // it. A rule that cannot fire costs a mask test, a counter increment and
+  // its trigger's compare (engine::fires draws only for probabilities).
+  for (const SiteRule& entry : by_site_[static_cast<std::size_t>(at.site)]) {
+    if ((wanted & entry.kind_bit) == 0) continue;
+    const Rule& rule = plan_.rules[entry.index];
+    if (!entry.plain && !matches(rule, at)) continue;
+    Counter& count = counter(entry, *at.object);
     const std::uint64_t opportunity = ++count.opportunities;
     if (decision) continue;  // an earlier rule already fires here
-    if (engine::fires(rule, i, seed_, key, opportunity, count.fired)) {
+    // Counted per selected object: per the object the selector names, or
+    // else per the object of the opportunity (each QP, CQ... on its own).
+    const ObjectRef counted = entry.named ? *rule.selector.object : at.object->ref;
+    const std::uint64_t key = engine::object_key(counted);
+    if (engine::fires(rule, entry.index, seed_, key, opportunity, count.fired)) [[unlikely]] {
       ++count.fired;
-      ++fired_total_[i];
-      decision = Decision{&rule, i, key, opportunity};
+      ++fired_total_[entry.index];
+      decision = Decision{&rule, entry.index, key, opportunity};
     }
   }
   return decision;

@@ -119,16 +119,25 @@ class FaultEngine {
   std::mutex& lock() { return lock_; }
 
  private:
+  // A rule as decide() first looks at it: what it needs to skip the rule
+  // or count the opportunity without reading the Rule.
+  struct SiteRule {
+    std::uint32_t index = 0;     // in the plan
+    std::uint32_t kind_bit = 0;  // 1 << its FaultKind
+    bool plain = false;          // matches every opportunity of its site
+    bool named = false;          // its selector names the object it counts on
+  };
+
   bool matches(const Rule& rule, const Opportunity& opportunity) const;
-  // The counter of rule `index` for the object the opportunity counts on.
-  Counter& counter(std::uint32_t index, const record::Object& object);
+  // The counter of rule `entry` for the object the opportunity counts on.
+  Counter& counter(const SiteRule& entry, const record::Object& object);
 
   std::mutex& lock_;
   Recorder& recorder_;
   Plan plan_;
   std::uint64_t seed_ = 0;
-  // Rule indexes by site, in plan order.
-  std::array<std::vector<std::uint32_t>, 6> by_site_;
+  // The rules of each site, in plan order.
+  std::array<std::vector<SiteRule>, 6> by_site_;
   // Rules that name their object count on that one object: one counter
   // each. The others count per object (ObjectFaults::rule_counters), reset
   // when the plan changes (generation_).

@@ -1,7 +1,5 @@
 #include "trace.h"
 
-#include "trace_encoding.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -12,9 +10,8 @@
 namespace verbfault::observers {
 
 namespace {
-// Words buffered before they are rendered and written (about 128 KiB of
-// JSON for busy polling).
-constexpr std::size_t kFlushAtWords = 1 << 13;
+// JSON buffered before it is written: large writes, few system calls.
+constexpr std::size_t kFlushAtBytes = std::size_t{1} << 17;
 }  // namespace
 
 void Trace::open(const std::string& path) {
@@ -22,8 +19,7 @@ void Trace::open(const std::string& path) {
   if (fd_ < 0)
     throw std::runtime_error("VERBFAULT_TRACE='" + path +
                              "': cannot open for writing: " + std::strerror(errno));
-  pending_.reserve(kFlushAtWords + 1024);
-  rendered_.reserve(kFlushAtWords * 16);
+  pending_.reserve(2 * kFlushAtBytes);
 }
 
 void Trace::object_added(record::ObjectId id) {
@@ -35,25 +31,26 @@ void Trace::append(const record::CallRecord& record) {
   const std::uint32_t slot = record.object().slot;
   const std::uint64_t seq = slot < seq_.size() ? seq_[slot]++ : 0;
   ++records_;
-  // The hash over the record's words (trace_encoding.h); the words
-  // themselves are kept only to be rendered.
+  encoding::encode(record, seq, hash_);
   if (capturing_) {
-    encoded_.clear();
-    encoding::encode(record, seq, hash_, &encoded_);
-    std::string line;
-    encoding::render(encoded_, line);
-    captured_.push_back(std::move(line));
-    if (fd_ >= 0) pending_.insert(pending_.end(), encoded_.begin(), encoded_.end());
-  } else {
-    encoding::encode(record, seq, hash_, fd_ >= 0 ? &pending_ : nullptr);
+    line_.clear();
+    encoding::render(record, seq, line_);
+    captured_.emplace_back(line_.view().substr(0, line_.size() - 1));  // without the newline
+    if (fd_ >= 0) {
+      char* to = pending_.reserve(line_.size());
+      std::memcpy(to, line_.data(), line_.size());
+      pending_.commit(to + line_.size());
+    }
+  } else if (fd_ >= 0) {
+    encoding::render(record, seq, pending_);
   }
-  if (fd_ >= 0 && pending_.size() >= kFlushAtWords) flush();
+  if (fd_ >= 0 && pending_.size() >= kFlushAtBytes) flush();
 }
 
 void Trace::start_capture() {
   capturing_ = true;
   captured_.clear();
-  hash_ = kHashBasis;
+  hash_ = {};
   records_ = 0;
 }
 
@@ -62,19 +59,9 @@ void Trace::stop_capture() {
 }
 
 void Trace::flush() noexcept {
-  if (fd_ < 0 || pending_.empty()) return;
-  rendered_.clear();
-  try {
-    for (std::size_t at = 0; at < pending_.size();) {
-      at += encoding::render(std::span(pending_).subspan(at), rendered_);
-      rendered_ += '\n';
-    }
-  } catch (...) {
-    // Out of memory while dying: write what was rendered.
-  }
-  pending_.clear();
-  const char* data = rendered_.data();
-  std::size_t left = rendered_.size();
+  if (fd_ < 0 || pending_.size() == 0) return;
+  const char* data = pending_.data();
+  std::size_t left = pending_.size();
   while (left > 0) {
     ssize_t n = ::write(fd_, data, left);
     if (n < 0 && errno == EINTR) continue;
@@ -82,6 +69,7 @@ void Trace::flush() noexcept {
     data += n;
     left -= static_cast<std::size_t>(n);
   }
+  pending_.clear();
 }
 
 }  // namespace verbfault::observers

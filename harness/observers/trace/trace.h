@@ -3,11 +3,11 @@
 // sequence numbers; no pointers, no times. The same seed, plan and binary
 // give the same records, summarized by the trace hash.
 //
-// Records arrive as CallRecords and are kept in a compact form: a few
-// 64-bit words each (trace_encoding.h). The hash is computed over those
-// words, so it costs the same whether or not a file is written; JSON Lines
-// are rendered from the words only when the buffer is written to the file
-// (or at once for a Session that keeps the records in memory).
+// Records arrive as CallRecords. The hash is computed over each one's
+// words (trace_hash.h), so it costs the same whether or not a file is
+// written; a JSON line is rendered from the record only when there is a
+// file (into a buffer written every 128 KiB, so a fatal signal only has to
+// write text) or a Session keeps the records in memory.
 //
 // Owner: the interposer, which calls every member under its lock, so
 // records are whole and in one order; flush() may also run from a fatal
@@ -15,6 +15,8 @@
 #pragma once
 
 #include "call_record.h"
+#include "trace_encoding.h"
+#include "trace_hash.h"
 
 #include <cstdint>
 #include <string>
@@ -34,7 +36,7 @@ class Trace {
   // Writes what is buffered; safe enough from a signal handler.
   void flush() noexcept;
 
-  std::uint64_t hash() const { return hash_; }
+  std::uint64_t hash() const { return hash_.value(); }
   std::uint64_t records() const { return records_; }
   // Keeps the records in memory as JSON lines from now on (and restarts
   // the hash), for a Session; stop_capture() goes back to the file only.
@@ -44,15 +46,13 @@ class Trace {
 
  private:
   int fd_ = -1;
-  std::vector<std::uint64_t> encoded_;  // this record's words (reused)
-  std::vector<std::uint64_t> pending_;  // words not yet written to the file
-  std::string rendered_;                // JSON text being written (reused)
-  std::vector<std::uint64_t> seq_;      // next sequence number, per slot
-  std::uint64_t hash_ = kHashBasis;
+  encoding::TextBuffer pending_;    // JSON lines not yet written to the file
+  encoding::TextBuffer line_;       // the record being captured (reused)
+  std::vector<std::uint64_t> seq_;  // next sequence number, per slot
+  encoding::Hash hash_;
   std::uint64_t records_ = 0;
   bool capturing_ = false;
   std::vector<std::string> captured_;
-  static constexpr std::uint64_t kHashBasis = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
 };
 
 }  // namespace verbfault::observers

@@ -5,10 +5,11 @@
 #include "verbfault/plan.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cstring>
-#include <optional>
+#include <new>
 
 namespace verbfault::observers::encoding {
 
@@ -17,330 +18,370 @@ namespace {
 using record::Value;
 using Type = record::Value::Type;
 
-constexpr std::uint64_t kNoQp = record::kUnknownIndex;
-constexpr std::size_t kLongText = 0xff;
+// ---- rendering ----------------------------------------------------------------------
 
-static_assert(std::endian::native == std::endian::little,
-              "words are packed little-endian by copying bytes");
-constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
-
-// Packs up to 8 bytes little-endian, starting at bit `shift`.
-std::uint64_t pack(const char* bytes, std::size_t count, unsigned shift = 0) {
-  std::uint64_t word = 0;
-  std::memcpy(&word, bytes, count);
-  return word << shift;
-}
-
-// Where encoded words go: always into the hash; into `out` too when the
-// trace is written or kept.
-// (A template, so that hashing alone compiles to one xor and one multiply
-// a word.)
-template <bool kStore>
-struct Sink {
-  std::uint64_t hash;
-  std::vector<std::uint64_t>* out;
-  void hashed(std::uint64_t word) {
-    hash = (hash ^ word) * kFnvPrime;
-    if constexpr (kStore) out->push_back(word);
+// Names of the enums the trace writes, looked up once (the plan's tables
+// are searched linearly); values past the cache go to the tables.
+struct Names {
+  std::array<std::string_view, 16> kinds;
+  std::array<std::string_view, 32> statuses;
+  std::array<std::string_view, 16> opcodes;
+  Names() {
+    for (std::size_t i = 0; i < kinds.size(); ++i) kinds[i] = to_string(static_cast<ObjectKind>(i));
+    for (std::size_t i = 0; i < statuses.size(); ++i)
+      statuses[i] = to_string(static_cast<ibv_wc_status>(i));
+    for (std::size_t i = 0; i < opcodes.size(); ++i) opcodes[i] = to_string(static_cast<Opcode>(i));
   }
-  void side(std::uint64_t word) {
-    if constexpr (kStore) out->push_back(word);
+  std::string_view kind(ObjectKind kind) const {
+    const auto i = static_cast<std::size_t>(kind);
+    return i < kinds.size() ? kinds[i] : to_string(kind);
+  }
+  std::string_view status(ibv_wc_status status) const {
+    const auto i = static_cast<std::size_t>(status);
+    return i < statuses.size() ? statuses[i] : to_string(status);
+  }
+  std::string_view opcode(Opcode opcode) const {
+    const auto i = static_cast<std::size_t>(opcode);
+    return i < opcodes.size() ? opcodes[i] : to_string(opcode);
   }
 };
 
-void unpack(std::uint64_t word, std::size_t count, unsigned shift, std::string& out) {
-  for (std::size_t i = 0; i < count; ++i)
-    out += static_cast<char>((word >> (shift + 8 * i)) & 0xff);
+// Built on first use, never destroyed (records are rendered at exit too).
+// Rendering happens under the interposer lock (trace.h), so a plain
+// pointer does: no guard on every name.
+const Names* g_names = nullptr;
+
+const Names& names() {
+  if (g_names == nullptr) [[unlikely]]
+    g_names = new Names();
+  return *g_names;
 }
 
-// The bytes after the first `first` ones, 8 per word.
-template <class Sink>
-void pack_rest(std::string_view text, std::size_t first, Sink& out) {
-  for (std::size_t at = first; at < text.size(); at += 8)
-    out.hashed(pack(text.data() + at, std::min<std::size_t>(8, text.size() - at)));
-}
+// Bounds of what one value renders to, for TextBuffer::reserve: a number
+// (sign and 20 digits), a name (every name of the plan's tables is shorter,
+// quoted and unescaped), an object name, one work request, one completion.
+constexpr std::size_t kNumberBytes = 21;
+constexpr std::size_t kNameBytes = 64;
+constexpr std::size_t kObjectBytes = kNameBytes + 16;
+constexpr std::size_t kWrBytes = 64 + kNameBytes + 3 * kNumberBytes;
+constexpr std::size_t kCompletionBytes = 128 + 2 * kNameBytes + 6 * kNumberBytes;
 
-std::size_t unpack_rest(const std::uint64_t* words, std::size_t length, std::size_t first,
-                        std::string& out) {
-  std::size_t used = 0;
-  for (std::size_t at = first; at < length; at += 8)
-    unpack(words[used++], std::min<std::size_t>(8, length - at), 0, out);
-  return used;
-}
-
-std::uint64_t object_word(ObjectRef ref) {
-  return static_cast<std::uint64_t>(ref.kind) | std::uint64_t{ref.index} << 8;
-}
-
-ObjectRef object_of(std::uint64_t word) {
-  return {static_cast<ObjectKind>(word & 0xff), static_cast<std::uint32_t>(word >> 8)};
-}
-
-void append_number(std::string& out, auto value) {
-  char buffer[24];
-  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  (void)error;
-  out.append(buffer, end);
-}
-
-// A JSON string: quotes, backslashes and control characters escaped the
-// way nlohmann::json writes them (the trace format before the compact form).
-void append_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static const char* const kHex = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
+// Copies `size` bytes with a few fixed-size, possibly overlapping moves
+// (no call to memcpy for the short names and keys of every record).
+char* put(char* at, const char* text, std::size_t size) {
+  if (size >= 8 && size <= 16) {
+    std::memcpy(at, text, 8);
+    std::memcpy(at + size - 8, text + size - 8, 8);
+  } else if (size >= 4 && size < 8) {
+    std::memcpy(at, text, 4);
+    std::memcpy(at + size - 4, text + size - 4, 4);
+  } else if (size > 0 && size < 4) {
+    at[0] = text[0];
+    at[size / 2] = text[size / 2];
+    at[size - 1] = text[size - 1];
+  } else if (size > 16) {
+    std::memcpy(at, text, size);
   }
-  out += '"';
+  return at + size;
 }
 
-void append_object(std::string& out, ObjectRef ref) {
-  out += '"';
-  out += to_string(ref.kind);
-  out += '#';
-  append_number(out, ref.index);
-  out += '"';
+char* put(char* at, std::string_view text) {
+  return put(at, text.data(), text.size());
 }
 
-template <class Sink>
-void encode_value(const Value& value, Sink& out) {
-  switch (value.type) {
-    case Type::integer:
-      out.hashed(value.unsigned_integer);  // the same bits either way
-      return;
-    case Type::boolean:
-      out.hashed(value.boolean ? 1 : 0);
-      return;
-    case Type::text: {
-      // Short texts (the usual names) take one word; a length of 255 or
-      // more is written in a word of its own.
-      const std::string_view text = value.as_text();
-      out.hashed(std::min<std::size_t>(text.size(), kLongText) |
-                 pack(text.data(), std::min<std::size_t>(7, text.size()), 8));
-      if (text.size() >= kLongText) out.hashed(text.size());
-      pack_rest(text, 7, out);
-      return;
-    }
-    case Type::object:
-      out.hashed(object_word(value.object));
-      return;
-    case Type::wrs:
-      out.hashed(value.wrs.size);
-      for (const record::WrSummary& wr : value.as_wrs()) {
-        out.hashed(wr.wr_id);
-        out.hashed(wr.length);
-        out.hashed(wr.flags | std::uint64_t{wr.opcode} << 32 | std::uint64_t{wr.has_flags} << 40 |
-                   std::uint64_t{wr.has_length} << 41);
-      }
-      return;
-    case Type::completions: {
-      const record::Completions& c = value.completions;
-      out.hashed(c.count);
-      for (std::size_t i = 0; i < c.count; ++i) {
-        const ibv_wc& wc = c.wc[i];
-        out.hashed(wc.wr_id);
-        out.hashed(static_cast<std::uint64_t>(wc.status) |
-                   std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
-        out.hashed(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
-        out.hashed(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
-        const ObjectRef qp = c.qps[i].ref;
-        out.hashed(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
-                                                     : qp.index);
-      }
-      return;
-    }
+// Writes through a pointer into room reserved beforehand.
+template <std::size_t N>
+char* put(char* at, const char (&literal)[N]) {
+  std::memcpy(at, literal, N - 1);
+  return at + N - 1;
+}
+
+// Decimal, as std::to_chars writes it. Below 10^8 (sequence numbers,
+// counts, lengths) the digits come in two independent halves of four, each
+// two pairs from a table, instead of to_chars' chain of divisions.
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> pairs{};
+  for (int i = 0; i < 100; ++i) {
+    pairs[2 * i] = static_cast<char>('0' + i / 10);
+    pairs[2 * i + 1] = static_cast<char>('0' + i % 10);
   }
-}
+  return pairs;
+}();
 
-std::size_t render_wrs(const std::uint64_t* words, std::string& out) {
-  const std::size_t count = words[0];
-  out += '[';
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t* wr = words + 1 + 3 * i;
-    if (i > 0) out += ',';
-    out += "{\"wr_id\":";
-    append_number(out, wr[0]);
-    const auto opcode = static_cast<std::uint8_t>(wr[2] >> 32);
-    if (opcode != record::WrSummary::kNoOpcode) {
-      out += ",\"opcode\":";
-      append_string(out, to_string(static_cast<Opcode>(opcode)));
-    }
-    if ((wr[2] >> 41) & 1) {
-      out += ",\"len\":";
-      append_number(out, wr[1]);
-    }
-    if ((wr[2] >> 40) & 1) {
-      out += ",\"flags\":";
-      append_number(out, static_cast<std::uint32_t>(wr[2]));
-    }
-    out += '}';
+char* put_number(char* at, std::uint64_t value) {
+  if (value < 10) {
+    *at = static_cast<char>('0' + value);
+    return at + 1;
   }
-  out += ']';
-  return 1 + 3 * count;
+  if (value < 100) {
+    std::memcpy(at, &kDigitPairs[2 * value], 2);
+    return at + 2;
+  }
+  if (value >= 100'000'000) return std::to_chars(at, at + kNumberBytes, value).ptr;
+  const auto v = static_cast<std::uint32_t>(value);
+  const std::size_t digits = v < 1'000        ? 3
+                             : v < 10'000     ? 4
+                             : v < 100'000    ? 5
+                             : v < 1'000'000  ? 6
+                             : v < 10'000'000 ? 7
+                                              : 8;
+  const std::uint32_t high = v / 10'000;
+  const std::uint32_t low = v % 10'000;
+  char eight[8];
+  std::memcpy(eight, &kDigitPairs[2 * (high / 100)], 2);
+  std::memcpy(eight + 2, &kDigitPairs[2 * (high % 100)], 2);
+  std::memcpy(eight + 4, &kDigitPairs[2 * (low / 100)], 2);
+  std::memcpy(eight + 6, &kDigitPairs[2 * (low % 100)], 2);
+  return put(at, eight + 8 - digits, digits);
 }
 
-std::size_t render_completions(const std::uint64_t* words, std::string& out) {
-  const std::size_t count = words[0];
-  out += '[';
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t* wc = words + 1 + 5 * i;
-    if (i > 0) out += ',';
-    const auto status = static_cast<ibv_wc_status>(wc[1] & 0xffffffff);
-    const auto opcode = static_cast<std::uint32_t>(wc[1] >> 32);
-    out += "{\"wr_id\":";
-    append_number(out, wc[0]);
-    out += ",\"status\":";
-    append_string(out, to_string(status));
-    out += ",\"qp\":";
-    if ((wc[4] & 0xffffffff) == kNoQp) {
-      out += "\"qpn:";
-      append_number(out, static_cast<std::uint32_t>(wc[4] >> 32));
-      out += '"';
-    } else {
-      append_object(out, {ObjectKind::qp, static_cast<std::uint32_t>(wc[4])});
+char* put_number(char* at, std::int64_t value) {
+  if (value >= 0) return put_number(at, static_cast<std::uint64_t>(value));
+  *at++ = '-';
+  return put_number(at, std::uint64_t{0} - static_cast<std::uint64_t>(value));
+}
+
+char* put_number(char* at, std::uint32_t value) {
+  return put_number(at, std::uint64_t{value});
+}
+
+// A JSON string of at most 6 bytes a character: quotes, backslashes and
+// control characters escaped the way nlohmann::json writes them (the trace
+// format before the compact form).
+// Whether any of the 8 bytes of `word` is a control character, a quote or
+// a backslash (the classic "has a byte less than n" and "has a zero byte"
+// tests of Bit Twiddling Hacks).
+bool needs_escape(std::uint64_t word) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+  const auto has_zero = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+  const std::uint64_t below_space = (word - 0x20 * kOnes) & ~word & kHighs;
+  return (below_space | has_zero(word ^ ('"' * kOnes)) | has_zero(word ^ ('\\' * kOnes))) != 0;
+}
+
+// Whether `text` has any byte to escape, reading it 8 bytes at a time with
+// loads that stay inside it (the last ones may overlap).
+bool needs_escape(const char* text, std::size_t size) {
+  if (size >= 8) {
+    std::uint64_t word;
+    for (std::size_t at = 0; at + 8 <= size; at += 8) {
+      std::memcpy(&word, text + at, 8);
+      if (needs_escape(word)) return true;
     }
-    // Error completions carry nothing else that is valid (ibv_poll_cq(3)).
-    if (status != IBV_WC_SUCCESS) {
-      out += ",\"vendor_err\":";
-      append_number(out, static_cast<std::uint32_t>(wc[2] >> 32));
-      out += '}';
+    std::memcpy(&word, text + size - 8, 8);
+    return needs_escape(word);
+  }
+  if (size >= 4) {
+    std::uint32_t low;
+    std::uint32_t high;
+    std::memcpy(&low, text, 4);
+    std::memcpy(&high, text + size - 4, 4);
+    return needs_escape(low | std::uint64_t{high} << 32);
+  }
+  for (std::size_t i = 0; i < size; ++i) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    if (u < 0x20 || u == '"' || u == '\\') return true;
+  }
+  return false;
+}
+
+char* put_escaped(char* at, const char* text, std::size_t size) {
+  if (!needs_escape(text, size)) return put(at, text, size);
+  for (std::size_t i = 0; i < size; ++i) {
+    const char c = text[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && c != '"' && c != '\\') {
+      *at++ = c;
       continue;
     }
-    out += ",\"opcode\":";
-    if (auto known = record::opcode_of(static_cast<ibv_wc_opcode>(opcode)))
-      append_string(out, to_string(*known));
+    *at++ = '\\';
+    switch (c) {
+      case '"':
+        *at++ = '"';
+        break;
+      case '\\':
+        *at++ = '\\';
+        break;
+      case '\b':
+        *at++ = 'b';
+        break;
+      case '\f':
+        *at++ = 'f';
+        break;
+      case '\n':
+        *at++ = 'n';
+        break;
+      case '\r':
+        *at++ = 'r';
+        break;
+      case '\t':
+        *at++ = 't';
+        break;
+      default: {
+        static const char* const kHex = "0123456789abcdef";
+        at = put(at, "u00");
+        *at++ = kHex[(u >> 4) & 0xf];
+        *at++ = kHex[u & 0xf];
+      }
+    }
+  }
+  return at;
+}
+
+// A name from the tables (no character to escape in any of them).
+char* put_name(char* at, std::string_view name) {
+  *at++ = '"';
+  at = put(at, name);
+  *at++ = '"';
+  return at;
+}
+
+char* put_object(char* at, ObjectRef ref) {
+  *at++ = '"';
+  at = put(at, names().kind(ref.kind));
+  *at++ = '#';
+  at = put_number(at, ref.index);
+  *at++ = '"';
+  return at;
+}
+
+char* put_wrs(char* at, std::span<const record::WrSummary> wrs) {
+  *at++ = '[';
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    const record::WrSummary& wr = wrs[i];
+    if (i > 0) *at++ = ',';
+    at = put(at, "{\"wr_id\":");
+    at = put_number(at, wr.wr_id);
+    if (wr.opcode != record::WrSummary::kNoOpcode) {
+      at = put(at, ",\"opcode\":");
+      at = put_name(at, names().opcode(static_cast<Opcode>(wr.opcode)));
+    }
+    if (wr.has_length) {
+      at = put(at, ",\"len\":");
+      at = put_number(at, wr.length);
+    }
+    if (wr.has_flags) {
+      at = put(at, ",\"flags\":");
+      at = put_number(at, wr.flags);
+    }
+    *at++ = '}';
+  }
+  *at++ = ']';
+  return at;
+}
+
+char* put_completions(char* at, const record::Completions& c) {
+  *at++ = '[';
+  for (std::size_t i = 0; i < c.count; ++i) {
+    const ibv_wc& wc = c.wc[i];
+    if (i > 0) *at++ = ',';
+    at = put(at, "{\"wr_id\":");
+    at = put_number(at, wc.wr_id);
+    at = put(at, ",\"status\":");
+    at = put_name(at, names().status(wc.status));
+    at = put(at, ",\"qp\":");
+    if (c.qps[i].ref.index == record::kUnknownIndex) {
+      at = put(at, "\"qpn:");
+      at = put_number(at, std::uint32_t{wc.qp_num});
+      *at++ = '"';
+    } else {
+      at = put_object(at, {ObjectKind::qp, c.qps[i].ref.index});
+    }
+    // Error completions carry nothing else that is valid (ibv_poll_cq(3)).
+    if (wc.status != IBV_WC_SUCCESS) {
+      at = put(at, ",\"vendor_err\":");
+      at = put_number(at, std::uint32_t{wc.vendor_err});
+      *at++ = '}';
+      continue;
+    }
+    at = put(at, ",\"opcode\":");
+    if (auto known = record::opcode_of(wc.opcode))
+      at = put_name(at, names().opcode(*known));
     else
-      append_number(out, opcode);
-    out += ",\"byte_len\":";
-    append_number(out, static_cast<std::uint32_t>(wc[2]));
-    const auto flags = static_cast<std::uint32_t>(wc[3] >> 32);
-    if (flags & IBV_WC_WITH_IMM) {
-      out += ",\"imm\":";
-      append_number(out, static_cast<std::uint32_t>(wc[3]));
+      at = put_number(at, static_cast<std::uint32_t>(wc.opcode));
+    at = put(at, ",\"byte_len\":");
+    at = put_number(at, std::uint32_t{wc.byte_len});
+    if (wc.wc_flags & IBV_WC_WITH_IMM) {
+      at = put(at, ",\"imm\":");
+      at = put_number(at, static_cast<std::uint32_t>(wc.imm_data));
     }
-    out += ",\"wc_flags\":";
-    append_number(out, flags);
-    out += '}';
+    at = put(at, ",\"wc_flags\":");
+    at = put_number(at, static_cast<std::uint32_t>(wc.wc_flags));
+    *at++ = '}';
   }
-  out += ']';
-  return 1 + 5 * count;
+  *at++ = ']';
+  return at;
+}
+
+// How many bytes a value renders to at most.
+std::size_t bound(const Value& value) {
+  switch (value.type) {
+    case Type::text:
+      return 2 + 6 * std::size_t{value.size};
+    case Type::wrs:
+      return 2 + kWrBytes * value.size;
+    case Type::completions:
+      return 2 + kCompletionBytes * value.size;
+    default:
+      return kObjectBytes;
+  }
 }
 
 }  // namespace
 
-namespace {
+void TextBuffer::grow(std::size_t bytes) {
+  const std::size_t capacity = std::max(size_ + bytes, 2 * capacity_);
+  auto data = std::make_unique_for_overwrite<char[]>(capacity);
+  if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
 
-template <bool kStore>
-std::uint64_t encode_with(const record::CallRecord& record, std::uint64_t seq, std::uint64_t hash,
-                          std::vector<std::uint64_t>* out) {
-  Sink<kStore> sink{hash, out};
+void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out) {
   const auto fields = record.fields();
-  sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
-  sink.hashed(seq);
+  // One reservation for the record: its fields' bounds, keys included.
+  std::size_t bytes = 32 + kObjectBytes + kNumberBytes;
+  for (const record::Field& field : fields)
+    bytes += 4 + field.key.text().size() + bound(field.value);
+  char* at = out.reserve(bytes);
+  at = put(at, "{\"obj\":");
+  at = put_object(at, record.object().ref);
+  at = put(at, ",\"seq\":");
+  at = put_number(at, seq);
   for (const record::Field& field : fields) {
-    const std::uint64_t type =
-        static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
-    sink.hashed(field.key.id() ^ type << 56);
-    if constexpr (kStore) {
-      const std::string_view key = field.key.text();
-      sink.side(reinterpret_cast<std::uintptr_t>(key.data()) |
-                std::uint64_t{std::min<std::size_t>(key.size(), 0xff)} << 48 | type << 56);
-    }
-    encode_value(field.value, sink);
-  }
-  return sink.hash;
-}
-
-}  // namespace
-
-void encode(const record::CallRecord& record, std::uint64_t seq, std::uint64_t& hash,
-            std::vector<std::uint64_t>* out) {
-  hash = out != nullptr ? encode_with<true>(record, seq, hash, out)
-                        : encode_with<false>(record, seq, hash, nullptr);
-}
-
-std::size_t render(std::span<const std::uint64_t> words, std::string& out) {
-  const std::uint64_t* at = words.data();
-  const std::size_t count = (at[0] >> 40) & 0xff;
-  out += "{\"obj\":";
-  append_object(out, object_of(at[0] & 0xffffffffff));
-  out += ",\"seq\":";
-  append_number(out, at[1]);
-  at += 2;
-  for (std::size_t f = 0; f < count; ++f) {
-    ++at;  // the key's id
-    const std::uint64_t key_word = *at++;
-    const auto* key = reinterpret_cast<const char*>(key_word & ((std::uint64_t{1} << 48) - 1));
-    const std::size_t key_length = (key_word >> 48) & 0xff;
-    const auto type = static_cast<Type>((key_word >> 56) & 0x7f);
-    const bool is_unsigned = (key_word >> 63) & 1;
-    out += ",\"";
-    out.append(key, key_length);
-    out += "\":";
-    switch (type) {
+    *at++ = ',';
+    *at++ = '"';
+    at = put(at, field.key.text());
+    *at++ = '"';
+    *at++ = ':';
+    const Value& value = field.value;
+    switch (value.type) {
       case Type::integer:
-        if (is_unsigned)
-          append_number(out, *at);
-        else
-          append_number(out, static_cast<std::int64_t>(*at));
-        ++at;
+        at = value.is_unsigned ? put_number(at, value.unsigned_integer)
+                               : put_number(at, value.integer);
         break;
       case Type::boolean:
-        out += *at++ ? "true" : "false";
+        at = value.boolean ? put(at, "true") : put(at, "false");
         break;
-      case Type::text: {
-        std::size_t length = *at & 0xff;
-        const std::uint64_t first = *at++;
-        if (length >= kLongText) length = *at++;
-        std::string text;
-        unpack(first, std::min<std::size_t>(7, length), 8, text);
-        at += unpack_rest(at, length, 7, text);
-        append_string(out, text);
+      case Type::text:
+        *at++ = '"';
+        at = put_escaped(at, value.text, value.size);
+        *at++ = '"';
         break;
-      }
       case Type::object:
-        append_object(out, object_of(*at++));
+        at = put_object(at, value.object);
         break;
       case Type::wrs:
-        at += render_wrs(at, out);
+        at = put_wrs(at, value.as_wrs());
         break;
       case Type::completions:
-        at += render_completions(at, out);
+        at = put_completions(at, value.as_completions());
         break;
     }
   }
-  out += '}';
-  return static_cast<std::size_t>(at - words.data());
+  *at++ = '}';
+  *at++ = '\n';
+  out.commit(at);
 }
 
 }  // namespace verbfault::observers::encoding

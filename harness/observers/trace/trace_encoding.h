@@ -1,38 +1,41 @@
-// The compact form of a trace record, and its JSON rendering.
-//
-// A record is a run of 64-bit words, each either hashed (it is part of
-// what the trace hash covers) or a side word (only kept for rendering):
-//   header   object kind | object index << 8 | field count << 40   hashed
-//   seq      the record's per-object sequence number                hashed
-//   per field:
-//     key    the key's compile-time id ^ its value type << 56       hashed
-//            the key's text: address | length << 48 | type << 56    side
-//     value  integer, flag, object (kind | index << 8): one word;
-//            text: min(length, 255) | first 7 bytes << 8 (a length of
-//            255 or more follows in a word), then 8 bytes per word;
-//            work requests: count, then 3 words each;
-//            completions: count, then 5 words each.                 hashed
-// Bytes are packed little-endian and keys are hashed by id, so the hash
-// does not depend on where strings or records sit in memory. Without a
-// trace file nothing is stored: the words are hashed as they are made.
+// A trace record's JSON rendering (the hash: trace_hash.h).
 #pragma once
 
 #include "call_record.h"
 
+#include <cstddef>
 #include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
+#include <memory>
+#include <string_view>
 
 namespace verbfault::observers::encoding {
 
-// Hashes `record` with sequence number `seq` into `hash` (FNV-1a over its
-// hashed words) and, when `out` is not null, appends all its words to it.
-void encode(const record::CallRecord& record, std::uint64_t seq, std::uint64_t& hash,
-            std::vector<std::uint64_t>* out);
+// Where JSON is rendered: a growable byte buffer that is never zero-filled
+// (rendering reserves room ahead, then writes through a pointer).
+class TextBuffer {
+ public:
+  // Room for `bytes` more bytes: where to write them.
+  char* reserve(std::size_t bytes) {
+    if (capacity_ - size_ < bytes) grow(bytes);
+    return data_.get() + size_;
+  }
+  // The bytes written up to `end` (a pointer reserve() returned, advanced)
+  // are kept.
+  void commit(const char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
+  const char* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  std::string_view view() const { return {data_.get(), size_}; }
+  void clear() { size_ = 0; }
 
-// Renders the record that starts at words[0] as one JSON object (no
-// newline) appended to `out`; returns how many words it used.
-std::size_t render(std::span<const std::uint64_t> words, std::string& out);
+ private:
+  void grow(std::size_t bytes);
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// Renders `record` with sequence number `seq` as one JSON object and a
+// newline, appended to `out`.
+void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out);
 
 }  // namespace verbfault::observers::encoding
