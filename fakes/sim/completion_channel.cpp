@@ -28,7 +28,10 @@ CompletionQueue* CompletionChannel::take_event() {
 }
 
 void CompletionChannel::discard_events_of(const CompletionQueue* cq) {
-  std::erase(events_, cq);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < events_.size(); ++i)
+    if (events_[i] != cq) events_[kept++] = events_[i];
+  while (events_.size() > kept) events_.pop_back();
   fd_.set_ready(!events_.empty());
 }
 

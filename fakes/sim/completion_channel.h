@@ -3,10 +3,9 @@
 
 #include "handle.h"
 #include "readiness_fd.h"
+#include "ring.h"
 
 #include <infiniband/verbs.h>
-
-#include <deque>
 
 namespace verbfault::sim {
 
@@ -46,7 +45,7 @@ class CompletionChannel {
   Handle<ibv_comp_channel, CompletionChannel> handle_;
   Context& context_;
   ReadinessFd fd_;
-  std::deque<CompletionQueue*> events_;
+  Ring<CompletionQueue*> events_;  // a ring: a steady event loop allocates nothing
 };
 
 }  // namespace verbfault::sim

@@ -49,6 +49,7 @@ class Ring {
     ++size_;
     front() = std::move(value);
   }
+  void pop_back() { --size_; }
   void pop_front() {
     head_ = (head_ + 1) & (slots_.size() - 1);
     --size_;

@@ -54,6 +54,8 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
   std::vector<std::pair<ibv_cq*, bool>> to_notify;  // CQ, simulated
   {
     std::lock_guard lock(state.mutex);
+    // Usually nothing is held: no list of CQs is built then.
+    if (!state.engine.holds_completions()) return;
     for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
       auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
       if (cq->channel != channel || state.engine.faults(*tracked).held.empty()) continue;

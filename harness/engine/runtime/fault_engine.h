@@ -95,6 +95,12 @@ class FaultEngine {
                ? &objects_[object.context_slot]
                : nullptr;
   }
+  // Whether any object holds completions back (delayed_completion).
+  bool holds_completions() const {
+    for (const ObjectFaults& faults : objects_)
+      if (!faults.held.empty()) return true;
+    return false;
+  }
   // The live objects of `kind`, in creation order (for the injections
   // that reach every QP of a CQ or of a context).
   std::vector<const record::Object*> live(ObjectKind kind) const;

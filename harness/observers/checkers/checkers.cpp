@@ -159,9 +159,16 @@ void Checkers::check_cq_before_wait(Host& host, const Object& cq) {
 }
 
 void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
-  for (const Object* cq : all(ObjectKind::cq))
-    if (static_cast<const ibv_cq*>(cq->handle)->channel == channel.handle)
-      check_cq_before_wait(host, *cq);
+  // The channel's CQs in creation order, gathered in a kept buffer: an
+  // event loop's every wait passes here.
+  waiting_cqs_.clear();
+  for (const Watched& watched : slots_)
+    if (watched.object != nullptr && watched.object->ref.kind == ObjectKind::cq &&
+        static_cast<const ibv_cq*>(watched.object->handle)->channel == channel.handle)
+      waiting_cqs_.push_back(watched.object);
+  std::sort(waiting_cqs_.begin(), waiting_cqs_.end(),
+            [](const Object* a, const Object* b) { return a->ref.index < b->ref.index; });
+  for (const Object* cq : waiting_cqs_) check_cq_before_wait(host, *cq);
   // A wait that nothing can end: no event pending, nothing scheduled on the
   // device, no other thread to make a verbs call.
   const int fd = static_cast<const ibv_comp_channel*>(channel.handle)->fd;

@@ -130,6 +130,7 @@ class Checkers {
   std::string findings_file_;
   std::vector<Finding> findings_;
   std::vector<Watched> slots_;                              // by Object::slot
+  std::vector<const Object*> waiting_cqs_;  // before_cq_event_wait's (kept allocated)
   std::set<std::pair<std::string, std::string>> reported_;  // (id, object): once each
   std::uint64_t idle_polls_ = 0;           // empty polls since the last sign of progress
   std::uint64_t remembered_failures_ = 0;  // entries of every QP's ObjectChecks::failed
