@@ -100,6 +100,7 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
   // A provider may reuse an address after destroy: the new object takes
   // over the address under its own name.
   if (Tracked* previous = registry.find(handle)) remove_object(*previous);
+  last_qp_ = {};
   Tracked& tracked = registry.add(kind, handle, context, simulated);
   trace.object_added(tracked.id());
   engine.object_added(tracked);
@@ -108,6 +109,7 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
 }
 
 void State::remove_object(Tracked& object) {
+  last_qp_ = {};
   checkers.forget(object);
   engine.object_removed(object);
   registry.remove(object.handle);
@@ -127,7 +129,13 @@ void State::end_run(int status) {
 
 record::Completions State::completions(const ibv_wc* wc, std::size_t count) {
   if (completion_qps_.size() < count) completion_qps_.resize(count);
-  for (std::size_t i = 0; i < count; ++i) completion_qps_[i] = registry.qp_id(wc[i].qp_num);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!last_qp_.valid() || wc[i].qp_num != last_qp_num_) {
+      last_qp_num_ = wc[i].qp_num;
+      last_qp_ = registry.qp_id(last_qp_num_);
+    }
+    completion_qps_[i] = last_qp_;
+  }
   return {wc, completion_qps_.data(), count};
 }
 

@@ -81,6 +81,10 @@ class State final : public checkers::Host, public engine::Recorder {
  private:
   State();
   std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
+  // The QP of the last completion looked up: a poll's completions mostly
+  // come from one QP. Forgotten whenever an object is added or removed.
+  std::uint32_t last_qp_num_ = 0;
+  record::ObjectId last_qp_{};
   bool finished_ = false;
   bool environment_active_ = false;  // g_active as the environment set it
 };

@@ -31,7 +31,15 @@ Tracked* enter(State& state, std::unique_lock<std::mutex>& lock, const void* obj
                OnDeadDevice on_dead, int& error) {
   error = 0;
   Tracked* tracked = state.registry.find(object);
-  if (tracked != nullptr) error = call_site_faults(state, lock, tracked, std::nullopt, on_dead);
+  if (tracked == nullptr) {
+    lock.unlock();
+    return nullptr;
+  }
+  // Nothing to do at the call site without call-site rules, unless a real
+  // device may have been declared dead (call_site_faults).
+  const bool may_be_dead = !tracked->simulated && on_dead == OnDeadDevice::fail;
+  if (may_be_dead || state.engine.has_rules(Site::call))
+    error = call_site_faults(state, lock, tracked, std::nullopt, on_dead);
   if (tracked == nullptr) lock.unlock();
   return tracked;
 }
@@ -129,7 +137,8 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
 // post (which never blocks) and the record happen under it, so the record
 // is in the order the provider saw the posts.
 template <class Object, class Wr, class Op>
-int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr, Op op) {
+[[gnu::noinline]] int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
+                                     Op op) {
   State& state = State::get();
   std::unique_lock lock(state.mutex);
   int error = 0;
@@ -185,21 +194,27 @@ int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
   return result;
 }
 
+// Each trampoline is a load, a branch and a tail call when the harness is
+// off; the interposed body is a function of its own, so its frame is not
+// set up on that path.
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   const FastPathOps* ops = saved_ops(qp->context);
-  if (!g_active) return ops->post_send(qp, wr, bad_wr);
+  if (!g_active) [[likely]]
+    return ops->post_send(qp, wr, bad_wr);
   return interpose_post(Verb::post_send, qp, qp, wr, bad_wr, ops->post_send);
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   const FastPathOps* ops = saved_ops(qp->context);
-  if (!g_active) return ops->post_recv(qp, wr, bad_wr);
+  if (!g_active) [[likely]]
+    return ops->post_recv(qp, wr, bad_wr);
   return interpose_post(Verb::post_recv, qp, qp, wr, bad_wr, ops->post_recv);
 }
 
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   const FastPathOps* ops = saved_ops(srq->context);
-  if (!g_active) return ops->post_srq_recv(srq, wr, bad_wr);
+  if (!g_active) [[likely]]
+    return ops->post_srq_recv(srq, wr, bad_wr);
   return interpose_post(Verb::post_srq_recv, srq, static_cast<ibv_qp*>(nullptr), wr, bad_wr,
                         ops->post_srq_recv);
 }
@@ -217,9 +232,8 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
 
 // One lock acquisition when no rule fires: the decisions, the provider's
 // poll (which never blocks), the rewrites and the record happen under it.
-int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
-  const FastPathOps* ops = saved_ops(cq->context);
-  if (!g_active) return ops->poll_cq(cq, num_entries, wc);
+[[gnu::noinline]] int interposed_poll_cq(const FastPathOps* ops, ibv_cq* cq, int num_entries,
+                                         ibv_wc* wc) {
   State& state = State::get();
   std::unique_lock lock(state.mutex);
   int error = 0;
@@ -233,15 +247,18 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     record_poll(state, *tracked, num_entries, -EIO);
     return -EIO;
   }
+  // A poll for one completion cannot return fewer without returning none,
+  // which is delayed_completion's business: partial_poll needs two or more.
+  constexpr std::uint32_t kPollKinds = engine::FaultEngine::kinds_mask(
+      {FaultKind::verb_failure, FaultKind::cq_overflow, FaultKind::partial_poll});
+  constexpr std::uint32_t kPollOneKinds =
+      engine::FaultEngine::kinds_mask({FaultKind::verb_failure, FaultKind::cq_overflow});
   std::optional<Decision> decision;
-  if (state.engine.has_rules(Site::poll)) {
+  if (state.engine.has_rules(Site::poll, num_entries >= 2 ? kPollKinds : kPollOneKinds)) {
     Opportunity at;
     at.site = Site::poll;
     at.object = tracked;
     at.verb = Verb::poll_cq;
-    // A poll for one completion cannot return fewer without returning
-    // none, which is delayed_completion's business: partial_poll needs two
-    // or more.
     decision = num_entries >= 2
                    ? state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow,
                                               FaultKind::partial_poll})
@@ -307,9 +324,8 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
 // ---- req_notify_cq -------------------------------------------------------------------
 
 // One lock acquisition when no rule fires (the provider's arm never blocks).
-int req_notify_cq(ibv_cq* cq, int solicited_only) {
-  const FastPathOps* ops = saved_ops(cq->context);
-  if (!g_active) return ops->req_notify_cq(cq, solicited_only);
+[[gnu::noinline]] int interposed_req_notify_cq(const FastPathOps* ops, ibv_cq* cq,
+                                               int solicited_only) {
   State& state = State::get();
   std::unique_lock lock(state.mutex);
   int error = 0;
@@ -355,6 +371,20 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
   }
   record_arm(result);
   return result;
+}
+
+int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
+  const FastPathOps* ops = saved_ops(cq->context);
+  if (!g_active) [[likely]]
+    return ops->poll_cq(cq, num_entries, wc);
+  return interposed_poll_cq(ops, cq, num_entries, wc);
+}
+
+int req_notify_cq(ibv_cq* cq, int solicited_only) {
+  const FastPathOps* ops = saved_ops(cq->context);
+  if (!g_active) [[likely]]
+    return ops->req_notify_cq(cq, solicited_only);
+  return interposed_req_notify_cq(ops, cq, solicited_only);
 }
 
 // ---- query_port ----------------------------------------------------------------------

@@ -48,11 +48,6 @@ Site site_of(const Rule& rule) {
 
 namespace {
 
-std::uint32_t kind_bit(FaultKind kind) {
-  static_assert(static_cast<int>(FaultKind::device_fatal) < 32, "fault kinds fit a bitmask");
-  return std::uint32_t{1} << static_cast<unsigned>(kind);
-}
-
 // Whether matches() holds for every opportunity of the rule's site: no
 // selector, and none of the kind-specific conditions below.
 bool matches_all(const Rule& rule) {
@@ -76,8 +71,10 @@ void FaultEngine::configure(Plan plan, std::uint64_t seed) {
   seed_ = seed;
   ++generation_;
   for (auto& rules : by_site_) rules.clear();
+  site_kinds_.fill(0);
   for (std::uint32_t i = 0; i < plan_.rules.size(); ++i) {
     const Rule& rule = plan_.rules[i];
+    site_kinds_[static_cast<std::size_t>(site_of(rule))] |= kind_bit(rule.kind);
     by_site_[static_cast<std::size_t>(site_of(rule))].push_back(
         {i, kind_bit(rule.kind), matches_all(rule), rule.selector.object.has_value()});
   }

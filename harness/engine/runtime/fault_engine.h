@@ -108,6 +108,20 @@ class FaultEngine {
   // ---- decisions ----
   // Whether any rule is decided at `site` (the fast paths skip the rest).
   bool has_rules(Site site) const { return !by_site_[static_cast<std::size_t>(site)].empty(); }
+  // Whether any rule of one of `kinds` (kinds_mask()) is decided at `site`:
+  // a fast path tests this before it builds an Opportunity.
+  bool has_rules(Site site, std::uint32_t kinds) const {
+    return (site_kinds_[static_cast<std::size_t>(site)] & kinds) != 0;
+  }
+  static_assert(static_cast<int>(FaultKind::device_fatal) < 32, "fault kinds fit a bitmask");
+  static constexpr std::uint32_t kind_bit(FaultKind kind) {
+    return std::uint32_t{1} << static_cast<unsigned>(kind);
+  }
+  static constexpr std::uint32_t kinds_mask(std::initializer_list<FaultKind> kinds) {
+    std::uint32_t mask = 0;
+    for (FaultKind kind : kinds) mask |= kind_bit(kind);
+    return mask;
+  }
   // The first rule of one of `kinds` that matches and fires, if any.
   std::optional<Decision> decide(const Opportunity& opportunity,
                                  std::initializer_list<FaultKind> kinds);
@@ -144,6 +158,7 @@ class FaultEngine {
   std::uint64_t seed_ = 0;
   // The rules of each site, in plan order.
   std::array<std::vector<SiteRule>, 6> by_site_;
+  std::array<std::uint32_t, 6> site_kinds_{};  // kind_bit()s of each site's rules
   // Rules that name their object count on that one object: one counter
   // each. The others count per object (ObjectFaults::rule_counters), reset
   // when the plan changes (generation_).

@@ -24,9 +24,10 @@ void decide_wr(FaultEngine& engine, const record::Object& object, const record::
   // completion becomes the flush when polled.
   if (unsignaled_send && qp != nullptr && !engine.faults(*qp).doomed.empty())
     plan.force_signaled.push_back(index);
-  if (wr.side == Side::send) {
-    // A port the interposer took down (real provider): RC sends are not
-    // answered and end in retry exhaustion.
+  if (wr.side == Side::send && !object.simulated) {
+    // A port the engine took down (real provider only: a simulated port
+    // goes down itself): RC sends are not answered and end in retry
+    // exhaustion.
     const ObjectFaults* context = engine.context_faults(object);
     if (qp != nullptr && qp->qp_type == IBV_QPT_RC && context != nullptr && context->port_down) {
       doom(engine, *qp, {wr.wr_id, Side::send, IBV_WC_RETRY_EXC_ERR, UINT32_MAX});
