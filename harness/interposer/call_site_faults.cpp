@@ -31,7 +31,7 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
   if (tracked != nullptr && state.engine.faults(*tracked).port_down) attr->state = IBV_PORT_DOWN;
 }
 
-int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*& tracked,
+int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
                      std::optional<Verb> verb, OnDeadDevice on_dead) {
   // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
   // (the simulated device does this itself).

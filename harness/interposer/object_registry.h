@@ -7,6 +7,7 @@
 #pragma once
 
 #include "object.h"
+#include "object_faults.h"
 #include "slot_map.h"
 #include "verbfault/plan.h"
 
@@ -26,6 +27,9 @@ namespace verbfault::interposer {
 // interposer.h). The engine and the observers keep their own state of it,
 // by slot.
 struct Tracked : record::Object {
+  // Its state in the engine (FaultEngine::object_added; the engine's table
+  // never moves an entry): the fast paths reach it in one load.
+  engine::ObjectFaults* faults = nullptr;
   int fd_loans = 0;  // FdLoans in progress: the object holds the provider's fd
 };
 
@@ -37,8 +41,13 @@ class ObjectRegistry {
   Tracked& add(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
   // nullptr for objects the front door did not hand out.
   Tracked* find(const void* handle) {
+    // A busy loop calls on one object again and again: the last one found
+    // is kept (forgotten whenever an object is added or removed).
+    if (handle == last_handle_ && handle != nullptr) return last_;
     const auto slot = by_handle_.find(reinterpret_cast<std::uintptr_t>(handle));
-    return slot ? &slots_[*slot] : nullptr;
+    if (!slot) return nullptr;
+    last_handle_ = handle;
+    return last_ = &slots_[*slot];
   }
   void remove(const void* handle);
   Tracked* find_qp(std::uint32_t qp_num) {
@@ -61,6 +70,8 @@ class ObjectRegistry {
 
  private:
   std::deque<Tracked> slots_;
+  const void* last_handle_ = nullptr;
+  Tracked* last_ = nullptr;
   std::vector<std::uint32_t> free_slots_;
   SlotMap by_handle_;
   SlotMap by_qp_num_;

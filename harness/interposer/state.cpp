@@ -103,7 +103,7 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
   last_qp_ = {};
   Tracked& tracked = registry.add(kind, handle, context, simulated);
   trace.object_added(tracked.id());
-  engine.object_added(tracked);
+  tracked.faults = &engine.object_added(tracked);
   checkers.object_added(tracked);
   return tracked;
 }

@@ -30,7 +30,7 @@ void wrap_fd(State& state, Tracked& tracked, int& fd);
 // The call-site faults of a call on `tracked` (interposer.h before_call),
 // with the lock held; the lock is released while a fired fault is
 // injected, and `tracked` found again after (nullptr: gone meanwhile).
-int call_site_faults(State& state, std::unique_lock<std::mutex>& lock, Tracked*& tracked,
+int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
                      std::optional<Verb> verb, OnDeadDevice on_dead);
 
 // Set once before main (library constructor), read without a lock.
@@ -40,10 +40,11 @@ class State final : public checkers::Host, public engine::Recorder {
  public:
   static State& get();
 
-  // The interposer lock: guards everything below. Never held across a call
-  // into the provider (a provider call may block, e.g. the simulated
-  // device's waits, or call back into the front door).
-  std::mutex mutex;
+  // The interposer lock (record/run_lock.h): guards everything below.
+  // Held across the provider's non-blocking fast-path ops only; never
+  // across a call that may block (the simulated device's waits) or call
+  // back into the front door (docs/architecture.md, "Locking").
+  record::RunLock mutex;
   Config config;
   engine::FaultEngine engine{mutex, *this};
   ObjectRegistry registry;

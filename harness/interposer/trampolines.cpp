@@ -27,7 +27,7 @@ namespace {
 // call-site faults of the call (interposer.h before_call). Returns nullptr
 // when the object is not the harness's (or went away while a fault was
 // injected): the provider's op is then called untouched, without the lock.
-Tracked* enter(State& state, std::unique_lock<std::mutex>& lock, const void* object,
+Tracked* enter(State& state, std::unique_lock<record::RunLock>& lock, const void* object,
                OnDeadDevice on_dead, int& error) {
   error = 0;
   Tracked* tracked = state.registry.find(object);
@@ -75,7 +75,7 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
   // the interposer took down (real providers only).
   const Tracked* context = object.simulated ? nullptr : state.registry.context_of(object);
   const bool decide = state.engine.has_rules(Site::posted_wr) ||
-                      (qp && !state.engine.faults(*qp).doomed.empty()) ||
+                      (qp && !qp->faults->doomed.empty()) ||
                       (context != nullptr && state.engine.faults(*context).port_down);
   wrs.clear();
   std::size_t index = 0;
@@ -241,8 +241,8 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   if (error != 0) return -error;
   if (tracked == nullptr) return ops->poll_cq(cq, num_entries, wc);
   // The application looks at the CQ: a coalesced event is no longer owed.
-  state.engine.faults(*tracked).absorb_next_event = false;
-  if (state.engine.faults(*tracked).overflowed) {
+  tracked->faults->absorb_next_event = false;
+  if (tracked->faults->overflowed) {
     // Effect-level overflow on a real provider: only destroy works now.
     record_poll(state, *tracked, num_entries, -EIO);
     return -EIO;
@@ -290,14 +290,14 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
       lock.lock();
       if ((tracked = state.registry.find(cq)) == nullptr) return ops->poll_cq(cq, num_entries, wc);
       state.engine.record_fault(*tracked, d, inject::to_string(level));
-      if (state.engine.faults(*tracked).overflowed) {
+      if (tracked->faults->overflowed) {
         // The overflowing poll already fails, as on the simulated device.
         record_poll(state, *tracked, num_entries, -EIO);
         return -EIO;
       }
     }
   }
-  engine::ObjectFaults& faults = state.engine.faults(*tracked);
+  engine::ObjectFaults& faults = *tracked->faults;
   bool may_poll = true;
   const int count = engine::take_due(faults, wc, limit, may_poll);
   int polled = 0;
@@ -355,7 +355,7 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   }
   const int result = ops->req_notify_cq(cq, solicited_only);
   if (result == 0) {
-    state.engine.faults(*tracked).armed = true;
+    tracked->faults->armed = true;
     state.checkers.armed(state, *tracked);
   }
   if (decision) {

@@ -82,10 +82,12 @@ void FaultEngine::configure(Plan plan, std::uint64_t seed) {
   fired_total_.assign(plan_.rules.size(), 0);
 }
 
-void FaultEngine::object_added(const record::Object& object) {
+ObjectFaults& FaultEngine::object_added(const record::Object& object) {
+  // A deque: growing it at the end moves no entry (references stay valid).
   if (object.slot >= objects_.size()) objects_.resize(object.slot + 1);
   objects_[object.slot] = ObjectFaults{};
   objects_[object.slot].object = &object;
+  return objects_[object.slot];
 }
 
 void FaultEngine::object_removed(const record::Object& object) {

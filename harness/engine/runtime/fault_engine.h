@@ -15,6 +15,7 @@
 #include "call_record.h"
 #include "object.h"
 #include "object_faults.h"
+#include "run_lock.h"
 #include "verbfault/plan.h"
 
 #include <array>
@@ -71,7 +72,7 @@ class FaultEngine {
  public:
   // `lock`: the interposer's, held for every call (injections.h releases
   // and takes it again around provider calls).
-  FaultEngine(std::mutex& lock, Recorder& recorder) : lock_(lock), recorder_(recorder) {}
+  FaultEngine(record::RunLock& lock, Recorder& recorder) : lock_(lock), recorder_(recorder) {}
 
   void configure(Plan plan, std::uint64_t seed);
   bool empty() const { return plan_.rules.empty(); }
@@ -80,7 +81,7 @@ class FaultEngine {
 
   // ---- objects ----
   // A new object in `object.slot` (it stays in place until removed).
-  void object_added(const record::Object& object);
+  ObjectFaults& object_added(const record::Object& object);
   // Forgets the object: its held completions, injected events and fds go.
   void object_removed(const record::Object& object);
   ObjectFaults& faults(const record::Object& object) { return objects_[object.slot]; }
@@ -136,7 +137,7 @@ class FaultEngine {
   // Set once a work request was doomed (an injected error): from then on
   // polled completions are checked for rewrites (completions.h).
   bool may_rewrite_completions = false;
-  std::mutex& lock() { return lock_; }
+  record::RunLock& lock() { return lock_; }
 
  private:
   // A rule as decide() first looks at it: what it needs to skip the rule
@@ -152,7 +153,7 @@ class FaultEngine {
   // The counter of rule `entry` for the object the opportunity counts on.
   Counter& counter(const SiteRule& entry, const record::Object& object);
 
-  std::mutex& lock_;
+  record::RunLock& lock_;
   Recorder& recorder_;
   Plan plan_;
   std::uint64_t seed_ = 0;
