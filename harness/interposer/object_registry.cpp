@@ -6,7 +6,7 @@ namespace verbfault::interposer {
 
 Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef context,
                              bool simulated) {
-  last_handle_ = nullptr;
+  recent_.fill({});
   // A provider may reuse an address after destroy: the new object takes
   // over the address under its own name.
   remove(handle);
@@ -45,7 +45,7 @@ Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef cont
 
 void ObjectRegistry::remove(const void* handle) {
   Tracked* tracked = find(handle);
-  last_handle_ = nullptr;
+  recent_.fill({});
   if (tracked == nullptr) return;
   if (tracked->ref.kind == ObjectKind::qp) by_qp_num_.erase(tracked->qp_num);
   if (tracked->ref.kind == ObjectKind::context) contexts_by_index_.erase(tracked->ref.index);

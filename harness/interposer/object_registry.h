@@ -41,13 +41,16 @@ class ObjectRegistry {
   Tracked& add(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
   // nullptr for objects the front door did not hand out.
   Tracked* find(const void* handle) {
-    // A busy loop calls on one object again and again: the last one found
-    // is kept (forgotten whenever an object is added or removed).
-    if (handle == last_handle_ && handle != nullptr) return last_;
-    const auto slot = by_handle_.find(reinterpret_cast<std::uintptr_t>(handle));
+    // A busy loop calls on a few objects again and again (its QPs and
+    // CQs): the recently found are kept in a small direct-mapped cache,
+    // emptied whenever an object is added or removed.
+    const auto address = reinterpret_cast<std::uintptr_t>(handle);
+    Recent& recent = recent_[(address >> 4 ^ address >> 12) & (kRecent - 1)];
+    if (recent.handle == handle && handle != nullptr) return recent.tracked;
+    const auto slot = by_handle_.find(address);
     if (!slot) return nullptr;
-    last_handle_ = handle;
-    return last_ = &slots_[*slot];
+    recent = {handle, &slots_[*slot]};
+    return recent.tracked;
   }
   void remove(const void* handle);
   Tracked* find_qp(std::uint32_t qp_num) {
@@ -70,8 +73,12 @@ class ObjectRegistry {
 
  private:
   std::deque<Tracked> slots_;
-  const void* last_handle_ = nullptr;
-  Tracked* last_ = nullptr;
+  struct Recent {
+    const void* handle = nullptr;
+    Tracked* tracked = nullptr;
+  };
+  static constexpr std::size_t kRecent = 8;
+  std::array<Recent, kRecent> recent_{};
   std::vector<std::uint32_t> free_slots_;
   SlotMap by_handle_;
   SlotMap by_qp_num_;
