@@ -57,7 +57,7 @@ std::optional<Difference> compare_traces(const std::string& a, const std::string
 
 }  // namespace
 
-std::uint64_t trace_hash(const std::string& path) {
+std::uint64_t trace_file_hash(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::uint64_t hash = 0xcbf29ce484222325ull;
   char c;
@@ -149,8 +149,9 @@ int run(const RunOptions& options) {
                  status[0], status[1]);
     result = kExitNondeterministic;
   } else {
-    std::fprintf(stderr, "verbfault: determinism check passed: identical traces, hash %016llx\n",
-                 static_cast<unsigned long long>(trace_hash(traces[0])));
+    std::fprintf(stderr,
+                 "verbfault: determinism check passed: identical traces (file FNV-1a %016llx)\n",
+                 static_cast<unsigned long long>(trace_file_hash(traces[0])));
   }
   if (!options.trace)
     for (const std::string& trace : traces) fs::remove(trace);

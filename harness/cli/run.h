@@ -21,7 +21,9 @@ struct RunOptions {
 // Returns the exit status of `verbfault run` (see process.h).
 int run(const RunOptions& options);
 
-// The FNV-1a 64 hash of a trace file, as the library prints it.
-std::uint64_t trace_hash(const std::string& path);
+// FNV-1a 64 over the bytes of a trace file: a fingerprint of the file as
+// written (not the library's trace hash, which is computed over the
+// records as they are made: docs/architecture.md, "The trace").
+std::uint64_t trace_file_hash(const std::string& path);
 
 }  // namespace verbfault::cli

@@ -49,7 +49,9 @@ class Session {
   const Plan& plan() const { return plan_; }
   // The JSON Lines trace records written since the session began.
   std::vector<std::string> trace() const;
-  // FNV-1a 64 over those records, as `verbfault run` prints it.
+  // The trace hash of those records, as the library prints it at the end
+  // of a run (docs/architecture.md, "The trace": a two-lane hash over each
+  // record's words, not over the JSON text).
   std::uint64_t trace_hash() const;
   // How often each rule of the plan fired.
   std::vector<std::uint64_t> fired() const;
