@@ -480,8 +480,23 @@ class ParkedThread {
 
 }  // namespace
 
+// With a seed the interposed device draws the choices the verbs leave it
+// (how many completions a poll returns, which racing completion comes
+// first: docs/architecture.md, "Freedoms drawn from the seed") unless
+// VERBFAULT_FREEDOMS is canonical. The baseline device draws the same ones
+// from the same seed, so that both devices do the same work and the ratio
+// is the harness's cost alone (a drawn partial poll means more polls per
+// round trip on both sides, not only on the interposed one).
+void draw_baseline_freedoms() {
+  const char* seed = std::getenv("VERBFAULT_SEED");
+  const char* freedoms = std::getenv("VERBFAULT_FREEDOMS");
+  if (seed == nullptr || (freedoms != nullptr && std::strcmp(freedoms, "canonical") == 0)) return;
+  verbfault::sim::set_freedom_seed(std::strtoull(seed, nullptr, 0));
+}
+
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  draw_baseline_freedoms();
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RatioReporter reporter;
   {
