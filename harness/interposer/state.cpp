@@ -158,7 +158,7 @@ void State::finish(bool check_leaks) noexcept {
     std::fprintf(stderr, "verbfault: coverage: rule #%zu (%s) never fired\n", i,
                  to_cli(rule).c_str());
   }
-  trace.flush();
+  trace.close();
   std::fprintf(stderr, "verbfault: seed %llu, trace hash %016llx (%llu records)\n",
                static_cast<unsigned long long>(config.seed),
                static_cast<unsigned long long>(trace.hash()),

@@ -52,11 +52,15 @@ struct Completions {
 class Key {
  public:
   consteval Key(const char* text) : text_(text), id_(id_of(text)) {}
+  // A key read back from a trace journal: its text (which must outlive the
+  // record) and the id it was written with.
+  static Key stored(const char* text, std::uint64_t id) { return Key(text, id, 0); }
   std::string_view text() const { return {text_, static_cast<std::size_t>(id_ >> kLengthShift)}; }
   std::uint64_t id() const { return id_; }
   bool operator==(std::string_view other) const { return text() == other; }
 
  private:
+  constexpr Key(const char* text, std::uint64_t id, int) : text_(text), id_(id) {}
   static constexpr unsigned kLengthShift = 48;
   static consteval std::uint64_t id_of(std::string_view text) {
     std::uint64_t hash = 0xcbf29ce484222325ull;

@@ -4,22 +4,34 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 namespace verbfault::observers {
-
-namespace {
-// JSON buffered before it is written: large writes, few system calls.
-constexpr std::size_t kFlushAtBytes = std::size_t{1} << 17;
-}  // namespace
 
 void Trace::open(const std::string& path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw std::runtime_error("VERBFAULT_TRACE='" + path +
                              "': cannot open for writing: " + std::strerror(errno));
-  pending_.reserve(2 * kFlushAtBytes);
+  // Beside the file; a trace file in a folder that takes no new files
+  // (/dev/null, a FIFO in /dev...) has its journal in the temporary folder.
+  journal_path_ = path + ".journal";
+  try {
+    journal_.open(journal_path_);
+  } catch (const std::runtime_error&) {
+    const char* tmp = std::getenv("TMPDIR");
+    journal_path_ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/verbfault-" +
+                    std::to_string(getpid()) + ".journal";
+    try {
+      journal_.open(journal_path_);
+    } catch (const std::runtime_error& error) {
+      throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + error.what());
+    }
+  }
+  if (!writer_.start(journal_)) journal_failed();
 }
 
 void Trace::object_added(record::ObjectId id) {
@@ -36,15 +48,16 @@ void Trace::append(const record::CallRecord& record) {
     line_.clear();
     encoding::render(record, seq, line_);
     captured_.emplace_back(line_.view().substr(0, line_.size() - 1));  // without the newline
-    if (fd_ >= 0) {
-      char* to = pending_.reserve(line_.size());
-      std::memcpy(to, line_.data(), line_.size());
-      pending_.commit(to + line_.size());
-    }
-  } else if (fd_ >= 0) {
-    encoding::render(record, seq, pending_);
   }
-  if (fd_ >= 0 && pending_.size() >= kFlushAtBytes) flush();
+  if (journal_.is_open() && !writer_.append(record, seq, journal_)) journal_failed();
+}
+
+void Trace::journal_failed() noexcept {
+  const int error = errno;
+  std::fprintf(
+      stderr, "verbfault: trace journal '%s': cannot grow (%s); the trace stops at record %llu\n",
+      journal_path_.c_str(), std::strerror(error), static_cast<unsigned long long>(records_));
+  journal_.close();
 }
 
 void Trace::start_capture() {
@@ -58,18 +71,24 @@ void Trace::stop_capture() {
   capturing_ = false;
 }
 
-void Trace::flush() noexcept {
-  if (fd_ < 0 || pending_.size() == 0) return;
-  const char* data = pending_.data();
-  std::size_t left = pending_.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data += n;
-    left -= static_cast<std::size_t>(n);
+void Trace::close() noexcept {
+  if (fd_ < 0) return;
+  const bool journaled = !journal_path_.empty();
+  journal_.close();
+  if (journaled) {
+    std::string error;
+    try {
+      if (journal::render_file(journal_path_, fd_, error) < 0)
+        std::fprintf(stderr, "verbfault: trace: %s (the journal '%s' is kept)\n", error.c_str(),
+                     journal_path_.c_str());
+      else
+        ::unlink(journal_path_.c_str());
+    } catch (...) {
+      // Out of memory while dying: the journal stays for `verbfault trace`.
+    }
   }
-  pending_.clear();
+  ::close(fd_);
+  fd_ = -1;
 }
 
 }  // namespace verbfault::observers

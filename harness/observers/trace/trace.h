@@ -5,16 +5,20 @@
 //
 // Records arrive as CallRecords. The hash is computed over each one's
 // words (trace_hash.h), so it costs the same whether or not a file is
-// written; a JSON line is rendered from the record only when there is a
-// file (into a buffer written every 128 KiB, so a fatal signal only has to
-// write text) or a Session keeps the records in memory.
+// written. With a trace file, each record is appended to a journal beside
+// it (journal.h: "<file>.journal", a shared mapping, so it survives any
+// end of the process) and rendered as JSON Lines into the file when the
+// run ends (close()); `verbfault run` renders the journal of a process
+// killed before that. A Session keeps the records in memory as JSON lines.
 //
 // Owner: the interposer, which calls every member under its lock, so
-// records are whole and in one order; flush() may also run from a fatal
+// records are whole and in one order; close() may also run from a fatal
 // signal handler (best effort, the process is dying anyway).
 #pragma once
 
 #include "call_record.h"
+#include "journal.h"
+#include "mapped_file.h"
 #include "trace_encoding.h"
 #include "trace_hash.h"
 
@@ -27,14 +31,15 @@ namespace verbfault::observers {
 class Trace {
  public:
   // Without a path the trace is only hashed, not written. Throws
-  // std::runtime_error with a one-line message when the file cannot be
-  // opened.
+  // std::runtime_error with a one-line message when the file or its
+  // journal cannot be opened.
   void open(const std::string& path);
   // A new object in `id.slot`: its sequence numbers start again from 0.
   void object_added(record::ObjectId id);
   void append(const record::CallRecord& record);
-  // Writes what is buffered; safe enough from a signal handler.
-  void flush() noexcept;
+  // The end of the run: renders the journal into the trace file and
+  // removes it. Idempotent; safe enough from a signal handler.
+  void close() noexcept;
 
   std::uint64_t hash() const { return hash_.value(); }
   std::uint64_t records() const { return records_; }
@@ -45,8 +50,14 @@ class Trace {
   const std::vector<std::string>& captured() const { return captured_; }
 
  private:
-  int fd_ = -1;
-  encoding::TextBuffer pending_;    // JSON lines not yet written to the file
+  // A record could not be journaled (a full disk): said once, then the
+  // file is no longer written.
+  void journal_failed() noexcept;
+
+  int fd_ = -1;               // the trace file, written at close()
+  std::string journal_path_;  // where the records go meanwhile
+  MappedFile journal_;
+  journal::Writer writer_;
   encoding::TextBuffer line_;       // the record being captured (reused)
   std::vector<std::uint64_t> seq_;  // next sequence number, per slot
   encoding::Hash hash_;

@@ -1,0 +1,396 @@
+#include "journal.h"
+
+#include "mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+namespace verbfault::observers::journal {
+
+namespace {
+
+using record::Value;
+using Type = Value::Type;
+
+static_assert(std::endian::native == std::endian::little, "the journal is little-endian");
+
+std::uint8_t type_byte(const Value& value) {
+  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(value.type) |
+                                   (value.is_unsigned ? 0x80 : 0));
+}
+
+template <class T>
+char* put(char* at, T value) {
+  std::memcpy(at, &value, sizeof value);
+  return at + sizeof value;
+}
+
+// Bytes a value takes in a record entry.
+std::size_t value_size(const Value& value) {
+  switch (value.type) {
+    case Type::integer:
+      return 8;
+    case Type::boolean:
+      return 1;
+    case Type::text:
+      return 4 + value.size;
+    case Type::object:
+      return 5;
+    case Type::wrs:
+      return 4 + value.size * sizeof(record::WrSummary);
+    case Type::completions:
+      return 4 + value.size * (sizeof(ibv_wc) + 4);
+  }
+  return 0;
+}
+
+char* put_value(char* at, const Value& value) {
+  switch (value.type) {
+    case Type::integer:
+      return put(at, value.unsigned_integer);
+    case Type::boolean:
+      return put(at, static_cast<std::uint8_t>(value.boolean));
+    case Type::text:
+      at = put(at, value.size);
+      std::memcpy(at, value.text, value.size);
+      return at + value.size;
+    case Type::object:
+      at = put(at, static_cast<std::uint8_t>(value.object.kind));
+      return put(at, value.object.index);
+    case Type::wrs:
+      at = put(at, value.size);
+      std::memcpy(at, value.wrs, value.size * sizeof(record::WrSummary));
+      return at + value.size * sizeof(record::WrSummary);
+    case Type::completions: {
+      at = put(at, value.size);
+      const record::Completions c = value.as_completions();
+      for (std::size_t i = 0; i < c.count; ++i) {
+        at = put(at, c.wc[i]);
+        at = put(at, c.qps[i].ref.index);
+      }
+      return at;
+    }
+  }
+  return at;
+}
+
+std::uint64_t fingerprint_of(const record::CallRecord& record) {
+  std::uint64_t fingerprint = record.fields().size();
+  for (const record::Field& field : record.fields())
+    fingerprint = std::rotl(fingerprint, 11) ^ field.key.id() ^ type_byte(field.value) * 0x9e37u;
+  return fingerprint;
+}
+
+}  // namespace
+
+bool is_journal(std::string_view bytes) {
+  return bytes.substr(0, kMagic.size()) == kMagic;
+}
+
+template <class Out>
+bool Writer::start(Out& out) {
+  shapes_.clear();
+  table_.assign(256, 0);
+  char* at = out.reserve(kMagic.size());
+  if (at == nullptr) return false;
+  std::memcpy(at, kMagic.data(), kMagic.size());
+  out.commit(at + kMagic.size());
+  return true;
+}
+
+std::uint32_t Writer::find(std::uint64_t fingerprint, const record::CallRecord& record) const {
+  const auto fields = record.fields();
+  for (std::size_t i = fingerprint & (table_.size() - 1);; i = (i + 1) & (table_.size() - 1)) {
+    if (table_[i] == 0) return kFull;
+    const Shape& shape = shapes_[table_[i] - 1];
+    if (shape.fingerprint != fingerprint || shape.fields.size() != fields.size()) continue;
+    bool same = true;
+    for (std::size_t f = 0; f < fields.size() && same; ++f)
+      same = shape.fields[f] == FieldShape{fields[f].key.id(), type_byte(fields[f].value)};
+    if (same) return table_[i] - 1;
+  }
+}
+
+void Writer::remember(std::uint64_t fingerprint, std::uint32_t index) {
+  if (2 * (shapes_.size() + 1) > table_.size()) {
+    table_.assign(table_.size() * 2, 0);
+    for (std::uint32_t s = 0; s < index; ++s) remember(shapes_[s].fingerprint, s);
+  }
+  std::size_t i = fingerprint & (table_.size() - 1);
+  while (table_[i] != 0) i = (i + 1) & (table_.size() - 1);
+  table_[i] = index + 1;
+}
+
+template <class Out>
+std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
+  const std::uint64_t fingerprint = fingerprint_of(record);
+  if (const std::uint32_t known = find(fingerprint, record); known != kFull) return known;
+  // A new shape (rare: a few dozen in a run): defined before its first record.
+  std::size_t size = 1 + 4 + 1;
+  for (const record::Field& field : record.fields())
+    size += 8 + 1 + 1 + 2 + field.key.text().size();
+  char* at = out.reserve(size);
+  if (at == nullptr) return kFull;
+  const auto index = static_cast<std::uint32_t>(shapes_.size());
+  Shape shape{fingerprint, {}};
+  at = put(at, 'S');
+  at = put(at, index);
+  at = put(at, static_cast<std::uint8_t>(record.fields().size()));
+  for (const record::Field& field : record.fields()) {
+    const std::uint8_t type = type_byte(field.value);
+    const std::string_view key = field.key.text();
+    at = put(at, field.key.id());
+    at = put(at, static_cast<std::uint8_t>(type & 0x7f));
+    at = put(at, static_cast<std::uint8_t>(type >> 7));
+    at = put(at, static_cast<std::uint16_t>(key.size()));
+    std::memcpy(at, key.data(), key.size());
+    at += key.size();
+    shape.fields.push_back({field.key.id(), type});
+  }
+  out.commit(at);
+  shapes_.push_back(std::move(shape));
+  remember(fingerprint, index);
+  return index;
+}
+
+template <class Out>
+bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& out) {
+  const std::uint32_t shape = shape_of(record, out);
+  if (shape == kFull) return false;
+  std::size_t size = 1 + 4 + 1 + 4 + 8;
+  for (const record::Field& field : record.fields()) size += value_size(field.value);
+  char* at = out.reserve(size);
+  if (at == nullptr) return false;
+  const ObjectRef object = record.object().ref;
+  at = put(at, 'R');
+  at = put(at, shape);
+  at = put(at, static_cast<std::uint8_t>(object.kind));
+  at = put(at, object.index);
+  at = put(at, seq);
+  for (const record::Field& field : record.fields()) at = put_value(at, field.value);
+  out.commit(at);
+  return true;
+}
+
+template bool Writer::start(encoding::TextBuffer&);
+template bool Writer::start(MappedFile&);
+template bool Writer::append(const record::CallRecord&, std::uint64_t, encoding::TextBuffer&);
+template bool Writer::append(const record::CallRecord&, std::uint64_t, MappedFile&);
+
+// ---- reading -------------------------------------------------------------------------------
+
+namespace {
+
+// Reads values from the journal's bytes; `ok` turns false at the end.
+struct Reader {
+  const char* at;
+  const char* end;
+  bool ok = true;
+
+  template <class T>
+  T get() {
+    T value{};
+    if (static_cast<std::size_t>(end - at) < sizeof value) {
+      ok = false;
+      return value;
+    }
+    std::memcpy(&value, at, sizeof value);
+    at += sizeof value;
+    return value;
+  }
+  const char* bytes(std::size_t count) {
+    if (static_cast<std::size_t>(end - at) < count) {
+      ok = false;
+      return nullptr;
+    }
+    const char* start = at;
+    at += count;
+    return start;
+  }
+};
+
+struct StoredShape {
+  std::vector<record::Key> keys;
+  std::vector<std::uint8_t> types;
+};
+
+}  // namespace
+
+namespace {
+
+// Writes out what is rendered (out_fd < 0: keeps it in `out`).
+bool write_out(int out_fd, encoding::TextBuffer& out, std::string& error) {
+  if (out_fd < 0) return true;
+  for (const char* at = out.data(); at < out.data() + out.size();) {
+    const ssize_t n = ::write(out_fd, at, static_cast<std::size_t>(out.data() + out.size() - at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = std::string("cannot write the trace: ") + std::strerror(n < 0 ? errno : EIO);
+      return false;
+    }
+    at += n;
+  }
+  out.clear();
+  return true;
+}
+
+// Renders into `out`, written to `out_fd` every MiB when out_fd >= 0.
+long long render_to(std::string_view journal, encoding::TextBuffer& out, int out_fd,
+                    std::string& error) {
+  if (!is_journal(journal)) {
+    error = "not a verbfault trace journal (no VFJOURN1 magic)";
+    return -1;
+  }
+  Reader in{journal.data() + kMagic.size(), journal.data() + journal.size()};
+  std::vector<StoredShape> shapes;
+  // Aligned copies of the work requests and completions of the record
+  // being rendered (the journal's bytes are unaligned).
+  std::vector<std::vector<record::WrSummary>> wrs(record::CallRecord::kMaxFields);
+  std::vector<std::vector<ibv_wc>> wcs(record::CallRecord::kMaxFields);
+  std::vector<std::vector<record::ObjectId>> qps(record::CallRecord::kMaxFields);
+  long long records = 0;
+  while (in.at < in.end) {
+    const char tag = *in.at;
+    if (tag == 0) break;  // the unwritten rest of a killed process's mapping
+    ++in.at;
+    if (tag == 'S') {
+      const auto index = in.get<std::uint32_t>();
+      const auto count = in.get<std::uint8_t>();
+      StoredShape shape;
+      for (unsigned f = 0; f < count && in.ok; ++f) {
+        const auto id = in.get<std::uint64_t>();
+        const auto type = in.get<std::uint8_t>();
+        const auto is_unsigned = in.get<std::uint8_t>();
+        const auto length = in.get<std::uint16_t>();
+        const char* text = in.bytes(length);
+        if (!in.ok) break;
+        shape.keys.push_back(record::Key::stored(text, id));
+        shape.types.push_back(static_cast<std::uint8_t>(type | (is_unsigned ? 0x80 : 0)));
+      }
+      if (!in.ok) break;
+      if (index != shapes.size() || count > record::CallRecord::kMaxFields) {
+        error = "malformed journal: shape " + std::to_string(index) + " out of order";
+        return -1;
+      }
+      shapes.push_back(std::move(shape));
+      continue;
+    }
+    if (tag != 'R') {
+      error = "malformed journal: unknown entry tag " + std::to_string(static_cast<int>(tag));
+      return -1;
+    }
+    const auto shape_index = in.get<std::uint32_t>();
+    const auto kind = in.get<std::uint8_t>();
+    const auto object_index = in.get<std::uint32_t>();
+    const auto seq = in.get<std::uint64_t>();
+    if (!in.ok) break;
+    if (shape_index >= shapes.size()) {
+      error = "malformed journal: record of undefined shape " + std::to_string(shape_index);
+      return -1;
+    }
+    const StoredShape& shape = shapes[shape_index];
+    record::CallRecord rebuilt({0, {static_cast<ObjectKind>(kind), object_index}});
+    for (std::size_t f = 0; f < shape.keys.size() && in.ok; ++f) {
+      const auto type = static_cast<Type>(shape.types[f] & 0x7f);
+      const bool is_unsigned = (shape.types[f] & 0x80) != 0;
+      switch (type) {
+        case Type::integer: {
+          const auto bits = in.get<std::uint64_t>();
+          if (is_unsigned)
+            rebuilt.add(shape.keys[f], bits);
+          else
+            rebuilt.add(shape.keys[f], static_cast<std::int64_t>(bits));
+          break;
+        }
+        case Type::boolean:
+          rebuilt.add(shape.keys[f], in.get<std::uint8_t>() != 0);
+          break;
+        case Type::text: {
+          const auto length = in.get<std::uint32_t>();
+          const char* text = in.bytes(length);
+          if (in.ok) rebuilt.add(shape.keys[f], std::string_view(text, length));
+          break;
+        }
+        case Type::object: {
+          const auto object_kind = in.get<std::uint8_t>();
+          const auto index = in.get<std::uint32_t>();
+          rebuilt.add(shape.keys[f], ObjectRef{static_cast<ObjectKind>(object_kind), index});
+          break;
+        }
+        case Type::wrs: {
+          const auto count = in.get<std::uint32_t>();
+          const char* bytes = in.bytes(std::size_t{count} * sizeof(record::WrSummary));
+          if (!in.ok) break;
+          wrs[f].resize(count);
+          std::memcpy(wrs[f].data(), bytes, count * sizeof(record::WrSummary));
+          rebuilt.add(shape.keys[f], std::span<const record::WrSummary>(wrs[f]));
+          break;
+        }
+        case Type::completions: {
+          const auto count = in.get<std::uint32_t>();
+          wcs[f].resize(count);
+          qps[f].resize(count);
+          for (std::uint32_t i = 0; i < count && in.ok; ++i) {
+            wcs[f][i] = in.get<ibv_wc>();
+            const auto index = in.get<std::uint32_t>();
+            qps[f][i] = {index == record::kUnknownIndex ? record::kNoSlot : 0,
+                         {ObjectKind::qp, index}};
+          }
+          if (in.ok)
+            rebuilt.add(shape.keys[f], record::Completions{wcs[f].data(), qps[f].data(), count});
+          break;
+        }
+        default:
+          error = "malformed journal: unknown value type in shape " + std::to_string(shape_index);
+          return -1;
+      }
+    }
+    if (!in.ok) break;  // a record cut short: the process died writing it
+    encoding::render(rebuilt, seq, out);
+    ++records;
+    if (out.size() >= (std::size_t{1} << 20) && !write_out(out_fd, out, error)) return -1;
+  }
+  if (!write_out(out_fd, out, error)) return -1;
+  return records;
+}
+
+}  // namespace
+
+long long render(std::string_view journal, encoding::TextBuffer& out, std::string& error) {
+  return render_to(journal, out, -1, error);
+}
+
+long long render_file(const std::string& path, int out_fd, std::string& error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "'" + path + "': " + std::strerror(errno);
+    return -1;
+  }
+  struct stat status {};
+  if (fstat(fd, &status) != 0 || status.st_size < static_cast<off_t>(kMagic.size())) {
+    ::close(fd);
+    error = "'" + path + "': not a verbfault trace journal (too short)";
+    return -1;
+  }
+  const auto size = static_cast<std::size_t>(status.st_size);
+  void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapped == MAP_FAILED) {
+    error = "'" + path + "': cannot be mapped: " + std::strerror(errno);
+    return -1;
+  }
+  encoding::TextBuffer text;
+  const long long records =
+      render_to(std::string_view(static_cast<const char*>(mapped), size), text, out_fd, error);
+  munmap(mapped, size);
+  if (records < 0) error = "'" + path + "': " + error;
+  return records;
+}
+
+}  // namespace verbfault::observers::journal

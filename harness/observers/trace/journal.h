@@ -1,0 +1,81 @@
+// The trace journal: the records of a run in a compact binary form, written
+// while the program runs, rendered as JSON Lines when it ends (the trace
+// file) or, when it was killed first, by `verbfault run` or `verbfault
+// trace`. Copying a record's values costs a fraction of rendering them
+// (docs/architecture.md, "The trace"), and a journal in a shared mapping
+// survives the process: a SIGKILL loses nothing that was appended.
+//
+// Format (little-endian, no padding): the 8-byte magic "VFJOURN1", then
+// entries, each a tag byte:
+//   'S' a record shape: u32 index, u8 field count, per field u64 key id,
+//       u8 value type, u8 unsigned flag, u16 key length, the key's bytes;
+//   'R' a record: u32 shape index, u8 object kind, u32 object index,
+//       u64 sequence number, then each field's value by its shape's type:
+//       integer u64; boolean u8; text u32 length + bytes; object u8 kind +
+//       u32 index; work requests u32 count + record::WrSummary each;
+//       completions u32 count + (ibv_wc, u32 QP index) each.
+// A zero byte where a tag is expected ends the journal (the rest of the
+// mapping a killed process left).
+#pragma once
+
+#include "call_record.h"
+#include "trace_encoding.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace verbfault::observers::journal {
+
+inline constexpr std::string_view kMagic{"VFJOURN1", 8};
+
+bool is_journal(std::string_view bytes);
+
+// Appends records to a journal, defining each record shape (its keys and
+// value types, in order) once, the first time it is seen. `Out` is a byte
+// sink with reserve(n) -> char* (nullptr: full) and commit(end):
+// encoding::TextBuffer or MappedFile.
+class Writer {
+ public:
+  // The journal's first bytes (the magic); forgets the shapes defined.
+  template <class Out>
+  bool start(Out& out);
+  // False when `out` could not take the record (a full disk).
+  template <class Out>
+  bool append(const record::CallRecord& record, std::uint64_t seq, Out& out);
+
+ private:
+  struct FieldShape {
+    std::uint64_t key_id = 0;
+    std::uint8_t type = 0;  // Value::Type, and 0x80 when unsigned
+    bool operator==(const FieldShape&) const = default;
+  };
+  struct Shape {
+    std::uint64_t fingerprint = 0;
+    std::vector<FieldShape> fields;
+  };
+  static constexpr std::uint32_t kFull = UINT32_MAX;
+  // The record's shape index, defined in `out` first if new (kFull when
+  // `out` could not take the definition).
+  template <class Out>
+  std::uint32_t shape_of(const record::CallRecord& record, Out& out);
+  std::uint32_t find(std::uint64_t fingerprint, const record::CallRecord& record) const;
+  void remember(std::uint64_t fingerprint, std::uint32_t index);
+
+  std::vector<Shape> shapes_;
+  std::vector<std::uint32_t> table_;  // open addressing by fingerprint: shape index + 1, or 0
+};
+
+// Renders every record of `journal` as JSON Lines appended to `out` (the
+// same text the trace file has). Returns the number of records; a journal
+// that ends inside a record (killed mid-write) ends before it. Returns -1
+// and sets `error` (one line) when the bytes are not a journal or are
+// malformed.
+long long render(std::string_view journal, encoding::TextBuffer& out, std::string& error);
+
+// Renders the journal file at `path` into `out_fd` as JSON Lines. Returns
+// the number of records, or -1 with `error` set.
+long long render_file(const std::string& path, int out_fd, std::string& error);
+
+}  // namespace verbfault::observers::journal
