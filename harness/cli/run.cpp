@@ -1,12 +1,16 @@
 #include "run.h"
 
+#include "journal.h"
 #include "process.h"
 #include "replay.h"
 #include "verbfault/plan.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -53,6 +57,33 @@ std::optional<Difference> compare_traces(const std::string& a, const std::string
     if (!more_second) difference.second = "(end of trace)";
     if (!more_first || !more_second || difference.first != difference.second) return difference;
   }
+}
+
+// A program that ended before the end of its run (SIGKILL, or a crash its
+// own signal handler took) leaves its records in the journal beside its
+// trace (observers/trace/journal.h): rendered here into the trace.
+void recover_journal(const std::string& trace) {
+  const std::string journal = trace + ".journal";
+  std::error_code ignored;
+  if (!fs::exists(journal, ignored)) return;
+  const int fd = ::open(trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::fprintf(stderr, "verbfault: cannot write the trace '%s': %s (its journal '%s' is kept)\n",
+                 trace.c_str(), std::strerror(errno), journal.c_str());
+    return;
+  }
+  std::string error;
+  const long long records = observers::journal::render_file(journal, fd, error);
+  ::close(fd);
+  if (records < 0) {
+    std::fprintf(stderr, "verbfault: %s (the journal is kept)\n", error.c_str());
+    return;
+  }
+  fs::remove(journal, ignored);
+  std::fprintf(stderr,
+               "verbfault: the program ended before writing its trace: %lld record%s recovered "
+               "from its journal into %s\n",
+               records, records == 1 ? "" : "s", trace.c_str());
 }
 
 }  // namespace
@@ -120,7 +151,9 @@ int run(const RunOptions& options) {
 
   if (!options.check_determinism) {
     if (options.trace) environment["VERBFAULT_TRACE"] = *options.trace;
-    return judge(run_program(options.command, environment));
+    const int status = run_program(options.command, environment);
+    if (options.trace) recover_journal(*options.trace);
+    return judge(status);
   }
 
   // Twice, with the same seed and plan: the traces must be identical.
@@ -134,7 +167,9 @@ int run(const RunOptions& options) {
   for (int i = 0; i < 2; ++i) {
     environment["VERBFAULT_TRACE"] = traces[i];
     std::fprintf(stderr, "verbfault: determinism check: run %d of 2\n", i + 1);
-    status[i] = judge(run_program(options.command, environment));
+    const int exit_status = run_program(options.command, environment);
+    recover_journal(traces[i]);
+    status[i] = judge(exit_status);
   }
   const auto difference = compare_traces(traces[0], traces[1]);
   int result = status[0];

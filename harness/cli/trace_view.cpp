@@ -1,11 +1,13 @@
 #include "trace_view.h"
 
+#include "journal.h"
 #include "process.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 namespace verbfault::cli {
 
@@ -53,10 +55,23 @@ int print_trace(const TraceViewOptions& options) {
                  options.kind->c_str());
     return kExitUsage;
   }
-  std::ifstream in(options.file);
-  if (!in) {
+  std::ifstream file(options.file, std::ios::binary);
+  if (!file) {
     std::fprintf(stderr, "verbfault: trace '%s': cannot open for reading\n", options.file.c_str());
     return kExitUsage;
+  }
+  // A journal (a program killed before it wrote its trace) is rendered
+  // first; anything else is read as JSON Lines.
+  std::stringstream in;
+  in << file.rdbuf();
+  if (observers::journal::is_journal(in.view())) {
+    observers::encoding::TextBuffer text;
+    std::string error;
+    if (observers::journal::render(in.view(), text, error) < 0) {
+      std::fprintf(stderr, "verbfault: trace '%s': %s\n", options.file.c_str(), error.c_str());
+      return kExitUsage;
+    }
+    in.str(std::string(text.view()));
   }
   std::size_t number = 0;
   for (std::string text; std::getline(in, text);) {

@@ -1,11 +1,14 @@
-// A program that makes a few verbs calls and then dies of SIGABRT: the
-// trace written so far must survive (test_verbfault_run.cpp).
+// A program that makes a few verbs calls and then dies of SIGABRT (or of
+// SIGKILL, with the argument "kill", which no handler can take): the trace
+// written so far must survive (test_verbfault_run.cpp).
 #include <infiniband/verbs.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
-int main() {
+int main(int argc, char** argv) {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr || n == 0) return 2;
@@ -13,5 +16,6 @@ int main() {
   if (context == nullptr) return 2;
   if (ibv_alloc_pd(context) == nullptr) return 2;
   std::fflush(stdout);
+  if (argc > 1 && std::strcmp(argv[1], "kill") == 0) std::raise(SIGKILL);
   std::abort();
 }

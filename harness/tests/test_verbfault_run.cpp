@@ -265,6 +265,37 @@ TEST(VerbfaultRun, TheTraceSurvivesAFatalSignal) {
   std::remove(trace.c_str());
 }
 
+// SIGKILL runs no handler: the records are in the journal beside the
+// trace, which `verbfault run` renders when the program is gone.
+TEST(VerbfaultRun, TheTraceSurvivesSigkill) {
+  const std::string trace = scratch("killed.jsonl");
+  ProcessResult r = run_shell(
+      verbfault_run("--seed 6 --trace " + trace, std::string(ABORT_AFTER_VERBS) + " kill"));
+  EXPECT_EQ(r.status, 128 + SIGKILL) << r.output;
+  EXPECT_TRUE(contains(r.output, "records recovered from its journal")) << r.output;
+  const std::string records = read_file(trace);
+  EXPECT_TRUE(contains(records, "\"call\":\"open_device\"")) << records;
+  EXPECT_TRUE(contains(records, "\"call\":\"alloc_pd\"")) << records;
+  EXPECT_FALSE(std::ifstream(trace + ".journal").good()) << "the journal is removed once rendered";
+  std::remove(trace.c_str());
+}
+
+// Outside `verbfault run` the journal of a killed program stays, and
+// `verbfault trace` reads it as it reads a trace.
+TEST(VerbfaultRun, TheTraceCommandReadsTheJournalOfAKilledProgram) {
+  const std::string trace = scratch("killed-alone.jsonl");
+  ProcessResult killed =
+      run_shell("VERBFAULT_SEED=6 VERBFAULT_TRACE=" + trace + " LD_PRELOAD=" + VERBFAULT_LIBRARY +
+                " " + ABORT_AFTER_VERBS + " kill");
+  EXPECT_EQ(killed.status, 128 + SIGKILL) << killed.output;
+  ProcessResult view = run_shell(std::string(VERBFAULT_CLI) + " trace " + trace + ".journal");
+  EXPECT_EQ(view.status, 0) << view.output;
+  EXPECT_TRUE(contains(view.output, "open_device")) << view.output;
+  EXPECT_TRUE(contains(view.output, "alloc_pd")) << view.output;
+  std::remove(trace.c_str());
+  std::remove((trace + ".journal").c_str());
+}
+
 TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {
   ProcessResult r = run_shell(
       verbfault_run("--seed 4 --fault 'partial_poll p=0.5' --check-determinism", SAMPLE_RC));
