@@ -31,21 +31,36 @@ char* put(char* at, T value) {
   return at + sizeof value;
 }
 
-// Bytes a value takes in a record entry.
+// Most numbers of a trace are small (indexes, sequence numbers, counts,
+// return values): one byte each.
+constexpr std::size_t kMaxVarint = 10;
+char* put_var(char* at, std::uint64_t value) {
+  while (value >= 0x80) {
+    *at++ = static_cast<char>(value | 0x80);
+    value >>= 7;
+  }
+  *at++ = static_cast<char>(value);
+  return at;
+}
+std::uint64_t zigzag(std::int64_t value) {
+  return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
+}
+
+// The most bytes a value takes in a record entry.
 std::size_t value_size(const Value& value) {
   switch (value.type) {
     case Type::integer:
-      return 8;
+      return kMaxVarint;
     case Type::boolean:
       return 1;
     case Type::text:
-      return 4 + value.size;
+      return kMaxVarint + value.size;
     case Type::object:
-      return 5;
+      return 1 + kMaxVarint;
     case Type::wrs:
-      return 4 + value.size * sizeof(record::WrSummary);
+      return kMaxVarint + value.size * sizeof(record::WrSummary);
     case Type::completions:
-      return 4 + value.size * (sizeof(ibv_wc) + 4);
+      return kMaxVarint + value.size * (sizeof(ibv_wc) + kMaxVarint);
   }
   return 0;
 }
@@ -53,26 +68,26 @@ std::size_t value_size(const Value& value) {
 char* put_value(char* at, const Value& value) {
   switch (value.type) {
     case Type::integer:
-      return put(at, value.unsigned_integer);
+      return put_var(at, value.is_unsigned ? value.unsigned_integer : zigzag(value.integer));
     case Type::boolean:
       return put(at, static_cast<std::uint8_t>(value.boolean));
     case Type::text:
-      at = put(at, value.size);
+      at = put_var(at, value.size);
       std::memcpy(at, value.text, value.size);
       return at + value.size;
     case Type::object:
       at = put(at, static_cast<std::uint8_t>(value.object.kind));
-      return put(at, value.object.index);
+      return put_var(at, value.object.index);
     case Type::wrs:
-      at = put(at, value.size);
+      at = put_var(at, value.size);
       std::memcpy(at, value.wrs, value.size * sizeof(record::WrSummary));
       return at + value.size * sizeof(record::WrSummary);
     case Type::completions: {
-      at = put(at, value.size);
+      at = put_var(at, value.size);
       const record::Completions c = value.as_completions();
       for (std::size_t i = 0; i < c.count; ++i) {
         at = put(at, c.wc[i]);
-        at = put(at, c.qps[i].ref.index);
+        at = put_var(at, c.qps[i].ref.index);
       }
       return at;
     }
@@ -132,7 +147,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   const std::uint64_t fingerprint = fingerprint_of(record);
   if (const std::uint32_t known = find(fingerprint, record); known != kFull) return known;
   // A new shape (rare: a few dozen in a run): defined before its first record.
-  std::size_t size = 1 + 4 + 1;
+  std::size_t size = 1 + kMaxVarint + 1;
   for (const record::Field& field : record.fields())
     size += 8 + 1 + 1 + 2 + field.key.text().size();
   char* at = out.reserve(size);
@@ -140,7 +155,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   const auto index = static_cast<std::uint32_t>(shapes_.size());
   Shape shape{fingerprint, {}};
   at = put(at, 'S');
-  at = put(at, index);
+  at = put_var(at, index);
   at = put(at, static_cast<std::uint8_t>(record.fields().size()));
   for (const record::Field& field : record.fields()) {
     const std::uint8_t type = type_byte(field.value);
@@ -163,16 +178,16 @@ template <class Out>
 bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& out) {
   const std::uint32_t shape = shape_of(record, out);
   if (shape == kFull) return false;
-  std::size_t size = 1 + 4 + 1 + 4 + 8;
+  std::size_t size = 1 + kMaxVarint + 1 + kMaxVarint + kMaxVarint;
   for (const record::Field& field : record.fields()) size += value_size(field.value);
   char* at = out.reserve(size);
   if (at == nullptr) return false;
   const ObjectRef object = record.object().ref;
   at = put(at, 'R');
-  at = put(at, shape);
+  at = put_var(at, shape);
   at = put(at, static_cast<std::uint8_t>(object.kind));
-  at = put(at, object.index);
-  at = put(at, seq);
+  at = put_var(at, object.index);
+  at = put_var(at, seq);
   for (const record::Field& field : record.fields()) at = put_value(at, field.value);
   out.commit(at);
   return true;
@@ -203,6 +218,17 @@ struct Reader {
     std::memcpy(&value, at, sizeof value);
     at += sizeof value;
     return value;
+  }
+  std::uint64_t var() {
+    std::uint64_t value = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+      if (at >= end) break;
+      const auto byte = static_cast<std::uint8_t>(*at++);
+      value |= std::uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) return value;
+    }
+    ok = false;
+    return 0;
   }
   const char* bytes(std::size_t count) {
     if (static_cast<std::size_t>(end - at) < count) {
@@ -260,7 +286,7 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
     if (tag == 0) break;  // the unwritten rest of a killed process's mapping
     ++in.at;
     if (tag == 'S') {
-      const auto index = in.get<std::uint32_t>();
+      const auto index = in.var();
       const auto count = in.get<std::uint8_t>();
       StoredShape shape;
       for (unsigned f = 0; f < count && in.ok; ++f) {
@@ -285,10 +311,10 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
       error = "malformed journal: unknown entry tag " + std::to_string(static_cast<int>(tag));
       return -1;
     }
-    const auto shape_index = in.get<std::uint32_t>();
+    const auto shape_index = in.var();
     const auto kind = in.get<std::uint8_t>();
-    const auto object_index = in.get<std::uint32_t>();
-    const auto seq = in.get<std::uint64_t>();
+    const auto object_index = static_cast<std::uint32_t>(in.var());
+    const auto seq = in.var();
     if (!in.ok) break;
     if (shape_index >= shapes.size()) {
       error = "malformed journal: record of undefined shape " + std::to_string(shape_index);
@@ -301,31 +327,36 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
       const bool is_unsigned = (shape.types[f] & 0x80) != 0;
       switch (type) {
         case Type::integer: {
-          const auto bits = in.get<std::uint64_t>();
+          const auto bits = in.var();
           if (is_unsigned)
             rebuilt.add(shape.keys[f], bits);
-          else
-            rebuilt.add(shape.keys[f], static_cast<std::int64_t>(bits));
+          else  // zigzag
+            rebuilt.add(shape.keys[f], static_cast<std::int64_t>(bits >> 1) ^
+                                           -static_cast<std::int64_t>(bits & 1));
           break;
         }
         case Type::boolean:
           rebuilt.add(shape.keys[f], in.get<std::uint8_t>() != 0);
           break;
         case Type::text: {
-          const auto length = in.get<std::uint32_t>();
+          const auto length = in.var();
           const char* text = in.bytes(length);
           if (in.ok) rebuilt.add(shape.keys[f], std::string_view(text, length));
           break;
         }
         case Type::object: {
           const auto object_kind = in.get<std::uint8_t>();
-          const auto index = in.get<std::uint32_t>();
+          const auto index = static_cast<std::uint32_t>(in.var());
           rebuilt.add(shape.keys[f], ObjectRef{static_cast<ObjectKind>(object_kind), index});
           break;
         }
         case Type::wrs: {
-          const auto count = in.get<std::uint32_t>();
-          const char* bytes = in.bytes(std::size_t{count} * sizeof(record::WrSummary));
+          const auto count = in.var();
+          if (count > static_cast<std::size_t>(in.end - in.at) / sizeof(record::WrSummary)) {
+            in.ok = false;
+            break;
+          }
+          const char* bytes = in.bytes(count * sizeof(record::WrSummary));
           if (!in.ok) break;
           wrs[f].resize(count);
           std::memcpy(wrs[f].data(), bytes, count * sizeof(record::WrSummary));
@@ -333,12 +364,16 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
           break;
         }
         case Type::completions: {
-          const auto count = in.get<std::uint32_t>();
+          const auto count = in.var();
+          if (count > static_cast<std::size_t>(in.end - in.at) / sizeof(ibv_wc)) {
+            in.ok = false;
+            break;
+          }
           wcs[f].resize(count);
           qps[f].resize(count);
           for (std::uint32_t i = 0; i < count && in.ok; ++i) {
             wcs[f][i] = in.get<ibv_wc>();
-            const auto index = in.get<std::uint32_t>();
+            const auto index = static_cast<std::uint32_t>(in.var());
             qps[f][i] = {index == record::kUnknownIndex ? record::kNoSlot : 0,
                          {ObjectKind::qp, index}};
           }

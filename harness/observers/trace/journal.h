@@ -5,15 +5,18 @@
 // (docs/architecture.md, "The trace"), and a journal in a shared mapping
 // survives the process: a SIGKILL loses nothing that was appended.
 //
-// Format (little-endian, no padding): the 8-byte magic "VFJOURN1", then
+// Format (little-endian, no padding; "var" is an unsigned LEB128 varint,
+// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN2", then
 // entries, each a tag byte:
-//   'S' a record shape: u32 index, u8 field count, per field u64 key id,
+//   'S' a record shape: var index, u8 field count, per field u64 key id,
 //       u8 value type, u8 unsigned flag, u16 key length, the key's bytes;
-//   'R' a record: u32 shape index, u8 object kind, u32 object index,
-//       u64 sequence number, then each field's value by its shape's type:
-//       integer u64; boolean u8; text u32 length + bytes; object u8 kind +
-//       u32 index; work requests u32 count + record::WrSummary each;
-//       completions u32 count + (ibv_wc, u32 QP index) each.
+//   'R' a record: var shape index, u8 object kind, var object index,
+//       var sequence number, then each field's value by its shape's type:
+//       unsigned integer var, signed zig; boolean u8; text var length +
+//       bytes; object u8 kind + var index; work requests var count +
+//       record::WrSummary each; completions var count + (ibv_wc, var QP
+//       index) each.
+// An empty poll's record takes about 16 bytes (its JSON line about 60).
 // A zero byte where a tag is expected ends the journal (the rest of the
 // mapping a killed process left).
 #pragma once
@@ -28,7 +31,7 @@
 
 namespace verbfault::observers::journal {
 
-inline constexpr std::string_view kMagic{"VFJOURN1", 8};
+inline constexpr std::string_view kMagic{"VFJOURN2", 8};
 
 bool is_journal(std::string_view bytes);
 
