@@ -6,6 +6,7 @@
 #include "conditions.h"
 #include "replay.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -69,6 +70,8 @@ State::State() {
                  static_cast<unsigned long long>(config.seed),
                  static_cast<unsigned long long>(config.seed));
   std::atexit(at_exit);
+  // A forked child must not write over the parent's trace journal.
+  pthread_atfork(nullptr, nullptr, [] { State::get().trace.forget_file_in_child(); });
   for (int signal : kFatalSignals) {
     struct sigaction current {};
     // An application's own handler stays in charge.

@@ -55,6 +55,14 @@ bool MappedFile::grow(std::size_t bytes) {
   return true;
 }
 
+void MappedFile::abandon() noexcept {
+  if (base_ != nullptr) munmap(base_, capacity_);
+  if (fd_ >= 0) ::close(fd_);
+  base_ = nullptr;
+  fd_ = -1;
+  capacity_ = size_ = 0;
+}
+
 void MappedFile::close() noexcept {
   if (base_ != nullptr) munmap(base_, capacity_);
   if (fd_ >= 0) {

@@ -36,6 +36,8 @@ class MappedFile {
   // Cuts the file to what was committed and unmaps it; safe to call twice
   // and from a signal handler (munmap and ftruncate are).
   void close() noexcept;
+  // Unmaps and closes without cutting the file (it is another process's).
+  void abandon() noexcept;
 
  private:
   bool grow(std::size_t bytes);

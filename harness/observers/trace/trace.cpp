@@ -71,6 +71,13 @@ void Trace::stop_capture() {
   capturing_ = false;
 }
 
+void Trace::forget_file_in_child() noexcept {
+  journal_.abandon();
+  journal_path_.clear();
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 void Trace::close() noexcept {
   if (fd_ < 0) return;
   const bool journaled = !journal_path_.empty();

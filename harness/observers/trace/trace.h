@@ -40,6 +40,10 @@ class Trace {
   // The end of the run: renders the journal into the trace file and
   // removes it. Idempotent; safe enough from a signal handler.
   void close() noexcept;
+  // In the child of a fork: the journal and the file are the parent's (a
+  // shared mapping the child would write over), so the child lets go of
+  // them without writing; its records are hashed only.
+  void forget_file_in_child() noexcept;
 
   std::uint64_t hash() const { return hash_.value(); }
   std::uint64_t records() const { return records_; }
