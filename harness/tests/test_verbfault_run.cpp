@@ -296,6 +296,23 @@ TEST(VerbfaultRun, TheTraceCommandReadsTheJournalOfAKilledProgram) {
   std::remove((trace + ".journal").c_str());
 }
 
+// A forked child shares the parent's trace journal (a shared mapping): it
+// lets go of it, so the parent's trace stays whole and holds its own
+// records only (the child's 100 alloc_pd are not in it).
+TEST(VerbfaultRun, AForkedChildLeavesTheParentsTraceWhole) {
+  const std::string trace = scratch("forked.jsonl");
+  ProcessResult r = run_shell(verbfault_run("--seed 2 --trace " + trace, FORK_AFTER_VERBS));
+  EXPECT_EQ(r.status, 0) << r.output;
+  std::istringstream records(read_file(trace));
+  int lines = 0, allocs = 0;
+  for (std::string line; std::getline(records, line); ++lines)
+    if (line.find("\"call\":\"alloc_pd\"") != std::string::npos) ++allocs;
+  EXPECT_EQ(allocs, 4) << read_file(trace);
+  EXPECT_EQ(lines, 1 + 1 + 3 * 2 + 1 + 1) << "open, alloc, 3 x (alloc, dealloc), dealloc, close\n"
+                                          << read_file(trace);
+  std::remove(trace.c_str());
+}
+
 TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {
   ProcessResult r = run_shell(
       verbfault_run("--seed 4 --fault 'partial_poll p=0.5' --check-determinism", SAMPLE_RC));
