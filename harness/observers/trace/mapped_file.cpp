@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -11,7 +12,9 @@
 namespace verbfault::observers {
 
 namespace {
-// Growth step: a few growths a second at the fastest call rates.
+// The first size, and the largest growth step (a few growths a second at
+// the fastest call rates).
+constexpr std::size_t kFirst = std::size_t{1} << 20;
 constexpr std::size_t kChunk = std::size_t{64} << 20;
 #ifdef MADV_POPULATE_WRITE
 constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
@@ -37,8 +40,9 @@ void MappedFile::open(const std::string& path) {
 
 bool MappedFile::grow(std::size_t bytes) {
   if (fd_ < 0) return errno = EBADF, false;
-  std::size_t capacity = capacity_ == 0 ? kChunk : capacity_;
-  while (capacity - size_ < bytes) capacity += kChunk;
+  // Small first (most runs are short), then doubling up to kChunk a step.
+  std::size_t capacity = capacity_ == 0 ? kFirst : capacity_;
+  while (capacity - size_ < bytes || capacity == capacity_) capacity += std::min(capacity, kChunk);
   // Blocks reserved now: a full disk fails here, not in a later store.
   if (const int error = posix_fallocate(fd_, 0, static_cast<off_t>(capacity)))
     return errno = error, false;
