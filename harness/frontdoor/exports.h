@@ -1,36 +1,17 @@
-// Shared pieces of the exported ibv_* front door: each export asks the
-// interposer what to do around the call and reaches the provider through
-// the provider layer's routing (harness/provider/verbs.h).
+// Shared pieces of the exported ibv_* front door: each export forwards to
+// the interposer's function for its verb (interposer/calls.h), or to its
+// event hooks (interposer.h).
 #pragma once
 
+#include "calls.h"
 #include "interposer.h"
-#include "verbs.h"
 
 #include <infiniband/verbs.h>
 
-#include <cerrno>
-
-namespace verbfault::frontdoor {
-
-// A create call's result through the interposer: a new object is named and
-// traced, a failure traced against its parent.
-template <class Handle>
-Handle* created(Handle* handle, ObjectKind kind, const void* parent, std::string_view call,
-                interposer::Fields args = {}) {
-  const int error = errno;
-  if (handle != nullptr)
-    interposer::created(kind, handle, parent, call, args);
-  else
-    interposer::create_failed(parent, call, args, error);
-  errno = error;
-  return handle;
-}
-
-// A call the fault engine made fail before it reached the provider.
-template <class Handle>
-Handle* fail_create(int error) {
-  errno = error;
-  return nullptr;
-}
-
-}  // namespace verbfault::frontdoor
+// verbs.h puts macros in front of some exported functions (over inline
+// functions or versioned names); the exports define the functions of
+// those names, as libibverbs does.
+#undef ibv_get_device_list
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova

@@ -1,5 +1,5 @@
-// Exported device-level calls: the device list, open/close, queries.
-// Simulated devices are listed after the real ones (provider/devices.cpp).
+// Exported device-level calls (the device list, open/close, queries): each
+// forwards to the interposer (interposer/calls.h).
 #include "exports.h"
 
 using namespace verbfault;
@@ -11,91 +11,82 @@ int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned i
                        int* type);
 
 ibv_device** ibv_get_device_list(int* num_devices) {
-  return provider::get_device_list(num_devices);
+  return interposer::calls::get_device_list(num_devices);
 }
 
 void ibv_free_device_list(ibv_device** list) {
-  provider::free_device_list(list);
+  interposer::calls::free_device_list(list);
 }
 
 const char* ibv_get_device_name(ibv_device* device) {
-  return provider::get_device_name(device);
+  return interposer::calls::get_device_name(device);
 }
 
 __be64 ibv_get_device_guid(ibv_device* device) {
-  return provider::get_device_guid(device);
+  return interposer::calls::get_device_guid(device);
 }
 
 int ibv_get_device_index(ibv_device* device) {
-  return provider::get_device_index(device);
+  return interposer::calls::get_device_index(device);
 }
 
 ibv_context* ibv_open_device(ibv_device* device) {
-  ibv_context* context = provider::open_device(device);
-  // Every context the front door hands out is wrapped, simulated or real.
-  if (context != nullptr) interposer::opened(context, device->name);
-  return context;
+  return interposer::calls::open_device(device);
 }
 
 int ibv_close_device(ibv_context* context) {
-  interposer::unwrap_fd(context);
-  int result = provider::close_device(context);
-  interposer::closing(context, result);
-  return result;
+  return interposer::calls::close_device(context);
 }
 
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
-  return provider::read_sysfs_file(dir, file, buf, size);
+  return interposer::calls::read_sysfs_file(dir, file, buf, size);
 }
 
 int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
-  return provider::query_device(context, attr);
+  return interposer::calls::query_device(context, attr);
 }
 
 int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr) {
-  int result = provider::query_port(context, port, attr);
-  if (result == 0 && !provider::simulated(context))
-    interposer::adjust_port_attr(context, port, reinterpret_cast<ibv_port_attr*>(attr));
-  return result;
+  return interposer::calls::query_port(context, port, attr);
 }
 
 int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
-  return provider::query_gid(context, port, index, gid);
+  return interposer::calls::query_gid(context, port, index, gid);
 }
 
 int _ibv_query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
                       uint32_t flags, size_t entry_size) {
-  return provider::query_gid_ex(context, port, index, entry, flags, entry_size);
+  return interposer::calls::query_gid_ex(context, port, index, entry, flags, entry_size);
 }
 
 ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
                              uint32_t flags, size_t entry_size) {
-  return provider::query_gid_table(context, entries, max_entries, flags, entry_size);
+  return interposer::calls::query_gid_table(context, entries, max_entries, flags, entry_size);
 }
 
 int ibv_query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
-  return provider::query_gid_type(context, port, index, type);
+  return interposer::calls::query_gid_type(context, port, index, type);
 }
 
 int ibv_query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
-  return provider::query_pkey(context, port, index, pkey);
+  return interposer::calls::query_pkey(context, port, index, pkey);
 }
 
 int ibv_get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
-  return provider::get_pkey_index(context, port, pkey);
+  return interposer::calls::get_pkey_index(context, port, pkey);
 }
 
 int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
                                 uint16_t* vid) {
-  return provider::resolve_eth_l2_from_gid(context, attr, eth_mac, vid);
+  return interposer::calls::resolve_eth_l2_from_gid(context, attr, eth_mac, vid);
 }
 
 ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {
-  return provider::import_pd(context, pd_handle);
+  return interposer::calls::import_pd(context, pd_handle);
 }
 
 ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
-  return provider::import_dm(context, dm_handle);
+  return interposer::calls::import_dm(context, dm_handle);
 }
 
 }  // extern "C"

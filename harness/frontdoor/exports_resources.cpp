@@ -1,233 +1,153 @@
-// Exported calls that create, change and destroy verbs objects: the
-// interposer before and after, the provider layer's routing in between.
+// Exported calls that create, change and destroy verbs objects: each
+// forwards to the interposer (interposer/calls.h).
 #include "exports.h"
 
 using namespace verbfault;
-using frontdoor::created;
-using frontdoor::fail_create;
 
 extern "C" {
 
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
-  if (int error = interposer::before_call(Verb::alloc_pd, context))
-    return fail_create<ibv_pd>(error);
-  return created(provider::alloc_pd(context), ObjectKind::pd, context, "alloc_pd");
+  return interposer::calls::alloc_pd(context);
 }
 
 int ibv_dealloc_pd(ibv_pd* pd) {
-  int result = provider::dealloc_pd(pd);
-  interposer::destroyed(pd, "dealloc_pd", result);
-  return result;
+  return interposer::calls::dealloc_pd(pd);
 }
 
-// libibverbs' own registration calls come back here while it runs
-// (provider::RealCall): they go straight through, one application call is
-// one traced call.
 ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-  if (provider::RealCall::inside()) return provider::reg_mr(pd, addr, length, access);
-  if (int error = interposer::before_call(Verb::reg_mr, pd)) return fail_create<ibv_mr>(error);
-  return created(provider::reg_mr(pd, addr, length, access), ObjectKind::mr, pd, "reg_mr",
-                 {{"length", length}, {"access", access}});
+  return interposer::calls::reg_mr(pd, addr, length, access);
 }
 
 ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
-  if (provider::RealCall::inside()) return provider::reg_mr_iova(pd, addr, length, iova, access);
-  if (int error = interposer::before_call(Verb::reg_mr, pd)) return fail_create<ibv_mr>(error);
-  return created(provider::reg_mr_iova(pd, addr, length, iova, access), ObjectKind::mr, pd,
-                 "reg_mr", {{"length", length}, {"access", access}});
+  return interposer::calls::reg_mr_iova(pd, addr, length, iova, access);
 }
 
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                          unsigned int access) {
-  if (provider::RealCall::inside()) return provider::reg_mr_iova2(pd, addr, length, iova, access);
-  if (int error = interposer::before_call(Verb::reg_mr, pd)) return fail_create<ibv_mr>(error);
-  return created(provider::reg_mr_iova2(pd, addr, length, iova, access), ObjectKind::mr, pd,
-                 "reg_mr", {{"length", length}, {"access", access}});
+  return interposer::calls::reg_mr_iova2(pd, addr, length, iova, access);
 }
 
 ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
                           int access) {
-  return provider::reg_dmabuf_mr(pd, offset, length, iova, fd, access);
+  return interposer::calls::reg_dmabuf_mr(pd, offset, length, iova, fd, access);
 }
 
 int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
-  return provider::rereg_mr(mr, flags, pd, addr, length, access);
+  return interposer::calls::rereg_mr(mr, flags, pd, addr, length, access);
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
-  int result = provider::dereg_mr(mr);
-  interposer::destroyed(mr, "dereg_mr", result);
-  return result;
+  return interposer::calls::dereg_mr(mr);
 }
 
 ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
-  return provider::import_mr(pd, mr_handle);
+  return interposer::calls::import_mr(pd, mr_handle);
 }
 
 void ibv_unimport_mr(ibv_mr* mr) {
-  provider::unimport_mr(mr);
+  interposer::calls::unimport_mr(mr);
 }
 
 void ibv_unimport_pd(ibv_pd* pd) {
-  provider::unimport_pd(pd);
+  interposer::calls::unimport_pd(pd);
 }
 
 void ibv_unimport_dm(ibv_dm* dm) {
-  provider::unimport_dm(dm);
+  interposer::calls::unimport_dm(dm);
 }
 
 ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
-  if (int error = interposer::before_call(Verb::create_ah, pd)) return fail_create<ibv_ah>(error);
-  return created(provider::create_ah(pd, attr), ObjectKind::ah, pd, "create_ah");
+  return interposer::calls::create_ah(pd, attr);
 }
 
 int ibv_destroy_ah(ibv_ah* ah) {
-  int result = provider::destroy_ah(ah);
-  interposer::destroyed(ah, "destroy_ah", result);
-  return result;
+  return interposer::calls::destroy_ah(ah);
 }
 
 int ibv_init_ah_from_wc(ibv_context* context, uint8_t port, ibv_wc* wc, ibv_grh* grh,
                         ibv_ah_attr* attr) {
-  return provider::init_ah_from_wc(context, port, wc, grh, attr);
+  return interposer::calls::init_ah_from_wc(context, port, wc, grh, attr);
 }
 
 ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port) {
-  if (int error = interposer::before_call(Verb::create_ah, pd)) return fail_create<ibv_ah>(error);
-  return created(provider::create_ah_from_wc(pd, wc, grh, port), ObjectKind::ah, pd,
-                 "create_ah_from_wc");
+  return interposer::calls::create_ah_from_wc(pd, wc, grh, port);
 }
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
-  if (int error = interposer::before_call(Verb::create_comp_channel, context))
-    return fail_create<ibv_comp_channel>(error);
-  return created(provider::create_comp_channel(context), ObjectKind::channel, context,
-                 "create_comp_channel");
+  return interposer::calls::create_comp_channel(context);
 }
 
 int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
-  interposer::unwrap_fd(channel);
-  int result = provider::destroy_comp_channel(channel);
-  interposer::destroyed(channel, "destroy_comp_channel", result);
-  return result;
+  return interposer::calls::destroy_comp_channel(channel);
 }
 
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                       int comp_vector) {
-  if (int error = interposer::before_call(Verb::create_cq, context))
-    return fail_create<ibv_cq>(error);
-  ibv_cq* cq = nullptr;
-  {
-    interposer::FdLoan channel_fd(channel);
-    interposer::FdLoan async_fd(context);
-    cq = provider::create_cq(context, cqe, cq_context, channel, comp_vector);
-  }
-  return created(cq, ObjectKind::cq, context, "create_cq",
-                 {{"cqe", cqe}, {"channel", channel != nullptr}});
+  return interposer::calls::create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
-  if (int error = interposer::before_call(Verb::resize_cq, cq)) return error;
-  int result = provider::resize_cq(cq, cqe);
-  interposer::traced(cq, "resize_cq", {{"cqe", cqe}, {"ret", result}});
-  return result;
+  return interposer::calls::resize_cq(cq, cqe);
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
-  interposer::destroying(cq);
-  int result = provider::destroy_cq(cq);
-  interposer::destroyed(cq, "destroy_cq", result);
-  return result;
+  return interposer::calls::destroy_cq(cq);
 }
 
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
-  if (int error = interposer::before_call(Verb::create_srq, pd)) return fail_create<ibv_srq>(error);
-  ibv_srq* srq = nullptr;
-  {
-    interposer::FdLoan async_fd(pd->context);
-    srq = provider::create_srq(pd, attr);
-  }
-  return created(srq, ObjectKind::srq, pd, "create_srq", {{"max_wr", attr->attr.max_wr}});
+  return interposer::calls::create_srq(pd, attr);
 }
 
 int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
-  if (int error = interposer::before_call(Verb::modify_srq, srq)) return error;
-  int result = provider::modify_srq(srq, attr, mask);
-  interposer::traced(srq, "modify_srq", {{"mask", mask}, {"ret", result}});
-  return result;
+  return interposer::calls::modify_srq(srq, attr, mask);
 }
 
 int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
-  return provider::query_srq(srq, attr);
+  return interposer::calls::query_srq(srq, attr);
 }
 
 int ibv_destroy_srq(ibv_srq* srq) {
-  interposer::destroying(srq);
-  int result = provider::destroy_srq(srq);
-  interposer::destroyed(srq, "destroy_srq", result);
-  return result;
+  return interposer::calls::destroy_srq(srq);
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (int error = interposer::before_call(Verb::create_qp, pd)) return fail_create<ibv_qp>(error);
-  ibv_qp* qp = nullptr;
-  {
-    interposer::FdLoan async_fd(pd->context);  // the QP's async event file (a real provider)
-    qp = provider::create_qp(pd, attr);
-  }
-  return created(qp, ObjectKind::qp, pd, "create_qp",
-                 {{"qp_type", attr->qp_type},
-                  {"max_send_wr", attr->cap.max_send_wr},
-                  {"max_recv_wr", attr->cap.max_recv_wr},
-                  {"sq_sig_all", attr->sq_sig_all},
-                  {"srq", attr->srq != nullptr}});
+  return interposer::calls::create_qp(pd, attr);
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
-  if (int error = interposer::before_call(Verb::modify_qp, qp)) return error;
-  int result = provider::modify_qp(qp, attr, mask);
-  if (mask & IBV_QP_STATE)
-    interposer::traced(qp, "modify_qp",
-                       {{"mask", mask}, {"state", attr->qp_state}, {"ret", result}});
-  else
-    interposer::traced(qp, "modify_qp", {{"mask", mask}, {"ret", result}});
-  if (result == 0) interposer::qp_modified(qp, *attr, mask);
-  return result;
+  return interposer::calls::modify_qp(qp, attr, mask);
 }
 
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
-  return provider::query_qp(qp, attr, mask, init);
+  return interposer::calls::query_qp(qp, attr, mask, init);
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
-  interposer::destroying(qp);
-  int result = provider::destroy_qp(qp);
-  interposer::destroyed(qp, "destroy_qp", result);
-  return result;
+  return interposer::calls::destroy_qp(qp);
 }
 
 ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
-  return provider::qp_to_qp_ex(qp);
+  return interposer::calls::qp_to_qp_ex(qp);
 }
 
 int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) {
-  return provider::query_qp_data_in_order(qp, op, flags);
+  return interposer::calls::query_qp_data_in_order(qp, op, flags);
 }
 
 int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) {
-  return provider::query_ece(qp, ece);
+  return interposer::calls::query_ece(qp, ece);
 }
 
 int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
-  return provider::set_ece(qp, ece);
+  return interposer::calls::set_ece(qp, ece);
 }
 
 int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
-  return provider::attach_mcast(qp, gid, lid);
+  return interposer::calls::attach_mcast(qp, gid, lid);
 }
 
 int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
-  return provider::detach_mcast(qp, gid, lid);
+  return interposer::calls::detach_mcast(qp, gid, lid);
 }
 
 }  // extern "C"
