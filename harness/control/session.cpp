@@ -21,12 +21,14 @@ Session::~Session() {
 std::vector<std::string> Session::trace() const {
   auto& state = interposer::State::get();
   std::lock_guard lock(state.mutex);
+  state.trace.flush_idle();
   return state.trace.captured();
 }
 
 std::uint64_t Session::trace_hash() const {
   auto& state = interposer::State::get();
   std::lock_guard lock(state.mutex);
+  state.trace.flush_idle();
   return state.trace.hash();
 }
 

@@ -314,7 +314,10 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
                                               count + polled, to_error);
   completions.count = static_cast<std::size_t>(visible);
   state.checkers.polled(state, *tracked, num_entries, completions);
-  record_poll(state, *tracked, num_entries, visible, completions);
+  if (visible == 0)
+    state.trace.empty_poll(tracked->id(), num_entries);  // a spin loop: counted, one record
+  else
+    record_poll(state, *tracked, num_entries, visible, completions);
   if (to_error.empty()) return visible;
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);

@@ -60,7 +60,7 @@ std::size_t value_size(const Value& value) {
     case Type::wrs:
       return kMaxVarint + value.size * sizeof(record::WrSummary);
     case Type::completions:
-      return kMaxVarint + value.size * (sizeof(ibv_wc) + kMaxVarint);
+      return kMaxVarint + value.size * (1 + 8 * kMaxVarint);
   }
   return 0;
 }
@@ -86,7 +86,17 @@ char* put_value(char* at, const Value& value) {
       at = put_var(at, value.size);
       const record::Completions c = value.as_completions();
       for (std::size_t i = 0; i < c.count; ++i) {
-        at = put(at, c.wc[i]);
+        // The fields a trace record shows of a completion (trace_encoding.cpp),
+        // not the whole ibv_wc.
+        const ibv_wc& wc = c.wc[i];
+        at = put(at, static_cast<std::uint8_t>(wc.status));
+        at = put_var(at, wc.wr_id);
+        at = put_var(at, static_cast<std::uint32_t>(wc.opcode));
+        at = put_var(at, wc.byte_len);
+        at = put_var(at, static_cast<std::uint32_t>(wc.wc_flags));
+        at = put_var(at, wc.vendor_err);
+        at = put_var(at, wc.imm_data);
+        at = put_var(at, wc.qp_num);
         at = put_var(at, c.qps[i].ref.index);
       }
       return at;
@@ -365,14 +375,23 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
         }
         case Type::completions: {
           const auto count = in.var();
-          if (count > static_cast<std::size_t>(in.end - in.at) / sizeof(ibv_wc)) {
+          if (count > static_cast<std::size_t>(in.end - in.at) / 9) {  // 9 bytes at least each
             in.ok = false;
             break;
           }
           wcs[f].resize(count);
           qps[f].resize(count);
           for (std::uint32_t i = 0; i < count && in.ok; ++i) {
-            wcs[f][i] = in.get<ibv_wc>();
+            ibv_wc& wc = wcs[f][i];
+            wc = {};
+            wc.status = static_cast<ibv_wc_status>(in.get<std::uint8_t>());
+            wc.wr_id = in.var();
+            wc.opcode = static_cast<ibv_wc_opcode>(in.var());
+            wc.byte_len = static_cast<std::uint32_t>(in.var());
+            wc.wc_flags = static_cast<unsigned int>(in.var());
+            wc.vendor_err = static_cast<std::uint32_t>(in.var());
+            wc.imm_data = static_cast<__be32>(in.var());
+            wc.qp_num = static_cast<std::uint32_t>(in.var());
             const auto index = static_cast<std::uint32_t>(in.var());
             qps[f][i] = {index == record::kUnknownIndex ? record::kNoSlot : 0,
                          {ObjectKind::qp, index}};

@@ -35,11 +35,26 @@ void Trace::open(const std::string& path) {
 }
 
 void Trace::object_added(record::ObjectId id) {
+  if (idle_.times != 0 && idle_.cq.slot == id.slot) flush_idle();  // the slot's old object
   if (id.slot >= seq_.size()) seq_.resize(std::max<std::size_t>(id.slot + 1, 2 * seq_.size()));
   seq_[id.slot] = 0;
 }
 
 void Trace::append(const record::CallRecord& record) {
+  flush_idle();
+  write(record);
+}
+
+void Trace::flush_idle() {
+  if (idle_.times == 0) return;
+  record::CallRecord polls(idle_.cq);
+  polls.add("call", "poll_cq").add("max", idle_.max).add("ret", 0);
+  if (idle_.times > 1) polls.add("times", idle_.times);
+  idle_.times = 0;
+  write(polls);
+}
+
+void Trace::write(const record::CallRecord& record) {
   const std::uint32_t slot = record.object().slot;
   const std::uint64_t seq = slot < seq_.size() ? seq_[slot]++ : 0;
   ++records_;
@@ -61,6 +76,7 @@ void Trace::journal_failed() noexcept {
 }
 
 void Trace::start_capture() {
+  flush_idle();  // the environment's run's, before the session's
   capturing_ = true;
   captured_.clear();
   hash_ = {};
@@ -68,6 +84,7 @@ void Trace::start_capture() {
 }
 
 void Trace::stop_capture() {
+  flush_idle();  // the session's, before the environment's run's
   capturing_ = false;
 }
 
@@ -79,6 +96,11 @@ void Trace::forget_file_in_child() noexcept {
 }
 
 void Trace::close() noexcept {
+  try {
+    flush_idle();
+  } catch (...) {
+    // Out of memory while dying (a Session's list): the file still gets what it has.
+  }
   if (fd_ < 0) return;
   const bool journaled = !journal_path_.empty();
   journal_.close();

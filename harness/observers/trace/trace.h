@@ -37,6 +37,23 @@ class Trace {
   // A new object in `id.slot`: its sequence numbers start again from 0.
   void object_added(record::ObjectId id);
   void append(const record::CallRecord& record);
+  // An empty poll of `cq` for up to `max` completions that returned 0.
+  // Consecutive ones of the same CQ and max are one record, written when
+  // any other record comes (or the run ends): {"call":"poll_cq","max":M,
+  // "ret":0,"times":N}, without "times" when N is 1 (the record a single
+  // empty poll always had). A program spinning on a CQ then costs a counter,
+  // not a record per poll.
+  void empty_poll(record::ObjectId cq, int max) {
+    if (idle_.times != 0 && idle_.cq.slot == cq.slot && idle_.cq.ref == cq.ref && idle_.max == max)
+        [[likely]] {
+      ++idle_.times;
+      return;
+    }
+    flush_idle();
+    idle_ = {cq, max, 1};
+  }
+  // Writes the pending empty polls as their record (Session, end of run).
+  void flush_idle();
   // The end of the run: renders the journal into the trace file and
   // removes it. Idempotent; safe enough from a signal handler.
   void close() noexcept;
@@ -45,8 +62,12 @@ class Trace {
   // them without writing; its records are hashed only.
   void forget_file_in_child() noexcept;
 
+  // Over the records written so far (flush_idle() first to count pending
+  // empty polls).
   std::uint64_t hash() const { return hash_.value(); }
-  std::uint64_t records() const { return records_; }
+  // Records so far, the pending empty polls' one included: the position
+  // of the next record.
+  std::uint64_t records() const { return records_ + (idle_.times != 0 ? 1 : 0); }
   // Keeps the records in memory as JSON lines from now on (and restarts
   // the hash), for a Session; stop_capture() goes back to the file only.
   void start_capture();
@@ -57,6 +78,14 @@ class Trace {
   // A record could not be journaled (a full disk): said once, then the
   // file is no longer written.
   void journal_failed() noexcept;
+  void write(const record::CallRecord& record);
+
+  // Empty polls not yet written (times 0: none).
+  struct Idle {
+    record::ObjectId cq;
+    int max = 0;
+    std::uint64_t times = 0;
+  } idle_;
 
   int fd_ = -1;               // the trace file, written at close()
   std::string journal_path_;  // where the records go meanwhile
