@@ -58,7 +58,7 @@ std::size_t value_size(const Value& value) {
     case Type::object:
       return 1 + kMaxVarint;
     case Type::wrs:
-      return kMaxVarint + value.size * sizeof(record::WrSummary);
+      return kMaxVarint + value.size * (2 + 3 * kMaxVarint);
     case Type::completions:
       return kMaxVarint + value.size * (1 + 8 * kMaxVarint);
   }
@@ -80,8 +80,14 @@ char* put_value(char* at, const Value& value) {
       return put_var(at, value.object.index);
     case Type::wrs:
       at = put_var(at, value.size);
-      std::memcpy(at, value.wrs, value.size * sizeof(record::WrSummary));
-      return at + value.size * sizeof(record::WrSummary);
+      for (const record::WrSummary& wr : value.as_wrs()) {
+        at = put(at, static_cast<std::uint8_t>((wr.has_flags ? 1 : 0) | (wr.has_length ? 2 : 0)));
+        at = put(at, wr.opcode);
+        at = put_var(at, wr.wr_id);
+        at = put_var(at, wr.length);
+        at = put_var(at, wr.flags);
+      }
+      return at;
     case Type::completions: {
       at = put_var(at, value.size);
       const record::Completions c = value.as_completions();
@@ -362,14 +368,22 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
         }
         case Type::wrs: {
           const auto count = in.var();
-          if (count > static_cast<std::size_t>(in.end - in.at) / sizeof(record::WrSummary)) {
+          if (count > static_cast<std::size_t>(in.end - in.at) / 5) {  // 5 bytes at least each
             in.ok = false;
             break;
           }
-          const char* bytes = in.bytes(count * sizeof(record::WrSummary));
-          if (!in.ok) break;
           wrs[f].resize(count);
-          std::memcpy(wrs[f].data(), bytes, count * sizeof(record::WrSummary));
+          for (std::size_t i = 0; i < count && in.ok; ++i) {
+            record::WrSummary& wr = wrs[f][i];
+            const auto bits = in.get<std::uint8_t>();
+            wr.opcode = in.get<std::uint8_t>();
+            wr.wr_id = in.var();
+            wr.length = in.var();
+            wr.flags = static_cast<std::uint32_t>(in.var());
+            wr.has_flags = (bits & 1) != 0;
+            wr.has_length = (bits & 2) != 0;
+          }
+          if (!in.ok) break;
           rebuilt.add(shape.keys[f], std::span<const record::WrSummary>(wrs[f]));
           break;
         }

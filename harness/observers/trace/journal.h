@@ -6,15 +6,16 @@
 // survives the process: a SIGKILL loses nothing that was appended.
 //
 // Format (little-endian, no padding; "var" is an unsigned LEB128 varint,
-// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN3", then
+// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN4", then
 // entries, each a tag byte:
 //   'S' a record shape: var index, u8 field count, per field u64 key id,
 //       u8 value type, u8 unsigned flag, u16 key length, the key's bytes;
 //   'R' a record: var shape index, u8 object kind, var object index,
 //       var sequence number, then each field's value by its shape's type:
 //       unsigned integer var, signed zig; boolean u8; text var length +
-//       bytes; object u8 kind + var index; work requests var count +
-//       record::WrSummary each; completions var count + per completion
+//       bytes; object u8 kind + var index; work requests var count + per
+//       WR u8 flags-present/length-present bits, u8 opcode, var wr_id,
+//       length, send_flags; completions var count + per completion
 //       u8 status, var wr_id, opcode, byte_len, wc_flags, vendor_err,
 //       imm_data, qp_num and QP index (what a trace record shows of it).
 // An empty poll's record takes about 16 bytes (its JSON line about 60).
@@ -32,7 +33,7 @@
 
 namespace verbfault::observers::journal {
 
-inline constexpr std::string_view kMagic{"VFJOURN3", 8};
+inline constexpr std::string_view kMagic{"VFJOURN4", 8};
 
 bool is_journal(std::string_view bytes);
 
