@@ -307,12 +307,17 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
     return count > 0 ? count : polled;
   }
   // Each completion's QP, looked up once: for the engine, the checks and
-  // the record.
-  record::Completions completions = state.completions(wc, static_cast<std::size_t>(count + polled));
+  // the record. An empty poll (a spin loop's usual one) has nothing to
+  // look up or rewrite.
+  record::Completions completions{};
   std::vector<ibv_qp*> to_error;
-  const int visible = engine::apply_to_polled(state.engine, *tracked, wc, completions.qps, count,
-                                              count + polled, to_error);
-  completions.count = static_cast<std::size_t>(visible);
+  int visible = 0;
+  if (count + polled > 0) {
+    completions = state.completions(wc, static_cast<std::size_t>(count + polled));
+    visible = engine::apply_to_polled(state.engine, *tracked, wc, completions.qps, count,
+                                      count + polled, to_error);
+    completions.count = static_cast<std::size_t>(visible);
+  }
   state.checkers.polled(state, *tracked, num_entries, completions);
   if (visible == 0)
     state.trace.empty_poll(tracked->id(), num_entries);  // a spin loop: counted, one record
