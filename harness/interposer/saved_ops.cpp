@@ -5,18 +5,12 @@
 
 namespace verbfault::interposer {
 
-namespace {
-
-constexpr std::size_t kSlots = 256;
-
-struct Slot {
-  std::atomic<const ibv_context*> context{nullptr};
-  FastPathOps ops{};
-};
-
+namespace saved {
 Slot slots[kSlots];
+}  // namespace saved
 
-}  // namespace
+using saved::Slot;
+using saved::slots;
 
 bool save_ops(ibv_context* context) {
   // Claim a free slot, fill it, then publish the context.
@@ -41,12 +35,6 @@ bool save_ops(ibv_context* context) {
     return true;
   }
   return false;
-}
-
-const FastPathOps* saved_ops(const ibv_context* context) {
-  for (Slot& slot : slots)
-    if (slot.context.load(std::memory_order_acquire) == context) return &slot.ops;
-  return nullptr;
 }
 
 void forget_ops(const ibv_context* context) {
