@@ -37,7 +37,10 @@ void opened(ibv_context* context, const char* device_name) {
                  device_name);
     return;
   }
-  install_trampolines(context);
+  // Without a configuration the context keeps the provider's own fast
+  // paths (nothing between the application and the provider); a Session
+  // that switches the harness on installs the trampolines then.
+  if (g_active) install_trampolines(context);
 }
 
 void closing(ibv_context* context, int result) {

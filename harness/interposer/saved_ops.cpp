@@ -14,10 +14,9 @@ using saved::slots;
 
 bool save_ops(ibv_context* context) {
   // Claim a free slot, fill it, then publish the context.
-  static const auto* const claimed = reinterpret_cast<const ibv_context*>(alignof(ibv_context));
   for (Slot& slot : slots) {
     const ibv_context* expected = nullptr;
-    if (!slot.context.compare_exchange_strong(expected, claimed, std::memory_order_acquire))
+    if (!slot.context.compare_exchange_strong(expected, saved::kClaimed, std::memory_order_acquire))
       continue;
     const ibv_context_ops& ops = context->ops;
     verbs_context* with_query_port = verbs_get_ctx_op(context, query_port);

@@ -40,6 +40,13 @@ struct Slot {
   FastPathOps ops{};
 };
 extern Slot slots[kSlots];
+// A slot's context while save_ops fills it: not a context.
+inline const ibv_context* const kClaimed =
+    reinterpret_cast<const ibv_context*>(alignof(ibv_context));
+// Whether `context` (a slot's) is a published context.
+inline bool published(const ibv_context* context) {
+  return context != nullptr && context != kClaimed;
+}
 }  // namespace saved
 
 // The saved ops of a wrapped context (never null for one). Inline: every

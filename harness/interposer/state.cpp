@@ -5,6 +5,7 @@
 
 #include "conditions.h"
 #include "replay.h"
+#include "trampolines.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -88,6 +89,7 @@ void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedo
   trace.start_capture();
   checkers.restart();
   g_active = true;
+  install_all_trampolines();  // contexts opened while the harness was off
 }
 
 void State::end_session() {

@@ -407,6 +407,15 @@ int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t a
 
 }  // namespace
 
+void install_all_trampolines() {
+  // Each op is one aligned pointer store: a thread polling meanwhile calls
+  // the provider's op or the trampoline, either of them whole.
+  for (saved::Slot& slot : saved::slots)
+    if (const ibv_context* context = slot.context.load(std::memory_order_acquire);
+        saved::published(context))
+      install_trampolines(const_cast<ibv_context*>(context));
+}
+
 void install_trampolines(ibv_context* context) {
   if (verbs_context* vctx = verbs_get_ctx_op(context, query_port)) vctx->query_port = query_port;
   if (verbs_context* vctx = verbs_get_ctx_op(context, create_cq_ex))

@@ -7,5 +7,7 @@
 namespace verbfault::interposer {
 
 void install_trampolines(ibv_context* context);
+// Into every context opened so far (a Session switching the harness on).
+void install_all_trampolines();
 
 }  // namespace verbfault::interposer

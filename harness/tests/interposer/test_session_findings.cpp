@@ -60,5 +60,24 @@ TEST_F(SessionFindings, EachMistakeIsReportedOncePerObject) {
   EXPECT_EQ(checks_of(*session_), std::vector<std::string>{"ack.cq_events_overacked"});
 }
 
+// Without a configuration a context keeps the provider's own fast paths;
+// a Session opened later installs the trampolines into it, so the fast-path
+// faults reach a device opened before the session too.
+class LateSession : public FaultPair {};
+
+TEST_F(LateSession, FastPathFaultsReachADeviceOpenedBeforeTheSession) {
+  SimDevice::SetUp();  // no session yet: the device is opened with the harness off
+  ASSERT_FALSE(HasFatalFailure());
+  build_pair(nullptr, &tag_a_, &tag_b_);
+  ASSERT_FALSE(HasFatalFailure());
+  ibv_wc wc[2];
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 2, wc), 0);
+  session_ =
+      std::make_unique<Session>(parse_rules("verb_failure(poll_cq,EAGAIN) nth=1", "test"), 1);
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 2, wc), -EAGAIN) << "the trampoline decides this poll";
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 2, wc), 0);
+  EXPECT_EQ(session_->fired()[0], 1u);
+}
+
 }  // namespace
 }  // namespace verbfault::testing
