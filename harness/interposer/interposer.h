@@ -1,11 +1,15 @@
 // The interposer: every context the front door hands out, simulated or
-// real, is wrapped the same way. Exported calls report to the hooks below;
-// the fast-path ops of the context (poll_cq, post_send, post_recv,
-// req_notify_cq, post_srq_recv) are replaced by trampolines that run the
-// hooks and then the provider's saved op. Hooks = fault decision + trace.
+// real, is wrapped the same way. The exported calls run through calls.h,
+// which calls the hooks below around the provider layer's call; the
+// fast-path ops of the context (poll_cq, post_send, post_recv,
+// req_notify_cq, post_srq_recv) are replaced by trampolines
+// (trampolines.cpp) once the harness is on. A hook builds the call's
+// record, asks the engine (engine/runtime) for its faults and hands the
+// record to the observers (the trace, the checks).
 //
 // Without a seed, plan or trace (Config::active false) the hooks return at
-// once and the provider's behaviour is untouched.
+// once, no trampoline is installed, and the provider's behaviour is
+// untouched.
 #pragma once
 
 #include "call_record.h"
