@@ -71,8 +71,8 @@ char* put_value(char* at, const Value& value) {
       return put_var(at, value.is_unsigned ? value.unsigned_integer : zigzag(value.integer));
     case Type::boolean:
       return put(at, static_cast<std::uint8_t>(value.boolean));
-    case Type::text:
-      at = put_var(at, value.size);
+    case Type::text:  // (Writer::append writes texts: they may repeat)
+      at = put_var(at, value.size + 1);
       std::memcpy(at, value.text, value.size);
       return at + value.size;
     case Type::object:
@@ -169,7 +169,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   char* at = out.reserve(size);
   if (at == nullptr) return kFull;
   const auto index = static_cast<std::uint32_t>(shapes_.size());
-  Shape shape{fingerprint, {}};
+  Shape shape{fingerprint, {}, {}};
   at = put(at, 'S');
   at = put_var(at, index);
   at = put(at, static_cast<std::uint8_t>(record.fields().size()));
@@ -185,6 +185,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
     shape.fields.push_back({field.key.id(), type});
   }
   out.commit(at);
+  shape.last.resize(shape.fields.size());
   shapes_.push_back(std::move(shape));
   remember(fingerprint, index);
   return index;
@@ -204,7 +205,25 @@ bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& ou
   at = put(at, static_cast<std::uint8_t>(object.kind));
   at = put_var(at, object.index);
   at = put_var(at, seq);
-  for (const record::Field& field : record.fields()) at = put_value(at, field.value);
+  Shape& defined = shapes_[shape];
+  const auto fields = record.fields();
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const Value& value = fields[f].value;
+    if (value.type != Type::text || value.size > kShortText) {
+      at = put_value(at, value);
+      continue;
+    }
+    // Compared by content: a caller's buffer may hold another text at the
+    // same address next time.
+    LastText& last = defined.last[f];
+    if (last.size == value.size && std::memcmp(last.bytes, value.text, value.size) == 0) {
+      at = put(at, std::uint8_t{0});
+      continue;
+    }
+    last.size = static_cast<std::uint8_t>(value.size);
+    std::memcpy(last.bytes, value.text, value.size);
+    at = put_value(at, value);
+  }
   out.commit(at);
   return true;
 }
@@ -260,6 +279,7 @@ struct Reader {
 struct StoredShape {
   std::vector<record::Key> keys;
   std::vector<std::uint8_t> types;
+  std::vector<std::string> last;  // per field: the last text (Writer::LastText)
 };
 
 }  // namespace
@@ -320,6 +340,7 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
         error = "malformed journal: shape " + std::to_string(index) + " out of order";
         return -1;
       }
+      shape.last.resize(shape.keys.size());
       shapes.push_back(std::move(shape));
       continue;
     }
@@ -355,9 +376,17 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
           rebuilt.add(shape.keys[f], in.get<std::uint8_t>() != 0);
           break;
         case Type::text: {
-          const auto length = in.var();
-          const char* text = in.bytes(length);
-          if (in.ok) rebuilt.add(shape.keys[f], std::string_view(text, length));
+          const auto coded = in.var();
+          std::string& last = shapes[shape_index].last[f];
+          if (coded == 0) {  // the same as this field's last text
+            rebuilt.add(shape.keys[f], std::string_view(last));
+            break;
+          }
+          const char* text = in.bytes(coded - 1);
+          if (!in.ok) break;
+          const std::string_view value(text, coded - 1);
+          if (value.size() <= Writer::kShortText) last.assign(value);
+          rebuilt.add(shape.keys[f], value);
           break;
         }
         case Type::object: {

@@ -6,14 +6,15 @@
 // survives the process: a SIGKILL loses nothing that was appended.
 //
 // Format (little-endian, no padding; "var" is an unsigned LEB128 varint,
-// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN4", then
+// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN5", then
 // entries, each a tag byte:
 //   'S' a record shape: var index, u8 field count, per field u64 key id,
 //       u8 value type, u8 unsigned flag, u16 key length, the key's bytes;
 //   'R' a record: var shape index, u8 object kind, var object index,
 //       var sequence number, then each field's value by its shape's type:
-//       unsigned integer var, signed zig; boolean u8; text var length +
-//       bytes; object u8 kind + var index; work requests var count + per
+//       unsigned integer var, signed zig; boolean u8; text var (length +
+//       1) + bytes, or var 0: the same text as this field's in the shape's
+//       previous record; object u8 kind + var index; work requests var count + per
 //       WR u8 flags-present/length-present bits, u8 opcode, var wr_id,
 //       length, send_flags; completions var count + per completion
 //       u8 status, var wr_id, opcode, byte_len, wc_flags, vendor_err,
@@ -33,7 +34,7 @@
 
 namespace verbfault::observers::journal {
 
-inline constexpr std::string_view kMagic{"VFJOURN4", 8};
+inline constexpr std::string_view kMagic{"VFJOURN5", 8};
 
 bool is_journal(std::string_view bytes);
 
@@ -43,6 +44,9 @@ bool is_journal(std::string_view bytes);
 // encoding::TextBuffer or MappedFile.
 class Writer {
  public:
+  // Texts up to this long are remembered per field (LastText).
+  static constexpr std::size_t kShortText = 31;
+
   // The journal's first bytes (the magic); forgets the shapes defined.
   template <class Out>
   bool start(Out& out);
@@ -56,9 +60,17 @@ class Writer {
     std::uint8_t type = 0;  // Value::Type, and 0x80 when unsigned
     bool operator==(const FieldShape&) const = default;
   };
+  // The last short text written in one field of a shape: a text equal to
+  // it is written as "the same" (one byte); the call's name of every
+  // record of a shape is.
+  struct LastText {
+    std::uint8_t size = 0xff;  // 0xff: none yet
+    char bytes[kShortText];
+  };
   struct Shape {
     std::uint64_t fingerprint = 0;
     std::vector<FieldShape> fields;
+    std::vector<LastText> last;  // per field
   };
   static constexpr std::uint32_t kFull = UINT32_MAX;
   // The record's shape index, defined in `out` first if new (kFull when

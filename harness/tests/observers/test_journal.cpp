@@ -1,0 +1,135 @@
+// The trace journal renders exactly what the trace would have rendered
+// from the records themselves: every value type, repeated and changing
+// texts (a caller's buffer reused with other contents), shapes that come
+// back, a journal cut short (a killed process), and malformed bytes.
+#include "journal.h"
+#include "trace_encoding.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace verbfault::observers {
+namespace {
+
+using record::CallRecord;
+
+struct Pair {
+  encoding::TextBuffer journal;
+  encoding::TextBuffer expected;
+  journal::Writer writer;
+  Pair() { EXPECT_TRUE(writer.start(journal)); }
+  void add(const CallRecord& record, std::uint64_t seq) {
+    ASSERT_TRUE(writer.append(record, seq, journal));
+    encoding::render(record, seq, expected);
+  }
+  std::string rendered(long long* records = nullptr) {
+    encoding::TextBuffer out;
+    std::string error;
+    const long long n = journal::render(journal.view(), out, error);
+    EXPECT_GE(n, 0) << error;
+    if (records != nullptr) *records = n;
+    return std::string(out.view());
+  }
+};
+
+TEST(Journal, RendersWhatTheRecordsRenderForEveryValueType) {
+  Pair pair;
+  const ObjectRef qp{ObjectKind::qp, 1};
+  std::vector<record::WrSummary> wrs(2);
+  wrs[0].wr_id = 7;
+  wrs[0].length = 64;
+  wrs[0].flags = IBV_SEND_SIGNALED;
+  wrs[0].opcode = 0;
+  wrs[0].has_flags = true;
+  wrs[1].wr_id = ~0ull;
+  wrs[1].has_length = false;
+  ibv_wc wc[2]{};
+  wc[0].wr_id = 9;
+  wc[0].status = IBV_WC_SUCCESS;
+  wc[0].opcode = IBV_WC_RECV;
+  wc[0].byte_len = 64;
+  wc[0].wc_flags = IBV_WC_WITH_IMM;
+  wc[0].imm_data = 0xdeadbeef;
+  wc[0].qp_num = 0x11;
+  std::memset(&wc[1], 0xa5, sizeof wc[1]);
+  wc[1].status = IBV_WC_WR_FLUSH_ERR;
+  wc[1].qp_num = 0x99;
+  const record::ObjectId qps[2] = {{0, qp},
+                                   {record::kNoSlot, {ObjectKind::qp, record::kUnknownIndex}}};
+  pair.add(CallRecord({0, qp})
+               .add("call", "post_send")
+               .add("wrs", std::span<const record::WrSummary>(wrs))
+               .add("ret", -12)
+               .add("big", ~0ull)
+               .add("flag", true)
+               .add("parent", ObjectRef{ObjectKind::pd, 0}),
+           0);
+  pair.add(CallRecord({1, {ObjectKind::cq, 0}})
+               .add("call", "poll_cq")
+               .add("max", 16)
+               .add("ret", 2)
+               .add("wc", record::Completions{wc, qps, 2}),
+           123456789);
+  long long records = 0;
+  EXPECT_EQ(pair.rendered(&records), std::string(pair.expected.view()));
+  EXPECT_EQ(records, 2);
+}
+
+TEST(Journal, ATextInAReusedBufferIsWrittenAgainWhenItChanges) {
+  Pair pair;
+  char buffer[16];
+  const char* texts[] = {"EAGAIN", "EAGAIN", "ENOMEM",
+                         "ENOMEM", "EAGAIN", "a longer text than thirty-one bytes"};
+  std::uint64_t seq = 0;
+  for (const char* text : texts) {
+    std::string long_text;
+    std::string_view value;
+    if (std::strlen(text) < sizeof buffer) {
+      std::strcpy(buffer, text);  // the same address every time
+      value = buffer;
+    } else {
+      long_text = text;
+      value = long_text;
+    }
+    pair.add(CallRecord({0, {ObjectKind::qp, 0}}).add("call", "post_send").add("errno", value),
+             seq++);
+  }
+  EXPECT_EQ(pair.rendered(), std::string(pair.expected.view()));
+}
+
+TEST(Journal, AJournalCutShortRendersTheWholeRecordsBeforeTheCut) {
+  Pair pair;
+  for (std::uint64_t seq = 0; seq < 3; ++seq)
+    pair.add(
+        CallRecord({0, {ObjectKind::cq, 0}}).add("call", "poll_cq").add("max", 4).add("ret", 0),
+        seq);
+  const std::string whole(pair.journal.view());
+  encoding::TextBuffer out;
+  std::string error;
+  // Cut inside the last record: two records come back, no error.
+  EXPECT_EQ(journal::render(std::string_view(whole).substr(0, whole.size() - 1), out, error), 2)
+      << error;
+  // A zero byte where a tag is due (the unwritten rest of a mapping) ends it.
+  std::string padded = whole + std::string(64, '\0');
+  out.clear();
+  EXPECT_EQ(journal::render(padded, out, error), 3) << error;
+  EXPECT_EQ(std::string(out.view()), std::string(pair.expected.view()));
+}
+
+TEST(Journal, BytesThatAreNotAJournalAreAnErrorOfOneLine) {
+  encoding::TextBuffer out;
+  std::string error;
+  EXPECT_EQ(journal::render("{\"obj\":\"qp#0\"}\n", out, error), -1);
+  EXPECT_NE(error.find("not a verbfault trace journal"), std::string::npos) << error;
+  std::string bad(journal::kMagic);
+  bad += "X";
+  EXPECT_EQ(journal::render(bad, out, error), -1);
+  EXPECT_NE(error.find("unknown entry tag"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace verbfault::observers
