@@ -76,7 +76,8 @@ void FaultEngine::configure(Plan plan, std::uint64_t seed) {
     const Rule& rule = plan_.rules[i];
     site_kinds_[static_cast<std::size_t>(site_of(rule))] |= kind_bit(rule.kind);
     by_site_[static_cast<std::size_t>(site_of(rule))].push_back(
-        {i, kind_bit(rule.kind), matches_all(rule), rule.selector.object.has_value()});
+        {i, kind_bit(rule.kind), matches_all(rule), rule.selector.object.has_value(),
+         rule.trigger.kind == Trigger::Kind::nth && !rule.count, rule.trigger.n});
   }
   named_counters_.assign(plan_.rules.size(), Counter{});
   fired_total_.assign(plan_.rules.size(), 0);
@@ -181,6 +182,8 @@ std::optional<Decision> FaultEngine::decide(const Opportunity& at,
     Counter& count = counter(entry, *at.object);
     const std::uint64_t opportunity = ++count.opportunities;
     if (decision) continue;  // an earlier rule already fires here
+    if (entry.nth_only && opportunity != entry.nth) [[likely]]
+      continue;  // engine::fires would say the same
     // Counted per selected object: per the object the selector names, or
     // else per the object of the opportunity (each QP, CQ... on its own).
     const ObjectRef counted = entry.named ? *rule.selector.object : at.object->ref;

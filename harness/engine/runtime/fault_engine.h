@@ -147,6 +147,10 @@ class FaultEngine {
     std::uint32_t kind_bit = 0;  // 1 << its FaultKind
     bool plain = false;          // matches every opportunity of its site
     bool named = false;          // its selector names the object it counts on
+    // An nth trigger without a count, checked here without reading the
+    // Rule (the usual rule that cannot fire at this opportunity).
+    bool nth_only = false;
+    std::uint64_t nth = 0;
   };
 
   bool matches(const Rule& rule, const Opportunity& opportunity) const;
