@@ -34,6 +34,11 @@ char* put(char* at, T value) {
 // Most numbers of a trace are small (indexes, sequence numbers, counts,
 // return values): one byte each.
 constexpr std::size_t kMaxVarint = 10;
+// An entry starts with a varint: 0 ends the journal, kShapeEntry defines a
+// shape, kFirstRecordEntry + i is a record of shape i.
+constexpr std::uint64_t kShapeEntry = 1;
+constexpr std::uint64_t kFirstRecordEntry = 2;
+static_assert(static_cast<int>(ObjectKind::channel) < 16, "an object kind fits 4 bits");
 char* put_var(char* at, std::uint64_t value) {
   while (value >= 0x80) {
     *at++ = static_cast<char>(value | 0x80);
@@ -170,7 +175,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   if (at == nullptr) return kFull;
   const auto index = static_cast<std::uint32_t>(shapes_.size());
   Shape shape{fingerprint, {}, {}};
-  at = put(at, 'S');
+  at = put_var(at, kShapeEntry);
   at = put_var(at, index);
   at = put(at, static_cast<std::uint8_t>(record.fields().size()));
   for (const record::Field& field : record.fields()) {
@@ -200,10 +205,8 @@ bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& ou
   char* at = out.reserve(size);
   if (at == nullptr) return false;
   const ObjectRef object = record.object().ref;
-  at = put(at, 'R');
-  at = put_var(at, shape);
-  at = put(at, static_cast<std::uint8_t>(object.kind));
-  at = put_var(at, object.index);
+  at = put_var(at, kFirstRecordEntry + std::uint64_t{shape});
+  at = put_var(at, std::uint64_t{object.index} << 4 | static_cast<std::uint64_t>(object.kind));
   at = put_var(at, seq);
   Shape& defined = shapes_[shape];
   const auto fields = record.fields();
@@ -318,10 +321,10 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
   std::vector<std::vector<record::ObjectId>> qps(record::CallRecord::kMaxFields);
   long long records = 0;
   while (in.at < in.end) {
-    const char tag = *in.at;
-    if (tag == 0) break;  // the unwritten rest of a killed process's mapping
-    ++in.at;
-    if (tag == 'S') {
+    if (*in.at == 0) break;  // the unwritten rest of a killed process's mapping
+    const std::uint64_t entry = in.var();
+    if (!in.ok) break;
+    if (entry == kShapeEntry) {
       const auto index = in.var();
       const auto count = in.get<std::uint8_t>();
       StoredShape shape;
@@ -344,19 +347,20 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
       shapes.push_back(std::move(shape));
       continue;
     }
-    if (tag != 'R') {
-      error = "malformed journal: unknown entry tag " + std::to_string(static_cast<int>(tag));
+    if (entry < kFirstRecordEntry) {
+      error = "malformed journal: unknown entry " + std::to_string(entry);
       return -1;
     }
-    const auto shape_index = in.var();
-    const auto kind = in.get<std::uint8_t>();
-    const auto object_index = static_cast<std::uint32_t>(in.var());
-    const auto seq = in.var();
-    if (!in.ok) break;
+    const std::uint64_t shape_index = entry - kFirstRecordEntry;
     if (shape_index >= shapes.size()) {
       error = "malformed journal: record of undefined shape " + std::to_string(shape_index);
       return -1;
     }
+    const std::uint64_t object = in.var();
+    const auto kind = static_cast<std::uint8_t>(object & 0xf);
+    const auto object_index = static_cast<std::uint32_t>(object >> 4);
+    const auto seq = in.var();
+    if (!in.ok) break;
     const StoredShape& shape = shapes[shape_index];
     record::CallRecord rebuilt({0, {static_cast<ObjectKind>(kind), object_index}});
     for (std::size_t f = 0; f < shape.keys.size() && in.ok; ++f) {

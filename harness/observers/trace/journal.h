@@ -6,11 +6,11 @@
 // survives the process: a SIGKILL loses nothing that was appended.
 //
 // Format (little-endian, no padding; "var" is an unsigned LEB128 varint,
-// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN5", then
-// entries, each a tag byte:
-//   'S' a record shape: var index, u8 field count, per field u64 key id,
+// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN6", then
+// entries, each starting with a var:
+//   1: a record shape: var index, u8 field count, per field u64 key id,
 //       u8 value type, u8 unsigned flag, u16 key length, the key's bytes;
-//   'R' a record: var shape index, u8 object kind, var object index,
+//   2 + i: a record of shape i: var (object index << 4 | object kind),
 //       var sequence number, then each field's value by its shape's type:
 //       unsigned integer var, signed zig; boolean u8; text var (length +
 //       1) + bytes, or var 0: the same text as this field's in the shape's
@@ -20,7 +20,7 @@
 //       u8 status, var wr_id, opcode, byte_len, wc_flags, vendor_err,
 //       imm_data, qp_num and QP index (what a trace record shows of it).
 // An empty poll's record takes about 16 bytes (its JSON line about 60).
-// A zero byte where a tag is expected ends the journal (the rest of the
+// A zero where an entry is expected ends the journal (the rest of the
 // mapping a killed process left).
 #pragma once
 
@@ -34,7 +34,7 @@
 
 namespace verbfault::observers::journal {
 
-inline constexpr std::string_view kMagic{"VFJOURN5", 8};
+inline constexpr std::string_view kMagic{"VFJOURN6", 8};
 
 bool is_journal(std::string_view bytes);
 
