@@ -35,9 +35,11 @@ char* put(char* at, T value) {
 // return values): one byte each.
 constexpr std::size_t kMaxVarint = 10;
 // An entry starts with a varint: 0 ends the journal, kShapeEntry defines a
-// shape, kFirstRecordEntry + i is a record of shape i.
+// shape, kObjectEntry adds an object, kFirstRecordEntry + i is a record of
+// shape i.
 constexpr std::uint64_t kShapeEntry = 1;
-constexpr std::uint64_t kFirstRecordEntry = 2;
+constexpr std::uint64_t kObjectEntry = 2;
+constexpr std::uint64_t kFirstRecordEntry = 3;
 static_assert(static_cast<int>(ObjectKind::channel) < 16, "an object kind fits 4 bits");
 char* put_var(char* at, std::uint64_t value) {
   while (value >= 0x80) {
@@ -132,6 +134,7 @@ bool is_journal(std::string_view bytes) {
 template <class Out>
 bool Writer::start(Out& out) {
   shapes_.clear();
+  announced_.clear();
   table_.assign(256, 0);
   char* at = out.reserve(kMagic.size());
   if (at == nullptr) return false;
@@ -196,6 +199,26 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   return index;
 }
 
+namespace {
+std::uint64_t object_word(ObjectRef ref) {
+  return std::uint64_t{ref.index} << 4 | static_cast<std::uint64_t>(ref.kind);
+}
+}  // namespace
+
+template <class Out>
+bool Writer::object_added(record::ObjectId id, Out& out) {
+  if (!id.valid()) return true;
+  char* at = out.reserve(3 * kMaxVarint);
+  if (at == nullptr) return false;
+  at = put_var(at, kObjectEntry);
+  at = put_var(at, id.slot);
+  at = put_var(at, object_word(id.ref));
+  out.commit(at);
+  if (id.slot >= announced_.size()) announced_.resize(id.slot + 1);
+  announced_[id.slot] = true;
+  return true;
+}
+
 template <class Out>
 bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& out) {
   const std::uint32_t shape = shape_of(record, out);
@@ -206,8 +229,14 @@ bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& ou
   if (at == nullptr) return false;
   const ObjectRef object = record.object().ref;
   at = put_var(at, kFirstRecordEntry + std::uint64_t{shape});
-  at = put_var(at, std::uint64_t{object.index} << 4 | static_cast<std::uint64_t>(object.kind));
-  at = put_var(at, seq);
+  const std::uint32_t slot = record.object().slot;
+  if (slot < announced_.size() && announced_[slot]) {
+    at = put_var(at, std::uint64_t{slot} + 1);  // the reader counts the sequence
+  } else {
+    at = put_var(at, 0);
+    at = put_var(at, object_word(object));
+    at = put_var(at, seq);
+  }
   Shape& defined = shapes_[shape];
   const auto fields = record.fields();
   for (std::size_t f = 0; f < fields.size(); ++f) {
@@ -233,6 +262,8 @@ bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& ou
 
 template bool Writer::start(encoding::TextBuffer&);
 template bool Writer::start(MappedFile&);
+template bool Writer::object_added(record::ObjectId, encoding::TextBuffer&);
+template bool Writer::object_added(record::ObjectId, MappedFile&);
 template bool Writer::append(const record::CallRecord&, std::uint64_t, encoding::TextBuffer&);
 template bool Writer::append(const record::CallRecord&, std::uint64_t, MappedFile&);
 
@@ -279,6 +310,17 @@ struct Reader {
   }
 };
 
+// An object the journal added, by slot, and its next sequence number.
+struct StoredObject {
+  ObjectRef ref{};
+  std::uint64_t next = 0;
+  bool known = false;
+};
+
+ObjectRef object_of(std::uint64_t word) {
+  return {static_cast<ObjectKind>(word & 0xf), static_cast<std::uint32_t>(word >> 4)};
+}
+
 struct StoredShape {
   std::vector<record::Key> keys;
   std::vector<std::uint8_t> types;
@@ -314,6 +356,7 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
   }
   Reader in{journal.data() + kMagic.size(), journal.data() + journal.size()};
   std::vector<StoredShape> shapes;
+  std::vector<StoredObject> objects;
   // Aligned copies of the work requests and completions of the record
   // being rendered (the journal's bytes are unaligned).
   std::vector<std::vector<record::WrSummary>> wrs(record::CallRecord::kMaxFields);
@@ -324,6 +367,18 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
     if (*in.at == 0) break;  // the unwritten rest of a killed process's mapping
     const std::uint64_t entry = in.var();
     if (!in.ok) break;
+    if (entry == kObjectEntry) {
+      const std::uint64_t slot = in.var();
+      const std::uint64_t word = in.var();
+      if (!in.ok) break;
+      if (slot > UINT32_MAX) {
+        error = "malformed journal: object slot " + std::to_string(slot);
+        return -1;
+      }
+      if (slot >= objects.size()) objects.resize(slot + 1);
+      objects[slot] = {object_of(word), 0, true};
+      continue;
+    }
     if (entry == kShapeEntry) {
       const auto index = in.var();
       const auto count = in.get<std::uint8_t>();
@@ -356,13 +411,25 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
       error = "malformed journal: record of undefined shape " + std::to_string(shape_index);
       return -1;
     }
-    const std::uint64_t object = in.var();
-    const auto kind = static_cast<std::uint8_t>(object & 0xf);
-    const auto object_index = static_cast<std::uint32_t>(object >> 4);
-    const auto seq = in.var();
+    ObjectRef object_ref{};
+    std::uint64_t seq = 0;
+    if (const std::uint64_t slot_plus_one = in.var(); slot_plus_one != 0) {
+      const std::uint64_t slot = slot_plus_one - 1;
+      if (slot >= objects.size() || !objects[slot].known) {
+        if (!in.ok) break;
+        error = "malformed journal: record of slot " + std::to_string(slot) +
+                ", where no object was added";
+        return -1;
+      }
+      object_ref = objects[slot].ref;
+      seq = objects[slot].next++;
+    } else {
+      object_ref = object_of(in.var());
+      seq = in.var();
+    }
     if (!in.ok) break;
     const StoredShape& shape = shapes[shape_index];
-    record::CallRecord rebuilt({0, {static_cast<ObjectKind>(kind), object_index}});
+    record::CallRecord rebuilt({0, object_ref});
     for (std::size_t f = 0; f < shape.keys.size() && in.ok; ++f) {
       const auto type = static_cast<Type>(shape.types[f] & 0x7f);
       const bool is_unsigned = (shape.types[f] & 0x80) != 0;

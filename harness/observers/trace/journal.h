@@ -6,12 +6,17 @@
 // survives the process: a SIGKILL loses nothing that was appended.
 //
 // Format (little-endian, no padding; "var" is an unsigned LEB128 varint,
-// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN6", then
+// "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN7", then
 // entries, each starting with a var:
 //   1: a record shape: var index, u8 field count, per field u64 key id,
 //       u8 value type, u8 unsigned flag, u16 key length, the key's bytes;
-//   2 + i: a record of shape i: var (object index << 4 | object kind),
-//       var sequence number, then each field's value by its shape's type:
+//   2: an object added in a registry slot: var slot, var (object index
+//       << 4 | object kind); its records' sequence numbers start at 0;
+//   3 + i: a record of shape i: var (slot + 1), its sequence number being
+//       the count of its slot's records since the object was added; or
+//       var 0, var (object index << 4 | kind), var sequence number for an
+//       object the journal has not seen added; then each field's value by
+//       its shape's type:
 //       unsigned integer var, signed zig; boolean u8; text var (length +
 //       1) + bytes, or var 0: the same text as this field's in the shape's
 //       previous record; object u8 kind + var index; work requests var count + per
@@ -34,7 +39,7 @@
 
 namespace verbfault::observers::journal {
 
-inline constexpr std::string_view kMagic{"VFJOURN6", 8};
+inline constexpr std::string_view kMagic{"VFJOURN7", 8};
 
 bool is_journal(std::string_view bytes);
 
@@ -50,7 +55,12 @@ class Writer {
   // The journal's first bytes (the magic); forgets the shapes defined.
   template <class Out>
   bool start(Out& out);
-  // False when `out` could not take the record (a full disk).
+  // A new object in `id.slot`: its records are numbered from 0 again.
+  template <class Out>
+  bool object_added(record::ObjectId id, Out& out);
+  // False when `out` could not take the record (a full disk). `seq` is the
+  // trace's sequence number of the record: written only for an object
+  // not seen added (the journal counts the others itself).
   template <class Out>
   bool append(const record::CallRecord& record, std::uint64_t seq, Out& out);
 
@@ -81,6 +91,7 @@ class Writer {
   void remember(std::uint64_t fingerprint, std::uint32_t index);
 
   std::vector<Shape> shapes_;
+  std::vector<bool> announced_;       // by slot: an object entry was written for it
   std::vector<std::uint32_t> table_;  // open addressing by fingerprint: shape index + 1, or 0
 };
 

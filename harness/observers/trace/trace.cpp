@@ -36,6 +36,7 @@ void Trace::open(const std::string& path) {
 
 void Trace::object_added(record::ObjectId id) {
   if (idle_.times != 0 && idle_.cq.slot == id.slot) flush_idle();  // the slot's old object
+  if (journal_.is_open() && !writer_.object_added(id, journal_)) journal_failed();
   if (id.slot >= seq_.size()) seq_.resize(std::max<std::size_t>(id.slot + 1, 2 * seq_.size()));
   seq_[id.slot] = 0;
 }

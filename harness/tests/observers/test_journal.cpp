@@ -78,6 +78,22 @@ TEST(Journal, RendersWhatTheRecordsRenderForEveryValueType) {
   EXPECT_EQ(records, 2);
 }
 
+TEST(Journal, SequenceNumbersAreCountedPerAddedObjectAndStartAgainInAReusedSlot) {
+  Pair pair;
+  const record::ObjectId qp{0, {ObjectKind::qp, 0}};
+  ASSERT_TRUE(pair.writer.object_added(qp, pair.journal));
+  for (std::uint64_t seq = 0; seq < 3; ++seq)
+    pair.add(CallRecord(qp).add("call", "post_send").add("ret", 0), seq);
+  // The QP is gone; a CQ takes its slot: its records count from 0.
+  const record::ObjectId cq{0, {ObjectKind::cq, 5}};
+  ASSERT_TRUE(pair.writer.object_added(cq, pair.journal));
+  pair.add(CallRecord(cq).add("call", "poll_cq").add("max", 1).add("ret", 0), 0);
+  pair.add(CallRecord(cq).add("call", "poll_cq").add("max", 1).add("ret", 0), 1);
+  // An object the journal never saw added carries its own number.
+  pair.add(CallRecord({7, {ObjectKind::pd, 2}}).add("call", "dealloc_pd").add("ret", 0), 42);
+  EXPECT_EQ(pair.rendered(), std::string(pair.expected.view()));
+}
+
 TEST(Journal, ATextInAReusedBufferIsWrittenAgainWhenItChanges) {
   Pair pair;
   char buffer[16];
