@@ -69,7 +69,6 @@ bool matches_all(const Rule& rule) {
 void FaultEngine::configure(Plan plan, std::uint64_t seed) {
   plan_ = std::move(plan);
   seed_ = seed;
-  ++generation_;
   for (auto& rules : by_site_) rules.clear();
   site_kinds_.fill(0);
   for (std::uint32_t i = 0; i < plan_.rules.size(); ++i) {
@@ -80,6 +79,7 @@ void FaultEngine::configure(Plan plan, std::uint64_t seed) {
          rule.trigger.kind == Trigger::Kind::nth && !rule.count, rule.trigger.n});
   }
   named_counters_.assign(plan_.rules.size(), Counter{});
+  counters_.assign(objects_.size() * plan_.rules.size(), Counter{});
   fired_total_.assign(plan_.rules.size(), 0);
 }
 
@@ -88,6 +88,11 @@ ObjectFaults& FaultEngine::object_added(const record::Object& object) {
   if (object.slot >= objects_.size()) objects_.resize(object.slot + 1);
   objects_[object.slot] = ObjectFaults{};
   objects_[object.slot].object = &object;
+  // Its counters start at 0 (a slot is reused after its object is gone).
+  const std::size_t rules = plan_.rules.size();
+  if (counters_.size() < objects_.size() * rules) counters_.resize(objects_.size() * rules);
+  std::fill_n(counters_.begin() + static_cast<std::ptrdiff_t>(object.slot * rules), rules,
+              Counter{});
   return objects_[object.slot];
 }
 
@@ -124,12 +129,7 @@ void FaultEngine::record_fault(const record::Object& object, const Decision& dec
 
 Counter& FaultEngine::counter(const SiteRule& entry, const record::Object& object) {
   if (entry.named) return named_counters_[entry.index];
-  ObjectFaults& faults = objects_[object.slot];
-  if (faults.counters_generation != generation_) [[unlikely]] {
-    faults.rule_counters.assign(plan_.rules.size(), Counter{});
-    faults.counters_generation = generation_;
-  }
-  return faults.rule_counters[entry.index];
+  return counters_[object.slot * plan_.rules.size() + entry.index];
 }
 
 bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {

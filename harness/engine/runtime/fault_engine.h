@@ -165,10 +165,11 @@ class FaultEngine {
   std::array<std::vector<SiteRule>, 6> by_site_;
   std::array<std::uint32_t, 6> site_kinds_{};  // kind_bit()s of each site's rules
   // Rules that name their object count on that one object: one counter
-  // each. The others count per object (ObjectFaults::rule_counters), reset
-  // when the plan changes (generation_).
+  // each. The others count per object: counters_[slot * rules + rule], one
+  // flat table (a decision touches no object's own state), zeroed for an
+  // object when it is added and for all when the plan changes.
   std::vector<Counter> named_counters_;
-  std::uint64_t generation_ = 0;
+  std::vector<Counter> counters_;
   std::vector<std::uint64_t> fired_total_;
   // By registry slot; a deque, so an entry never moves.
   std::deque<ObjectFaults> objects_;

@@ -1,8 +1,7 @@
-// What the fault engine keeps of one verbs object: the counters of each
-// rule on it, the faults decided for it that are still to take effect (a
-// doomed WR, completions held back, an event to absorb), and, on a real
-// provider, the conditions the engine emulates (effect level) with the
-// events it injected. One per registry slot, in the engine's own table.
+// What the fault engine keeps of one verbs object: the faults decided for it that are still to take
+// effect (a doomed WR, completions held back, an event to absorb), and, on a real provider, the
+// conditions the engine emulates (effect level) with the events it injected. One per registry slot,
+// in the engine's own table.
 //
 // Owner: the FaultEngine; guarded by the interposer lock like it.
 #pragma once
@@ -57,11 +56,8 @@ struct ObjectFaults {
   bool overflowed = false;                              // CQs: in error after an injected overflow
   bool port_down = false;                               // contexts
   bool dead = false;                                    // contexts: after an injected DEVICE_FATAL
-
-  // The counters of each rule on this object, indexed by rule; sized when
-  // the object is first counted.
-  std::vector<Counter> rule_counters;
-  std::uint64_t counters_generation = 0;  // the plan generation they count for
+  // (The counters of the rules on this object are the engine's, in one
+  // flat table by slot: FaultEngine::counter.)
 };
 
 }  // namespace verbfault::engine
