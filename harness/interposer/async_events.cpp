@@ -30,18 +30,18 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
     {
       std::unique_lock lock(state.mutex);
       Tracked* tracked = state.registry.find(context);
-      if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) {
+      if (tracked == nullptr || !tracked->faults->events.wrapped()) {
         lock.unlock();  // the provider may block
         return provider::get_async_event(context, event);
       }
-      if (!state.engine.faults(*tracked).injected_async.empty()) {
-        *event = state.engine.faults(*tracked).injected_async.front();
-        state.engine.faults(*tracked).injected_async.pop_front();
-        state.engine.faults(*tracked).events.consume();
-        state.engine.faults(*tracked).injected_async_unacked.push_back(*event);
+      if (!tracked->faults->injected_async.empty()) {
+        *event = tracked->faults->injected_async.front();
+        tracked->faults->injected_async.pop_front();
+        tracked->faults->events.consume();
+        tracked->faults->injected_async_unacked.push_back(*event);
         return 0;
       }
-      fds = state.engine.faults(*tracked).events;
+      fds = tracked->faults->events;
     }
     int result = 0, error = 0;
     {
@@ -67,7 +67,7 @@ void ack_async_event(ibv_async_event* event) {
       if (const void* element = record::element_of(*event))
         state.checkers.async_event_acked(state, state.registry.find(element));
     for (Tracked* context : state.registry.all(ObjectKind::context)) {
-      auto& unacked = state.engine.faults(*context).injected_async_unacked;
+      auto& unacked = context->faults->injected_async_unacked;
       for (auto it = unacked.begin(); it != unacked.end(); ++it) {
         if (it->event_type != event->event_type || it->element.qp != event->element.qp) continue;
         unacked.erase(it);

@@ -28,7 +28,7 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(context);
-  if (tracked != nullptr && state.engine.faults(*tracked).port_down) attr->state = IBV_PORT_DOWN;
+  if (tracked != nullptr && tracked->faults->port_down) attr->state = IBV_PORT_DOWN;
 }
 
 int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
@@ -36,8 +36,8 @@ int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Trac
   // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
   // (the simulated device does this itself).
   if (!tracked->simulated && on_dead == OnDeadDevice::fail)
-    if (Tracked* context = state.registry.context_of(*tracked);
-        context && state.engine.faults(*context).dead)
+    if (const engine::ObjectFaults* context = state.engine.context_faults(*tracked);
+        context && context->dead)
       return EIO;
   if (!state.engine.has_rules(Site::call)) return 0;
   Opportunity at;

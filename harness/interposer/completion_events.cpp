@@ -20,20 +20,19 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
     {
       std::unique_lock lock(state.mutex);
       Tracked* tracked = state.registry.find(channel);
-      if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) {
+      if (tracked == nullptr || !tracked->faults->events.wrapped()) {
         lock.unlock();  // the provider may block
         return provider::get_cq_event(channel, cq, cq_context);
       }
-      if (!state.engine.faults(*tracked).injected_cq_events.empty()) {
-        *cq = state.engine.faults(*tracked).injected_cq_events.front();
-        state.engine.faults(*tracked).injected_cq_events.pop_front();
-        state.engine.faults(*tracked).events.consume();
+      if (!tracked->faults->injected_cq_events.empty()) {
+        *cq = tracked->faults->injected_cq_events.front();
+        tracked->faults->injected_cq_events.pop_front();
+        tracked->faults->events.consume();
         *cq_context = (*cq)->cq_context;
-        if (Tracked* target = state.registry.find(*cq))
-          ++state.engine.faults(*target).injected_cq_unacked;
+        if (Tracked* target = state.registry.find(*cq)) ++target->faults->injected_cq_unacked;
         return 0;
       }
-      fds = state.engine.faults(*tracked).events;
+      fds = tracked->faults->events;
     }
     // libibverbs reads the event from channel->fd only: a copy of the
     // channel with the provider's fd reads the provider's event.
@@ -58,12 +57,12 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
     if (!state.engine.holds_completions()) return;
     for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
       auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
-      if (cq->channel != channel || state.engine.faults(*tracked).held.empty()) continue;
-      state.engine.faults(*tracked).held_polls = 0;
+      if (cq->channel != channel || tracked->faults->held.empty()) continue;
+      tracked->faults->held_polls = 0;
       state.record(record::CallRecord(tracked->id())
-                       .add("held", state.engine.faults(*tracked).held.size())
+                       .add("held", tracked->faults->held.size())
                        .add("visible", "waiter"));
-      if (tracked->simulated || state.engine.faults(*tracked).armed)
+      if (tracked->simulated || tracked->faults->armed)
         to_notify.emplace_back(cq, tracked->simulated);
     }
   }
@@ -96,10 +95,10 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     std::unique_lock lock(state.mutex);
     Tracked* tracked = state.registry.find(*cq);
     if (tracked == nullptr) return 0;
-    if (state.engine.faults(*tracked).absorb_next_event) {
+    if (tracked->faults->absorb_next_event) {
       // coalesce_cq_event: this event is merged into the one delivered
       // before; the harness acknowledges it in the application's place.
-      state.engine.faults(*tracked).absorb_next_event = false;
+      tracked->faults->absorb_next_event = false;
       state.record(
           record::CallRecord(tracked->id()).add("event", "completion").add("absorbed", true));
       lock.unlock();
@@ -118,10 +117,10 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       continue;  // the application waits for the next event, if any comes
     }
     if (decision) {
-      state.engine.faults(*tracked).absorb_next_event = true;
+      tracked->faults->absorb_next_event = true;
       state.engine.record_fault(*tracked, *decision, "effect");
     }
-    state.engine.faults(*tracked).armed = false;  // an event disarms its CQ
+    tracked->faults->armed = false;  // an event disarms its CQ
     state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
     state.checkers.cq_event_taken(*tracked);
     return 0;
@@ -137,9 +136,8 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
     std::lock_guard lock(state.mutex);
     if (Tracked* tracked = state.registry.find(cq)) {
       if (g_active) state.checkers.cq_events_acked(state, *tracked, nevents);
-      const unsigned int injected =
-          std::min(nevents, state.engine.faults(*tracked).injected_cq_unacked);
-      state.engine.faults(*tracked).injected_cq_unacked -= injected;
+      const unsigned int injected = std::min(nevents, tracked->faults->injected_cq_unacked);
+      tracked->faults->injected_cq_unacked -= injected;
       provider_events -= injected;
     }
   }

@@ -10,8 +10,8 @@
 
 namespace verbfault::interposer {
 
-void wrap_fd(State& state, Tracked& tracked, int& fd) {
-  const int wrapped = state.engine.faults(tracked).events.wrap(fd);
+void wrap_fd(Tracked& tracked, int& fd) {
+  const int wrapped = tracked.faults->events.wrap(fd);
   if (wrapped >= 0) {
     fd = wrapped;
   } else {
@@ -25,8 +25,8 @@ void unwrap_fd(const void* handle) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle);
-  if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) return;
-  const int provider_fd = state.engine.faults(*tracked).events.unwrap();
+  if (tracked == nullptr || !tracked->faults->events.wrapped()) return;
+  const int provider_fd = tracked->faults->events.unwrap();
   if (tracked->ref.kind == ObjectKind::context)
     static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd = provider_fd;
   else
@@ -45,10 +45,10 @@ void FdLoan::lend(const void* handle, int* fd) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle);
-  if (tracked == nullptr || !state.engine.faults(*tracked).events.wrapped()) return;
+  if (tracked == nullptr || !tracked->faults->events.wrapped()) return;
   handle_ = handle;
   fd_ = fd;
-  if (tracked->fd_loans++ == 0) *fd = state.engine.faults(*tracked).events.provider_fd();
+  if (tracked->fd_loans++ == 0) *fd = tracked->faults->events.provider_fd();
 }
 
 FdLoan::~FdLoan() {
@@ -57,7 +57,7 @@ FdLoan::~FdLoan() {
   std::lock_guard lock(state.mutex);
   Tracked* tracked = state.registry.find(handle_);
   if (tracked != nullptr && --tracked->fd_loans == 0)
-    *fd_ = state.engine.faults(*tracked).events.application_fd();
+    *fd_ = tracked->faults->events.application_fd();
 }
 
 }  // namespace verbfault::interposer

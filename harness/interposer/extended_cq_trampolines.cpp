@@ -94,8 +94,8 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
     ExtendedCq* ex = find(cq_ex);
     Tracked* tracked = state.registry.find(cq);
     if (ex == nullptr || tracked == nullptr) return ENOENT;
-    if (state.engine.faults(*tracked).overflowed) return refuse(state, *tracked, call, EIO);
-    engine::ObjectFaults& faults = state.engine.faults(*tracked);
+    if (tracked->faults->overflowed) return refuse(state, *tracked, call, EIO);
+    engine::ObjectFaults& faults = *tracked->faults;
     if (first) faults.absorb_next_event = false;  // the application looks at the CQ
     // A start_poll is a poll: it counts down the held completions' delay.
     if (first && faults.held_polls > 0) --faults.held_polls;

@@ -59,7 +59,7 @@ void start(ibv_qp_ex* qpx) {
     ex->wrs.clear();
     ex->built = 0;
     Tracked* qp = state.registry.find(&qpx->qp_base);
-    ex->doomed_before = qp != nullptr ? state.engine.faults(*qp).doomed.size() : 0;
+    ex->doomed_before = qp != nullptr ? qp->faults->doomed.size() : 0;
     original = ex->provider.wr_start;
   }
   original(qpx);
@@ -107,8 +107,7 @@ void build(ibv_qp_ex* qpx, Args... args) {
 // Forgets the doomed WRs of a batch that was not posted (lock held).
 void undoom(State& state, ibv_qp_ex* qpx, const ExtendedQp& ex) {
   if (Tracked* qp = state.registry.find(&qpx->qp_base))
-    while (state.engine.faults(*qp).doomed.size() > ex.doomed_before)
-      state.engine.faults(*qp).doomed.pop_back();
+    while (qp->faults->doomed.size() > ex.doomed_before) qp->faults->doomed.pop_back();
 }
 
 void trace_batch(State& state, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int result) {

@@ -25,7 +25,7 @@ void opened(ibv_context* context, const char* device_name) {
   {
     std::lock_guard lock(state.mutex);
     Tracked& tracked = state.add_object(ObjectKind::context, context, {}, simulated);
-    if (!simulated) wrap_fd(state, tracked, context->async_fd);
+    if (!simulated) wrap_fd(tracked, context->async_fd);
     if (g_active)
       state.record(record::CallRecord(tracked.id())
                        .add("call", "open_device")
@@ -81,7 +81,7 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   if (state.registry.find(handle) != nullptr) return;
   Tracked& tracked = state.add_object(kind, handle, context_of(state, parent), simulated);
   if (kind == ObjectKind::channel && !simulated)
-    wrap_fd(state, tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+    wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
   if (!g_active) return;
   if (kind == ObjectKind::qp) {
     auto arg = [&](std::string_view key) -> std::uint64_t {
@@ -123,12 +123,12 @@ void destroyed(const void* handle, std::string_view call, int result) {
   if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
   if (result == 0) {
     state.remove_object(*tracked);
-  } else if (!tracked->simulated && !state.engine.faults(*tracked).events.wrapped()) {
+  } else if (!tracked->simulated && !tracked->faults->events.wrapped()) {
     // Still alive after all: its fd is wrapped again.
     if (tracked->ref.kind == ObjectKind::channel)
-      wrap_fd(state, *tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
+      wrap_fd(*tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
     if (tracked->ref.kind == ObjectKind::context)
-      wrap_fd(state, *tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
+      wrap_fd(*tracked, static_cast<ibv_context*>(const_cast<void*>(handle))->async_fd);
   }
 }
 

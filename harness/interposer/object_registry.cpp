@@ -7,9 +7,6 @@ namespace verbfault::interposer {
 Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef context,
                              bool simulated) {
   recent_.fill({});
-  // A provider may reuse an address after destroy: the new object takes
-  // over the address under its own name.
-  remove(handle);
   std::uint32_t slot = 0;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();

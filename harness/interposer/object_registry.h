@@ -38,6 +38,9 @@ struct Tracked : record::Object {
 // QP number go through SlotMaps.
 class ObjectRegistry {
  public:
+  // A new object at `handle`; an object the registry still holds at that
+  // address must have been removed first (State::add_object does: the
+  // engine and the checks forget it too).
   Tracked& add(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
   // nullptr for objects the front door did not hand out.
   Tracked* find(const void* handle) {
@@ -62,9 +65,6 @@ class ObjectRegistry {
   record::ObjectId qp_id(std::uint32_t qp_num) {
     if (Tracked* qp = find_qp(qp_num)) return qp->id();
     return {record::kNoSlot, {ObjectKind::qp, record::kUnknownIndex}};
-  }
-  Tracked* context_of(const Tracked& object) {
-    return object.context_handle == nullptr ? nullptr : find(object.context_handle);
   }
   // Objects created from now on are named from 0 again (a new Session).
   void restart_names() { next_index_.fill(0); }

@@ -26,7 +26,7 @@ using engine::Site;
 namespace inject = engine::inject;
 
 class State;
-void wrap_fd(State& state, Tracked& tracked, int& fd);
+void wrap_fd(Tracked& tracked, int& fd);
 
 // The call-site faults of a call on `tracked` (interposer.h before_call),
 // with the lock held; the lock is released while a fired fault is

@@ -73,10 +73,11 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
   const bool can_cause = verb == Verb::post_send && object.simulated;
   // Nothing to decide without posted-WR rules, doomed WRs ahead, or a port
   // the interposer took down (real providers only).
-  const Tracked* context = object.simulated ? nullptr : state.registry.context_of(object);
+  const engine::ObjectFaults* context =
+      object.simulated ? nullptr : state.engine.context_faults(object);
   const bool decide = state.engine.has_rules(Site::posted_wr) ||
                       (qp && !qp->faults->doomed.empty()) ||
-                      (context != nullptr && state.engine.faults(*context).port_down);
+                      (context != nullptr && context->port_down);
   wrs.clear();
   std::size_t index = 0;
   for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {

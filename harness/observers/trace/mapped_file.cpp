@@ -68,14 +68,8 @@ void MappedFile::abandon() noexcept {
 }
 
 void MappedFile::close() noexcept {
-  if (base_ != nullptr) munmap(base_, capacity_);
-  if (fd_ >= 0) {
-    (void)ftruncate(fd_, static_cast<off_t>(size_));
-    ::close(fd_);
-  }
-  base_ = nullptr;
-  fd_ = -1;
-  capacity_ = size_ = 0;
+  if (fd_ >= 0) (void)ftruncate(fd_, static_cast<off_t>(size_));
+  abandon();
 }
 
 }  // namespace verbfault::observers
