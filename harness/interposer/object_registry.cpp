@@ -6,7 +6,7 @@ namespace verbfault::interposer {
 
 Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef context,
                              bool simulated) {
-  recent_.fill({});
+  forget_recent();
   std::uint32_t slot = 0;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -42,7 +42,7 @@ Tracked& ObjectRegistry::add(ObjectKind kind, const void* handle, ObjectRef cont
 
 void ObjectRegistry::remove(const void* handle) {
   Tracked* tracked = find(handle);
-  recent_.fill({});
+  forget_recent();
   if (tracked == nullptr) return;
   if (tracked->ref.kind == ObjectKind::qp) by_qp_num_.erase(tracked->qp_num);
   if (tracked->ref.kind == ObjectKind::context) contexts_by_index_.erase(tracked->ref.index);

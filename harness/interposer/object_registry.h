@@ -56,9 +56,15 @@ class ObjectRegistry {
     return recent.tracked;
   }
   void remove(const void* handle);
+  // By QP number, with the same kind of cache as find() (a poll's
+  // completions come from a few QPs).
   Tracked* find_qp(std::uint32_t qp_num) {
+    RecentQp& recent = recent_qps_[qp_num & (kRecent - 1)];
+    if (recent.tracked != nullptr && recent.qp_num == qp_num) return recent.tracked;
     const auto slot = by_qp_num_.find(qp_num);
-    return slot ? &slots_[*slot] : nullptr;
+    if (!slot) return nullptr;
+    recent = {qp_num, &slots_[*slot]};
+    return recent.tracked;
   }
   // The QP of a completion's QP number: its id, or an invalid one named
   // kUnknownIndex.
@@ -72,6 +78,11 @@ class ObjectRegistry {
   std::vector<Tracked*> all(ObjectKind kind);
 
  private:
+  // Empties the caches of find() and find_qp() (an object added or removed).
+  void forget_recent() {
+    recent_ = {};
+    recent_qps_ = {};
+  }
   std::deque<Tracked> slots_;
   struct Recent {
     const void* handle = nullptr;
@@ -79,6 +90,11 @@ class ObjectRegistry {
   };
   static constexpr std::size_t kRecent = 8;
   std::array<Recent, kRecent> recent_{};
+  struct RecentQp {
+    std::uint32_t qp_num = 0;
+    Tracked* tracked = nullptr;
+  };
+  std::array<RecentQp, kRecent> recent_qps_{};
   std::vector<std::uint32_t> free_slots_;
   SlotMap by_handle_;
   SlotMap by_qp_num_;

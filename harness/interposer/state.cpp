@@ -105,7 +105,6 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
   // A provider may reuse an address after destroy: the new object takes
   // over the address under its own name.
   if (Tracked* previous = registry.find(handle)) remove_object(*previous);
-  recent_qps_ = {};
   Tracked& tracked = registry.add(kind, handle, context, simulated);
   trace.object_added(tracked.id());
   tracked.faults = &engine.object_added(tracked);
@@ -114,7 +113,6 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
 }
 
 void State::remove_object(Tracked& object) {
-  recent_qps_ = {};
   checkers.forget(object);
   engine.object_removed(object);
   registry.remove(object.handle);
@@ -134,12 +132,7 @@ void State::end_run(int status) {
 
 record::Completions State::completions(const ibv_wc* wc, std::size_t count) {
   if (completion_qps_.size() < count) completion_qps_.resize(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    RecentQp& recent = recent_qps_[wc[i].qp_num & (recent_qps_.size() - 1)];
-    if (!recent.id.valid() || recent.qp_num != wc[i].qp_num)
-      recent = {wc[i].qp_num, registry.qp_id(wc[i].qp_num)};
-    completion_qps_[i] = recent.id;
-  }
+  for (std::size_t i = 0; i < count; ++i) completion_qps_[i] = registry.qp_id(wc[i].qp_num);
   return {wc, completion_qps_.data(), count};
 }
 

@@ -83,14 +83,6 @@ class State final : public checkers::Host, public engine::Recorder {
  private:
   State();
   std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
-  // The QPs of recent completions by QP number (direct-mapped: a program's
-  // few busy QPs alternate). Forgotten whenever an object is added or
-  // removed.
-  struct RecentQp {
-    std::uint32_t qp_num = 0;
-    record::ObjectId id{};
-  };
-  std::array<RecentQp, 8> recent_qps_{};
   bool finished_ = false;
   bool environment_active_ = false;  // g_active as the environment set it
 };
