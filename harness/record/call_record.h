@@ -15,6 +15,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <bit>
 #include <new>
 #include <type_traits>
 #include <cassert>
@@ -81,9 +82,9 @@ struct Value {
   enum class Type : std::uint8_t { integer, boolean, text, object, wrs, completions };
   union {
     std::int64_t integer;
+    // Also the one word of a flag (0 or 1) and of an object (its kind |
+    // index << 8): the three one-word types hash this word as it is.
     std::uint64_t unsigned_integer;
-    bool boolean;
-    ObjectRef object;
     const char* text;
     const WrSummary* wrs;
     struct {
@@ -94,6 +95,9 @@ struct Value {
   std::uint32_t size;
   Type type;
   bool is_unsigned = false;
+  static constexpr unsigned kOneWordTypes = 1u << static_cast<unsigned>(Type::integer) |
+                                            1u << static_cast<unsigned>(Type::boolean) |
+                                            1u << static_cast<unsigned>(Type::object);
 
   template <class Int>
   requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool>) Value(Int value)
@@ -106,7 +110,7 @@ struct Value {
   template <class Enum>
   requires std::is_enum_v<Enum> Value(Enum value)
       : Value(static_cast<std::underlying_type_t<Enum>>(value)) {}
-  Value(bool value) : boolean(value), type(Type::boolean) {}
+  Value(bool value) : unsigned_integer(value ? 1 : 0), type(Type::boolean) {}
   Value(std::string_view value)
       : text(value.data()), size(length(value.size())), type(Type::text) {}
   Value(const char* value) : Value(std::string_view(value)) {}
@@ -114,12 +118,21 @@ struct Value {
   // would not, so it is refused.
   Value(const std::string& value) : Value(std::string_view(value)) {}
   Value(std::string&&) = delete;
-  Value(ObjectRef value) : object(value), type(Type::object) {}
+  Value(ObjectRef value)
+      : unsigned_integer(static_cast<std::uint64_t>(value.kind) | std::uint64_t{value.index} << 8),
+        type(Type::object) {}
   Value(std::span<const WrSummary> value)
       : wrs(value.data()), size(length(value.size())), type(Type::wrs) {}
   Value(Completions value)
       : completions{value.wc, value.qps}, size(length(value.count)), type(Type::completions) {}
 
+  bool as_bool() const { return unsigned_integer != 0; }
+  ObjectRef as_object() const {
+    return {static_cast<ObjectKind>(unsigned_integer & 0xff),
+            static_cast<std::uint32_t>(unsigned_integer >> 8)};
+  }
+  // Integers, flags and objects: one word, `unsigned_integer`.
+  bool is_one_word() const { return ((1u << static_cast<unsigned>(type)) & kOneWordTypes) != 0; }
   std::string_view as_text() const { return {text, size}; }
   std::span<const WrSummary> as_wrs() const { return {wrs, size}; }
   Completions as_completions() const { return {completions.wc, completions.qps, size}; }
@@ -144,18 +157,31 @@ class CallRecord {
 
   explicit CallRecord(ObjectId object) : object_(object) {}
 
+  // Inline, so that a record built with literal keys gets its shape word
+  // folded at compile time.
   CallRecord& add(Key key, Value value) {
     assert(count_ < kMaxFields);
-    if (count_ < kMaxFields) new (&storage_[count_++ * sizeof(Field)]) Field{key, value};
+    if (count_ < kMaxFields) {
+      new (&storage_[count_++ * sizeof(Field)]) Field{key, value};
+      shape_ = std::rotl(shape_, 7) ^ key.id() ^ type_word(value) << 56;
+    }
     return *this;
   }
   ObjectId object() const { return object_; }
+  // The record's keys and their types, in order, in one word (the trace
+  // hashes it): per field, shape = rotl(shape, 7) ^ (key id ^ type << 56),
+  // from 0, where type = Value::Type | is_unsigned << 7.
+  std::uint64_t shape() const { return shape_; }
   std::span<const Field> fields() const {
     return {std::launder(reinterpret_cast<const Field*>(storage_)), count_};
   }
 
  private:
+  static std::uint64_t type_word(const Value& value) {
+    return static_cast<std::uint8_t>(value.type) | std::uint64_t{value.is_unsigned} << 7;
+  }
   ObjectId object_;
+  std::uint64_t shape_ = 0;
   std::uint8_t count_ = 0;
   // Fields are constructed as they are added (nothing is initialized for
   // the ones a record does not use).

@@ -417,7 +417,8 @@ void Checkers::exiting(Host& host) {
   for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
                           ObjectKind::mr, ObjectKind::pd, ObjectKind::channel, ObjectKind::context})
     for (const Object* object : all(kind)) {
-      leaked += (leaked.empty() ? "" : ", ") + object->name();
+      if (!leaked.empty()) leaked += ", ";
+      leaked += object->name();
       if (first == nullptr) first = object;
     }
   if (first != nullptr) report(host, "resource.leak_at_exit", *first, "alive at exit: " + leaked);

@@ -77,14 +77,14 @@ char* put_value(char* at, const Value& value) {
     case Type::integer:
       return put_var(at, value.is_unsigned ? value.unsigned_integer : zigzag(value.integer));
     case Type::boolean:
-      return put(at, static_cast<std::uint8_t>(value.boolean));
+      return put(at, static_cast<std::uint8_t>(value.as_bool()));
     case Type::text:  // (Writer::append writes texts: they may repeat)
       at = put_var(at, value.size + 1);
       std::memcpy(at, value.text, value.size);
       return at + value.size;
     case Type::object:
-      at = put(at, static_cast<std::uint8_t>(value.object.kind));
-      return put_var(at, value.object.index);
+      at = put(at, static_cast<std::uint8_t>(value.as_object().kind));
+      return put_var(at, value.as_object().index);
     case Type::wrs:
       at = put_var(at, value.size);
       for (const record::WrSummary& wr : value.as_wrs()) {
@@ -118,11 +118,10 @@ char* put_value(char* at, const Value& value) {
   return at;
 }
 
+// The record's shape word (its keys and types, kept as fields are added):
+// a shape is looked up by it, then compared field by field.
 std::uint64_t fingerprint_of(const record::CallRecord& record) {
-  std::uint64_t fingerprint = record.fields().size();
-  for (const record::Field& field : record.fields())
-    fingerprint = std::rotl(fingerprint, 11) ^ field.key.id() ^ type_byte(field.value) * 0x9e37u;
-  return fingerprint;
+  return record.shape();
 }
 
 }  // namespace

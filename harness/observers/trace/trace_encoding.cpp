@@ -361,7 +361,7 @@ void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out
                                : put_number(at, value.integer);
         break;
       case Type::boolean:
-        at = value.boolean ? put(at, "true") : put(at, "false");
+        at = value.as_bool() ? put(at, "true") : put(at, "false");
         break;
       case Type::text:
         *at++ = '"';
@@ -369,7 +369,7 @@ void render(const record::CallRecord& record, std::uint64_t seq, TextBuffer& out
         *at++ = '"';
         break;
       case Type::object:
-        at = put_object(at, value.object);
+        at = put_object(at, value.as_object());
         break;
       case Type::wrs:
         at = put_wrs(at, value.as_wrs());

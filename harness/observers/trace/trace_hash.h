@@ -6,9 +6,10 @@
 //            text: min(length, 255) | first 7 bytes << 8 (a length of
 //            255 or more follows in a word), then 8 bytes per word;
 //            work requests: count, then 3 words each;
-//            completions: count, then 5 words each
+//            completions: count, then 4 words each
 //   shape    the record's keys: per field, in order,
 //            shape = rotl(shape, 7) ^ (key id ^ type << 56), from 0
+//            (kept by CallRecord::add as fields are added)
 // The keys are hashed by their compile-time ids (record::Key), folded into
 // the one shape word, so the hash covers every key and its order at the
 // cost of one word a record, and does not depend on where strings or
@@ -26,17 +27,21 @@
 
 namespace verbfault::observers::encoding {
 
-// The trace hash's running state: two lanes, so that consecutive words'
-// multiplies overlap instead of forming one chain of dependent multiplies.
-// Hashed word i (counting from the first record of the trace) goes into
-// lane a when i is even, lane b when it is odd:
+// The trace hash's running state: four lanes, so that the multiplies of
+// four consecutive words overlap instead of forming one chain of dependent
+// multiplies (a lane's step is about 5 cycles; with four lanes the words
+// go in at about the multiplier's throughput). Hashed word i (counting
+// from the first record of the trace) goes into lane i mod 4 (a, b, c, d):
 //   lane = rotl(lane ^ word, 31) * 0x9e3779b97f4a7c15
 // (the rotation brings high bits down, so every bit of a word reaches
-// every bit of the lane over the next words). value() combines the lanes
-// with splitmix64's finalizer; it is a pure function of the hashed words.
+// every bit of the lane over the next words). value() folds b, c and d
+// into a with the same step and applies splitmix64's finalizer; it is a
+// pure function of the hashed words.
 struct Hash {
-  std::uint64_t a = 0x243f6a8885a308d3ull;  // the first 128 bits of pi's fraction
+  std::uint64_t a = 0x243f6a8885a308d3ull;  // the first 256 bits of pi's fraction
   std::uint64_t b = 0x13198a2e03707344ull;
+  std::uint64_t c = 0xa4093822299f31d0ull;
+  std::uint64_t d = 0x082efa98ec4e6c89ull;
   std::uint64_t value() const;
 };
 
@@ -79,16 +84,26 @@ inline std::uint64_t load_bytes(const char* bytes, std::size_t count) {
   return byte(0) | byte(count / 2) | byte(count - 1);
 }
 
-// The trace hash's lanes while a record is hashed (in registers).
+// One lane's step.
+inline std::uint64_t step(std::uint64_t lane, std::uint64_t word) {
+  return std::rotl(lane ^ word, 31) * kMultiplier;
+}
+
+// The trace hash's lanes while a record is hashed (in registers). The
+// lanes take turns: this word's multiply waits for the one four words
+// back, not for the previous word's. The rotation of names is free (the
+// registers are renamed).
 struct Sink {
   std::uint64_t a;
   std::uint64_t b;
-  // The lanes alternate: this word's multiply does not wait for the
-  // previous word's.
+  std::uint64_t c;
+  std::uint64_t d;
   void hashed(std::uint64_t word) {
-    const std::uint64_t lane = std::rotl(a ^ word, 31) * kMultiplier;
+    const std::uint64_t lane = step(a, word);
     a = b;
-    b = lane;
+    b = c;
+    c = d;
+    d = lane;
   }
 };
 
@@ -102,7 +117,7 @@ inline void encode_value(const Value& value, Sink& out) {
       out.hashed(value.unsigned_integer);  // the same bits either way
       return;
     case Type::boolean:
-      out.hashed(value.boolean ? 1 : 0);
+      out.hashed(value.unsigned_integer);  // 0 or 1
       return;
     case Type::text: {
       // Short texts (the usual names) take one word; a length of 255 or
@@ -116,7 +131,7 @@ inline void encode_value(const Value& value, Sink& out) {
       return;
     }
     case Type::object:
-      out.hashed(object_word(value.object));
+      out.hashed(value.unsigned_integer);  // kind | index << 8
       return;
     case Type::wrs:
       out.hashed(value.size);
@@ -132,11 +147,14 @@ inline void encode_value(const Value& value, Sink& out) {
       out.hashed(c.count);
       for (std::size_t i = 0; i < c.count; ++i) {
         const ibv_wc& wc = c.wc[i];
+        // status and opcode are enums of fewer than 256 values in
+        // practice; an application's or provider's odd value still
+        // changes the word (it is xored in, not masked).
         out.hashed(wc.wr_id);
-        out.hashed(static_cast<std::uint64_t>(wc.status) |
-                   std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 32);
-        out.hashed(wc.byte_len | std::uint64_t{wc.vendor_err} << 32);
-        out.hashed(wc.imm_data | std::uint64_t{wc.wc_flags} << 32);
+        out.hashed((static_cast<std::uint64_t>(static_cast<std::uint32_t>(wc.status)) |
+                    std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 8) ^
+                   std::uint64_t{wc.wc_flags} << 16 ^ std::uint64_t{wc.vendor_err} << 32);
+        out.hashed(wc.byte_len | std::uint64_t{wc.imm_data} << 32);
         const ObjectRef qp = c.qps[i].ref;
         out.hashed(qp.index == record::kUnknownIndex ? kNoQp | std::uint64_t{wc.qp_num} << 32
                                                      : qp.index);
@@ -149,28 +167,30 @@ inline void encode_value(const Value& value, Sink& out) {
 }  // namespace hash_detail
 
 inline std::uint64_t Hash::value() const {
-  return hash_detail::finalize(a ^ std::rotl(b, 32));
+  using hash_detail::step;
+  return hash_detail::finalize(step(step(step(a, b), c), d));
 }
 
 // Hashes `record` with sequence number `seq` into `hash`. Inline: it runs
 // for every record, with or without a trace file.
 inline void encode(const record::CallRecord& record, std::uint64_t seq, Hash& hash) {
   using namespace hash_detail;
-  Sink sink{hash.a, hash.b};
+  Sink sink{hash.a, hash.b, hash.c, hash.d};
   const auto fields = record.fields();
   sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
   sink.hashed(seq);
-  std::uint64_t shape = 0;
   for (const record::Field& field : fields) {
-    const std::uint64_t type =
-        static_cast<std::uint8_t>(field.value.type) | std::uint64_t{field.value.is_unsigned} << 7;
-    // Off the lanes' chains: one rotate and xor a field.
-    shape = std::rotl(shape, 7) ^ field.key.id() ^ type << 56;
-    encode_value(field.value, sink);
+    // Most fields are one word: a predictable branch, not the switch.
+    if (field.value.is_one_word()) [[likely]]
+      sink.hashed(field.value.unsigned_integer);
+    else
+      encode_value(field.value, sink);
   }
-  sink.hashed(shape);
+  sink.hashed(record.shape());
   hash.a = sink.a;
   hash.b = sink.b;
+  hash.c = sink.c;
+  hash.d = sink.d;
 }
 
 }  // namespace verbfault::observers::encoding
