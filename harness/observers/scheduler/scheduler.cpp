@@ -1,0 +1,399 @@
+#include "scheduler.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+namespace verbfault::scheduler {
+
+namespace {
+
+// The thread's place in the schedule (nullptr: not scheduled).
+thread_local void* t_self = nullptr;
+
+// splitmix64 of the seed and two words: the scheduler's draws.
+std::uint64_t mix(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = seed ^ (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Draw streams (the `a` of mix), so that no two draws share an input.
+constexpr std::uint64_t kPriorityStream = 1;
+constexpr std::uint64_t kChangePointStream = 2;
+constexpr std::uint64_t kWalkStream = 3;
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
+  // EINTR (a signal) and EAGAIN (the word changed) both mean: look again.
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr,
+          nullptr, 0);
+}
+
+std::uint64_t parse_number(const std::string& text, const std::string& what) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument(what + " must be a decimal number, not '" + text + "'");
+  try {
+    return std::stoull(text);
+  } catch (const std::out_of_range&) {
+    throw std::invalid_argument(what + " '" + text + "' is out of range");
+  }
+}
+
+}  // namespace
+
+std::string describe(const Options& options) {
+  if (options.strategy == Strategy::random_walk) return "random";
+  return "pct:depth=" + std::to_string(options.depth) + ":steps=" + std::to_string(options.steps);
+}
+
+std::optional<Options> parse_threads(const std::string& text) {
+  const std::string expected =
+      "expected 'free', 'random' or 'pct[:depth=D][:steps=K]' (D in 1..64, K >= 1)";
+  if (text == "free") return std::nullopt;
+  Options options;
+  if (text == "random") {
+    options.strategy = Strategy::random_walk;
+    return options;
+  }
+  if (text.rfind("pct", 0) != 0 || (text.size() > 3 && text[3] != ':'))
+    throw std::invalid_argument("'" + text + "': " + expected);
+  std::size_t at = 3;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(':', at + 1), text.size());
+    const std::string item = text.substr(at + 1, end - at - 1);
+    const std::size_t equals = item.find('=');
+    const std::string key = item.substr(0, equals);
+    const std::string value = equals == std::string::npos ? "" : item.substr(equals + 1);
+    if (key == "depth") {
+      options.depth = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(parse_number(value, "pct depth"), std::uint64_t{UINT32_MAX}));
+      if (options.depth < 1 || options.depth > 64)
+        throw std::invalid_argument("'" + text + "': " + expected);
+    } else if (key == "steps") {
+      options.steps = parse_number(value, "pct steps");
+      if (options.steps < 1) throw std::invalid_argument("'" + text + "': " + expected);
+    } else {
+      throw std::invalid_argument("'" + text + "': unknown knob '" + key + "'; " + expected);
+    }
+    at = end;
+  }
+  return options;
+}
+
+Scheduler& scheduler() {
+  static Scheduler* instance = new Scheduler();  // never destroyed: threads outlive exit
+  return *instance;
+}
+
+Scheduler::Thread& Scheduler::add_thread() {
+  Thread& thread = threads_.emplace_back();
+  thread.id = static_cast<ThreadId>(threads_.size() - 1);
+  // PCT: distinct initial priorities above every change point's (1..d-1):
+  // a random high part and the id below it.
+  thread.priority = options_.depth + 1 +
+                    ((mix(options_.seed, kPriorityStream, thread.id) >> 24) << 20 | thread.id);
+  return thread;
+}
+
+void Scheduler::start(const Options& options, World& world) {
+  std::unique_lock lock(lock_);
+  options_ = options;
+  world_ = &world;
+  threads_.clear();
+  change_points_.clear();
+  for (std::uint32_t i = 0; i + 1 < options_.depth; ++i)
+    change_points_.push_back(1 + mix(options_.seed, kChangePointStream, i) % options_.steps);
+  std::sort(change_points_.begin(), change_points_.end());
+  next_change_ = 0;
+  steps_ = 0;
+  now_ns_ = 0;
+  Thread& main = add_thread();
+  main.status = Status::runnable;
+  main.handle = pthread_self();
+  main.has_handle = true;
+  t_self = &main;
+  running_.store(true, std::memory_order_relaxed);
+}
+
+bool Scheduler::manages_this_thread() const {
+  return t_self != nullptr && running();
+}
+
+ThreadId Scheduler::current() const {
+  return t_self != nullptr ? static_cast<Thread*>(t_self)->id : 0;
+}
+
+void Scheduler::hand_to(Thread& next) {
+  next.go.store(1, std::memory_order_release);
+  futex_wake(next.go);
+}
+
+void Scheduler::wait_for_turn(Thread& self) {
+  while (self.go.exchange(0, std::memory_order_acquire) == 0) futex_wait(self.go, 0);
+}
+
+void Scheduler::refresh_waiters() {
+  for (Thread& thread : threads_) {
+    if (thread.status != Status::blocked) continue;
+    if (thread.wait.kind == WaitKind::fd && world_->fd_readable(thread.wait.fd)) {
+      thread.status = Status::runnable;
+      thread.woken = true;
+    } else if (thread.wait.deadline_ns != kNoDeadline && thread.wait.deadline_ns <= now_ns_) {
+      thread.status = Status::runnable;
+      thread.woken = false;
+    }
+  }
+}
+
+Scheduler::Thread* Scheduler::choose(Thread& self, bool yielding) {
+  std::size_t runnable = 0;
+  for (const Thread& thread : threads_) runnable += thread.status == Status::runnable;
+  const bool skip_self = yielding && self.status == Status::runnable && runnable > 1;
+  if (skip_self) --runnable;
+  if (runnable == 0) return nullptr;
+  if (options_.strategy == Strategy::random_walk) {
+    std::uint64_t pick = mix(options_.seed, kWalkStream, steps_) % runnable;
+    for (Thread& thread : threads_) {
+      if (thread.status != Status::runnable || (skip_self && &thread == &self)) continue;
+      if (pick-- == 0) return &thread;
+    }
+    return nullptr;
+  }
+  Thread* best = nullptr;
+  for (Thread& thread : threads_) {
+    if (thread.status != Status::runnable || (skip_self && &thread == &self)) continue;
+    if (best == nullptr || thread.priority > best->priority) best = &thread;
+  }
+  return best;
+}
+
+bool Scheduler::unblock_by_time() {
+  std::uint64_t next = kNoDeadline;
+  for (const Thread& thread : threads_)
+    if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
+  const std::optional<std::uint64_t> device = world_->device_deadline();
+  if (device) next = std::min(next, std::max(*device, now_ns_));
+  if (next == kNoDeadline) return false;
+  now_ns_ = std::max(now_ns_, next);
+  if (device && *device <= now_ns_) world_->advance_device(now_ns_);
+  return true;
+}
+
+void Scheduler::switch_from(Thread& self, bool yielding) {
+  // The PCT change point of this step: the running thread drops below
+  // every other.
+  if (options_.strategy == Strategy::pct && next_change_ < change_points_.size() &&
+      steps_ >= change_points_[next_change_]) {
+    self.priority = next_change_ + 1;
+    ++next_change_;
+  }
+  refresh_waiters();
+  Thread* next = choose(self, yielding);
+  while (next == nullptr) {
+    if (!unblock_by_time()) report_deadlock();
+    refresh_waiters();
+    next = choose(self, false);
+  }
+  if (next == &self) {
+    lock_.unlock();
+    return;
+  }
+  hand_to(*next);
+  const bool ended = self.status == Status::finished;
+  lock_.unlock();
+  if (!ended) wait_for_turn(self);
+}
+
+void Scheduler::point(bool yielding) {
+  auto* self = static_cast<Thread*>(t_self);
+  if (self == nullptr || !running()) return;
+  lock_.lock();
+  ++steps_;
+  now_ns_ += options_.quantum_ns;
+  switch_from(*self, yielding);
+}
+
+bool Scheduler::block(const Wait& wait) {
+  auto* self = static_cast<Thread*>(t_self);
+  if (self == nullptr || !running()) return true;
+  lock_.lock();
+  ++steps_;
+  self->status = Status::blocked;
+  self->wait = wait;
+  self->wait_order = ++wait_orders_;
+  self->woken = false;
+  switch_from(*self, false);
+  return self->woken;
+}
+
+void Scheduler::wake_one(WaitKind kind, const void* object) {
+  if (!running()) return;
+  std::unique_lock lock(lock_);
+  Thread* first = nullptr;
+  for (Thread& thread : threads_)
+    if (thread.status == Status::blocked && thread.wait.kind == kind &&
+        thread.wait.object == object && (first == nullptr || thread.wait_order < first->wait_order))
+      first = &thread;
+  if (first != nullptr) {
+    first->status = Status::runnable;
+    first->woken = true;
+  }
+}
+
+void Scheduler::wake_all(WaitKind kind, const void* object) {
+  if (!running()) return;
+  std::unique_lock lock(lock_);
+  for (Thread& thread : threads_)
+    if (thread.status == Status::blocked && thread.wait.kind == kind &&
+        thread.wait.object == object) {
+      thread.status = Status::runnable;
+      thread.woken = true;
+    }
+}
+
+ThreadId Scheduler::reserve_thread() {
+  std::unique_lock lock(lock_);
+  return add_thread().id;
+}
+
+void Scheduler::created(ThreadId id, pthread_t handle) {
+  std::unique_lock lock(lock_);
+  Thread& thread = threads_[id];
+  thread.handle = handle;
+  thread.has_handle = true;
+  thread.status = Status::runnable;
+}
+
+void Scheduler::creation_failed(ThreadId id) {
+  std::unique_lock lock(lock_);
+  threads_[id].status = Status::finished;  // ids stay dense: it never ran
+}
+
+void Scheduler::enter_thread(ThreadId id) {
+  Thread* self;
+  {
+    std::unique_lock lock(lock_);
+    self = &threads_[id];
+  }
+  t_self = self;
+  wait_for_turn(*self);
+}
+
+void Scheduler::exit_thread() {
+  auto* self = static_cast<Thread*>(t_self);
+  if (self == nullptr) return;
+  t_self = nullptr;  // what the thread does after (TLS destructors) is not scheduled
+  if (!running()) return;
+  lock_.lock();
+  ++steps_;
+  self->status = Status::finished;
+  for (Thread& thread : threads_)
+    if (thread.status == Status::blocked && thread.wait.kind == WaitKind::join &&
+        thread.wait.thread == self->id) {
+      thread.status = Status::runnable;
+      thread.woken = true;
+    }
+  switch_from(*self, false);
+}
+
+std::optional<ThreadId> Scheduler::thread_of(pthread_t handle) {
+  std::unique_lock lock(lock_);
+  for (const Thread& thread : threads_)
+    if (thread.has_handle && pthread_equal(thread.handle, handle)) return thread.id;
+  return std::nullopt;
+}
+
+bool Scheduler::finished(ThreadId id) {
+  std::unique_lock lock(lock_);
+  return id < threads_.size() && threads_[id].status == Status::finished;
+}
+
+std::uint64_t Scheduler::now_ns() {
+  std::unique_lock lock(lock_);
+  now_ns_ += options_.quantum_ns;
+  return now_ns_;
+}
+
+void Scheduler::sleep_until(std::uint64_t deadline_ns, const char* call) {
+  Wait wait;
+  wait.kind = WaitKind::sleep;
+  wait.deadline_ns = deadline_ns;
+  wait.call = call;
+  block(wait);
+}
+
+void Scheduler::after_fork_in_child() {
+  if (!running()) return;
+  // The lock may have been held by a thread that does not exist here.
+  new (&lock_) record::RunLock();
+  auto* self = static_cast<Thread*>(t_self);
+  const Options options = options_;
+  World* world = world_;
+  running_.store(false, std::memory_order_relaxed);
+  if (self == nullptr) return;  // forked by a thread the schedule did not know
+  start(options, *world);
+}
+
+void Scheduler::stop() {
+  running_.store(false, std::memory_order_relaxed);
+}
+
+std::string Scheduler::describe_wait(const Thread& thread) {
+  const Wait& wait = thread.wait;
+  std::string text = wait.call;
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", wait.object);
+  switch (wait.kind) {
+    case WaitKind::mutex:
+      text += std::string(" of mutex ") + address;
+      break;
+    case WaitKind::cond:
+      text += std::string(" on condition ") + address + ", never signalled";
+      break;
+    case WaitKind::join:
+      text += " of thread " + std::to_string(wait.thread) + ", which never ends";
+      break;
+    case WaitKind::semaphore:
+      text += std::string(" on semaphore ") + address;
+      break;
+    case WaitKind::rwlock:
+      text += std::string(" of rwlock ") + address;
+      break;
+    case WaitKind::fd:
+      text += " on " + world_->fd_name(wait.fd) + ", with nothing pending that can raise an event";
+      break;
+    case WaitKind::sleep:
+      break;
+  }
+  return text;
+}
+
+void Scheduler::report_deadlock() {
+  std::string report =
+      "deadlock: every thread waits and nothing can wake any (no event pending, nothing "
+      "due on the virtual clock):";
+  for (const Thread& thread : threads_)
+    if (thread.status == Status::blocked)
+      report += "\n  thread " + std::to_string(thread.id) + ": " + describe_wait(thread);
+  running_.store(false, std::memory_order_relaxed);
+  World* world = world_;
+  lock_.unlock();
+  world->deadlock(report);
+  std::abort();  // World::deadlock ends the run
+}
+
+}  // namespace verbfault::scheduler

@@ -1,0 +1,190 @@
+// The thread scheduler: under a seed, one application thread runs at a
+// time, and which one runs next is a pure function of the seed and the
+// schedule so far. So the same seed gives the same interleaving of a
+// multi-threaded program's verbs calls, and a byte-identical trace
+// (docs/architecture.md, "Threads").
+//
+// Threads hand a baton to each other at scheduling points: every verbs
+// call, and the calls through which threads wait for or wake each other
+// (the front door interposes them). A thread that has to wait (a mutex
+// another thread holds, a condition variable, a join, a sleep, a channel
+// with no event) is blocked here, never in the kernel, so the scheduler
+// always knows who can run; when nobody can, it moves virtual time to the
+// next deadline, or reports the deadlock.
+//
+// The strategy is PCT (Burckhardt, Kothari, Musuvathi, Nagarakatte,
+// "A Randomized Scheduler with Probabilistic Guarantees of Finding Bugs",
+// ASPLOS 2010): each thread gets a random priority, the highest-priority
+// thread that can run runs, and at d-1 random steps the running thread
+// drops below every other. A bug of depth d among n threads and k steps is
+// found by one run with probability at least 1/(n k^(d-1)). A random walk
+// (each step a uniform choice) is the alternative.
+//
+// Thread safety: every member is guarded by `lock_` (a spin lock: the
+// scheduler is below every pthread function the program calls, so it
+// cannot use them); a thread's `go` word is its futex, written by the
+// thread handing it the baton.
+#pragma once
+
+#include "run_lock.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace verbfault::scheduler {
+
+using ThreadId = std::uint32_t;
+inline constexpr std::uint64_t kNoDeadline = ~std::uint64_t{0};
+
+enum class Strategy : std::uint8_t { pct, random_walk };
+
+struct Options {
+  std::uint64_t seed = 0;
+  Strategy strategy = Strategy::pct;
+  // PCT's d: d - 1 priority change points.
+  std::uint32_t depth = 3;
+  // PCT's k: the change points fall among the first k steps.
+  std::uint64_t steps = 20000;
+  // Virtual time a scheduling point moves the program's clock by (a verbs
+  // call, a clock read): a loop that waits "5 ms" for something ends.
+  std::uint64_t quantum_ns = 1000;
+};
+
+// How the options read in a replay line and in the run's first line:
+// "pct:depth=3:steps=20000" or "random".
+std::string describe(const Options& options);
+// Parses VERBFAULT_THREADS' value: "free", "pct[:depth=D][:steps=K]",
+// "random"; nullopt for "free". Throws std::invalid_argument naming what
+// was expected.
+std::optional<Options> parse_threads(const std::string& text);
+
+// What a blocked thread waits for: what wakes it, and what the deadlock
+// report says of it.
+enum class WaitKind : std::uint8_t { mutex, cond, join, semaphore, rwlock, fd, sleep };
+
+struct Wait {
+  WaitKind kind = WaitKind::sleep;
+  const void* object = nullptr;             // the mutex, condition, semaphore or rwlock
+  ThreadId thread = 0;                      // join: the thread joined
+  int fd = -1;                              // fd: readable wakes it
+  std::uint64_t deadline_ns = kNoDeadline;  // virtual time; a timed wait
+  const char* call = "";                    // the call it is blocked in
+};
+
+// What the scheduler asks of the rest of the harness (the interposer).
+class World {
+ public:
+  virtual ~World() = default;
+  // Whether `fd` can be read without blocking.
+  virtual bool fd_readable(int fd) = 0;
+  // What `fd` is, for a report ("channel#0").
+  virtual std::string fd_name(int fd) = 0;
+  // The device's own clock: its next deadline (a retry, a timer), if any,
+  // and moving it there (it may then raise completions and events).
+  virtual std::optional<std::uint64_t> device_deadline() = 0;
+  virtual void advance_device(std::uint64_t to_ns) = 0;
+  // Every thread waits and nothing can wake any: report and end the run.
+  [[noreturn]] virtual void deadlock(const std::string& report) = 0;
+};
+
+class Scheduler {
+ public:
+  // Starts scheduling: the calling thread becomes thread 0.
+  void start(const Options& options, World& world);
+  bool running() const { return running_.load(std::memory_order_relaxed); }
+  // Whether the calling thread takes part (started by the program while
+  // the scheduler runs, or the one that started it).
+  bool manages_this_thread() const;
+  const Options& options() const { return options_; }
+
+  // A scheduling point of the calling thread. `yielding`: it made no
+  // progress (an empty poll, a failed trylock, sched_yield) and lets
+  // another thread that can run go first.
+  void point(bool yielding = false);
+  // Blocks the calling thread until a wake names what it waits for, or
+  // its deadline passes on the virtual clock (returns false then).
+  bool block(const Wait& wait);
+  // Makes the earliest waiter (wake_one) or every waiter on `object` able
+  // to run; the caller keeps running.
+  void wake_one(WaitKind kind, const void* object);
+  void wake_all(WaitKind kind, const void* object);
+
+  // pthread_create: the parent reserves the child's id before creating it,
+  // then tells its handle (or that creation failed).
+  ThreadId reserve_thread();
+  void created(ThreadId id, pthread_t handle);
+  void creation_failed(ThreadId id);
+  // The new thread's first act: it waits for its first turn.
+  void enter_thread(ThreadId id);
+  // The calling thread ends: its joiners wake, another thread runs.
+  void exit_thread();
+  // The scheduled thread with this handle, if any, and whether it ended.
+  std::optional<ThreadId> thread_of(pthread_t handle);
+  bool finished(ThreadId id);
+  // The calling thread's id (0 when not managed).
+  ThreadId current() const;
+
+  // The program's virtual clock, in ns since the run started; every read
+  // moves it by the quantum, so a loop that reads it ends.
+  std::uint64_t now_ns();
+  // Sleeps the calling thread until `deadline_ns` on the virtual clock.
+  void sleep_until(std::uint64_t deadline_ns, const char* call);
+
+  // The calling thread is the only one left in a forked child: it becomes
+  // thread 0 of a schedule of its own.
+  void after_fork_in_child();
+  // The run is ending (exit, a report): every call passes through.
+  void stop();
+
+  std::uint64_t steps() const { return steps_; }
+
+ private:
+  enum class Status : std::uint8_t { reserved, runnable, blocked, finished };
+  struct Thread {
+    ThreadId id = 0;
+    std::atomic<std::uint32_t> go{0};  // 1: its turn (its futex word)
+    Status status = Status::reserved;
+    Wait wait;
+    std::uint64_t wait_order = 0;  // FIFO among waiters
+    bool woken = false;            // woken by a wake, not by its deadline
+    std::uint64_t priority = 0;
+    pthread_t handle{};
+    bool has_handle = false;
+  };
+
+  Thread& add_thread();
+  // With lock_ held: chooses the next thread, hands it the baton, and
+  // (unless `self` ended) waits for self's next turn. Releases lock_.
+  void switch_from(Thread& self, bool yielding);
+  Thread* choose(Thread& self, bool yielding);
+  // Nobody can run: let virtual time or the device move. False: deadlock.
+  bool unblock_by_time();
+  void refresh_waiters();
+  [[noreturn]] void report_deadlock();
+  std::string describe_wait(const Thread& thread);
+  static void wait_for_turn(Thread& self);
+  static void hand_to(Thread& next);
+
+  record::RunLock lock_;
+  std::atomic<bool> running_{false};
+  Options options_;
+  World* world_ = nullptr;
+  std::deque<Thread> threads_;                // by id; stable addresses
+  std::vector<std::uint64_t> change_points_;  // PCT, sorted
+  std::size_t next_change_ = 0;
+  std::uint64_t steps_ = 0;
+  std::uint64_t wait_orders_ = 0;
+  std::uint64_t now_ns_ = 0;
+};
+
+// The one scheduler of the process.
+Scheduler& scheduler();
+
+}  // namespace verbfault::scheduler

@@ -1,0 +1,237 @@
+// The thread scheduler on its own: threads of the test take turns through
+// its API (the front door's pthread functions are not involved here).
+#include "scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace verbfault::scheduler {
+namespace {
+
+// A world with no device and no fds; a deadlock prints its report and
+// ends the process with 122, as the harness does.
+class QuietWorld : public World {
+ public:
+  bool fd_readable(int) override { return false; }
+  std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
+  std::optional<std::uint64_t> device_deadline() override { return std::nullopt; }
+  void advance_device(std::uint64_t) override {}
+  [[noreturn]] void deadlock(const std::string& report) override {
+    std::fprintf(stderr, "%s\n", report.c_str());
+    std::fflush(stderr);
+    _exit(122);
+  }
+};
+
+QuietWorld world;
+
+// Starts `bodies.size()` scheduled threads, each running its body, and
+// joins them through the scheduler (as pthread_join does).
+void run_threads(const std::vector<std::function<void()>>& bodies) {
+  Scheduler& s = scheduler();
+  std::vector<std::thread> threads;
+  std::vector<ThreadId> ids;
+  threads.reserve(bodies.size());
+  for (const auto& body : bodies) {
+    const ThreadId id = s.reserve_thread();
+    threads.emplace_back([&s, id, body] {
+      s.enter_thread(id);
+      body();
+      s.exit_thread();
+    });
+    s.created(id, threads.back().native_handle());
+    ids.push_back(id);
+    s.point();
+  }
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    while (!s.finished(ids[i])) {
+      Wait wait;
+      wait.kind = WaitKind::join;
+      wait.thread = ids[i];
+      wait.call = "pthread_join";
+      s.block(wait);
+    }
+    threads[i].join();
+  }
+}
+
+// Which thread ran each step of `workers` threads doing `steps` points
+// each, under `options`; checks that no two ran at once.
+std::vector<int> interleaving(Options options, int workers, int steps) {
+  scheduler().start(options, world);
+  std::vector<int> log;
+  std::atomic<int> inside{0};
+  bool overlapped = false;
+  std::vector<std::function<void()>> bodies;
+  for (int w = 0; w < workers; ++w)
+    bodies.push_back([&, w] {
+      for (int i = 0; i < steps; ++i) {
+        overlapped |= inside.fetch_add(1) != 0;
+        log.push_back(w);
+        inside.fetch_sub(1);
+        scheduler().point();
+      }
+    });
+  run_threads(bodies);
+  scheduler().stop();
+  EXPECT_FALSE(overlapped) << "two scheduled threads ran at once";
+  return log;
+}
+
+TEST(Scheduler, TheSameSeedGivesTheSameInterleaving) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Options options;
+    options.seed = seed;
+    options.steps = 100;
+    const std::vector<int> first = interleaving(options, 3, 20);
+    EXPECT_EQ(first.size(), 60u);
+    EXPECT_EQ(interleaving(options, 3, 20), first) << "seed " << seed;
+  }
+}
+
+TEST(Scheduler, SeedsGiveDifferentInterleavings) {
+  std::set<std::vector<int>> seen;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Options options;
+    options.seed = seed;
+    options.steps = 100;
+    seen.insert(interleaving(options, 3, 20));
+  }
+  EXPECT_GE(seen.size(), 10u);
+}
+
+TEST(Scheduler, ARandomWalkIsDeterministicToo) {
+  std::set<std::vector<int>> seen;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Options options;
+    options.seed = seed;
+    options.strategy = Strategy::random_walk;
+    const std::vector<int> first = interleaving(options, 4, 10);
+    EXPECT_EQ(interleaving(options, 4, 10), first) << "seed " << seed;
+    seen.insert(first);
+  }
+  EXPECT_GE(seen.size(), 9u);
+}
+
+TEST(Scheduler, PctRunsTheHighestPriorityThreadUntilAChangePoint) {
+  // Without change points (depth 1) one thread runs all its steps before
+  // any other: the first worker to run is never interrupted.
+  Options options;
+  options.seed = 5;
+  options.depth = 1;
+  const std::vector<int> log = interleaving(options, 2, 10);
+  ASSERT_EQ(log.size(), 20u);
+  for (int i = 1; i < 10; ++i) EXPECT_EQ(log[i], log[0]);
+}
+
+TEST(Scheduler, AYieldingThreadLetsAnotherRun) {
+  // A spinner of the highest priority that yields (an empty poll) cannot
+  // starve the thread it waits for.
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    Options options;
+    options.seed = seed;
+    options.depth = 1;
+    scheduler().start(options, world);
+    bool posted = false;
+    int spins = 0;
+    run_threads({[&] {
+                   while (!posted) {
+                     ++spins;
+                     scheduler().point(/*yielding=*/true);
+                   }
+                 },
+                 [&] {
+                   for (int i = 0; i < 3; ++i) scheduler().point();
+                   posted = true;
+                 }});
+    scheduler().stop();
+    EXPECT_TRUE(posted);
+    EXPECT_LT(spins, 10) << "seed " << seed;
+  }
+}
+
+TEST(Scheduler, WakeOneWakesTheEarliestWaiter) {
+  Options options;
+  options.seed = 3;
+  scheduler().start(options, world);
+  int condition = 0;
+  std::vector<int> waiting;
+  std::vector<int> woken;
+  auto waiter = [&](int who) {
+    return [&, who] {
+      waiting.push_back(who);
+      Wait wait;
+      wait.kind = WaitKind::cond;
+      wait.object = &condition;
+      wait.call = "pthread_cond_wait";
+      EXPECT_TRUE(scheduler().block(wait));
+      woken.push_back(who);
+    };
+  };
+  run_threads({waiter(1), waiter(2), [&] {
+                 // The waiters may not wait yet: wake until both woke.
+                 while (woken.size() < 2) {
+                   scheduler().wake_one(WaitKind::cond, &condition);
+                   scheduler().point(/*yielding=*/true);
+                 }
+               }});
+  scheduler().stop();
+  EXPECT_EQ(woken, waiting);
+}
+
+TEST(Scheduler, VirtualTimeJumpsToTheNextDeadlineWhenEveryThreadWaits) {
+  Options options;
+  options.seed = 9;
+  scheduler().start(options, world);
+  std::uint64_t woke_at = 0;
+  run_threads({[&] {
+    scheduler().sleep_until(5'000'000, "nanosleep");  // 5 ms of virtual time
+    woke_at = scheduler().now_ns();
+  }});
+  scheduler().stop();
+  EXPECT_GE(woke_at, 5'000'000u);
+  EXPECT_LT(woke_at, 5'100'000u);
+}
+
+TEST(SchedulerDeathTest, ADeadlockIsReportedWithWhatEachThreadWaitsFor) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Options options;
+        options.seed = 1;
+        scheduler().start(options, world);
+        int mutex = 0;
+        run_threads({[&] {
+          Wait wait;
+          wait.kind = WaitKind::mutex;
+          wait.object = &mutex;
+          wait.call = "pthread_mutex_lock";
+          scheduler().block(wait);
+        }});
+      },
+      testing::ExitedWithCode(122),
+      "deadlock: every thread waits.*\n  thread 0: pthread_join of thread 1, which never "
+      "ends\n  thread 1: pthread_mutex_lock of mutex 0x");
+}
+
+TEST(Scheduler, ThreadsOptionsParse) {
+  EXPECT_FALSE(parse_threads("free").has_value());
+  EXPECT_EQ(describe(*parse_threads("pct")), "pct:depth=3:steps=20000");
+  EXPECT_EQ(describe(*parse_threads("pct:depth=5")), "pct:depth=5:steps=20000");
+  EXPECT_EQ(describe(*parse_threads("pct:steps=100:depth=2")), "pct:depth=2:steps=100");
+  EXPECT_EQ(describe(*parse_threads("random")), "random");
+  for (const char* bad : {"", "fair", "pct:", "pct:depth", "pct:depth=0", "pct:depth=65",
+                          "pct:depth=x", "pct:steps=0", "pct:width=3", "pctx", "random:depth=2"})
+    EXPECT_THROW(parse_threads(bad), std::invalid_argument) << bad;
+}
+
+}  // namespace
+}  // namespace verbfault::scheduler
