@@ -250,6 +250,13 @@ bool work_pending() {
   return Fabric::get().deadline_pending();
 }
 
+bool advance_clock() {
+  std::lock_guard guard(Fabric::get().mutex);
+  const bool advanced = Fabric::get().advance_clock();
+  if (advanced) Fabric::get().wakeup.notify_all();
+  return advanced;
+}
+
 void set_freedom_seed(std::optional<std::uint64_t> seed) {
   Lock guard = lock();
   Fabric::get().freedoms().set_seed(seed);

@@ -47,6 +47,19 @@ Config config_from_environment() {
     std::random_device entropy;
     config.seed = (std::uint64_t{entropy()} << 32) | entropy();
   }
+  if (auto threads = variable("VERBFAULT_THREADS")) {
+    try {
+      config.threads = scheduler::parse_threads(*threads);
+    } catch (const std::invalid_argument& error) {
+      throw std::runtime_error(std::string("VERBFAULT_THREADS=") + error.what());
+    }
+    if (config.threads) {
+      if (!config.active)
+        throw std::runtime_error("VERBFAULT_THREADS='" + *threads +
+                                 "': the scheduler runs under a seed; set VERBFAULT_SEED too");
+      config.threads->seed = config.seed;
+    }
+  }
   return config;
 }
 

@@ -12,11 +12,16 @@
 //   VERBFAULT_FREEDOMS  "drawn" (default): the simulated device draws the
 //                    choices the verbs leave open from the seed;
 //                    "canonical": it takes the canonical ones
+//   VERBFAULT_THREADS   "pct[:depth=D][:steps=K]" or "random": the program's
+//                    threads run one at a time, chosen from the seed
+//                    (observers/scheduler); "free" or unset: as the
+//                    kernel schedules them
 // A bad value is never ignored: the process stops with one line naming the
 // variable and what was expected (exit status kConfigErrorExit).
 #pragma once
 
 #include "check_catalogue.h"
+#include "scheduler.h"
 #include "verbfault/plan.h"
 
 #include <cstdint>
@@ -32,7 +37,8 @@ struct Config {
   bool seed_given = false;
   Plan plan;
   std::optional<std::string> trace_path;
-  bool draw_freedoms = true;  // VERBFAULT_FREEDOMS
+  bool draw_freedoms = true;                  // VERBFAULT_FREEDOMS
+  std::optional<scheduler::Options> threads;  // VERBFAULT_THREADS; nullopt: free
   checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
   std::string findings_file;
   // Whether the harness does anything beyond routing: a plan, a seed or a

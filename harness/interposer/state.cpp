@@ -3,6 +3,8 @@
 // signal.
 #include "state.h"
 
+#include "thread_calls.h"
+
 #include "conditions.h"
 #include "replay.h"
 #include "trampolines.h"
@@ -73,6 +75,7 @@ State::State() {
   std::atexit(at_exit);
   // A forked child must not write over the parent's trace journal.
   pthread_atfork(nullptr, nullptr, [] { State::get().trace.forget_file_in_child(); });
+  if (config.threads) thread_calls::start(*config.threads);
   for (int signal : kFatalSignals) {
     struct sigaction current {};
     // An application's own handler stays in charge.

@@ -55,4 +55,8 @@ bool work_pending() {
   return sim::work_pending();
 }
 
+bool advance_device_clock() {
+  return sim::advance_clock();
+}
+
 }  // namespace verbfault::provider

@@ -16,5 +16,9 @@ bool cq_event_pending(ibv_cq* cq);
 // Whether the simulated device has work scheduled on its virtual clock
 // (a retry) that can still produce completions or events by itself.
 bool work_pending();
+// Moves the simulated device's clock to its next deadline and runs what is
+// due then (the thread scheduler, when every thread waits); false when
+// nothing is pending.
+bool advance_device_clock();
 
 }  // namespace verbfault::provider

@@ -1,0 +1,79 @@
+#include "callers.h"
+
+#include "run_lock.h"
+
+#include <link.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace verbfault::interposer {
+
+namespace {
+
+struct Range {
+  std::uintptr_t begin;
+  std::uintptr_t end;
+  bool rdma_stack;
+};
+
+// Guarded by `ranges_lock` (a spin lock: this runs inside pthread_mutex_lock).
+record::RunLock ranges_lock;
+std::vector<Range>* ranges = nullptr;  // sorted by begin; never freed
+
+bool is_rdma_stack(std::string_view path) {
+  const std::string_view base = path.substr(path.rfind('/') + 1);
+  for (std::string_view name : {"libverbfault", "libibverbs", "librdmacm", "libmlx", "libnl-"})
+    if (base.substr(0, name.size()) == name) return true;
+  return base.find("-rdmav") != std::string_view::npos ||
+         path.find("/libibverbs/") != std::string_view::npos;
+}
+
+int add_object(dl_phdr_info* info, std::size_t, void* data) {
+  auto* found = static_cast<std::vector<Range>*>(data);
+  const bool rdma = info->dlpi_name != nullptr && is_rdma_stack(info->dlpi_name);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+    found->push_back({begin, begin + header.p_memsz, rdma});
+  }
+  return 0;
+}
+
+// The executable code of every loaded object (lock held).
+void learn() {
+  if (ranges == nullptr) ranges = new std::vector<Range>();
+  ranges->clear();
+  dl_iterate_phdr(add_object, ranges);
+  std::sort(ranges->begin(), ranges->end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+}
+
+const Range* lookup(std::uintptr_t address) {
+  auto after = std::upper_bound(ranges->begin(), ranges->end(), address,
+                                [](std::uintptr_t a, const Range& r) { return a < r.begin; });
+  if (after == ranges->begin()) return nullptr;
+  const Range& range = *(after - 1);
+  return address < range.end ? &range : nullptr;
+}
+
+}  // namespace
+
+bool called_from_rdma_stack(const void* return_address) {
+  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+  std::unique_lock lock(ranges_lock);
+  if (ranges == nullptr) learn();
+  const Range* range = lookup(address);
+  if (range == nullptr) {
+    learn();  // loaded since (dlopen)
+    range = lookup(address);
+  }
+  return range != nullptr && range->rdma_stack;
+}
+
+}  // namespace verbfault::interposer

@@ -1,0 +1,55 @@
+#include "libc.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace verbfault::interposer::libc {
+
+namespace {
+
+template <class Fn>
+void find(Fn& fn, const char* name, const char* version) {
+  void* symbol = dlvsym(RTLD_NEXT, name, version);
+  if (symbol == nullptr) {
+    std::fprintf(stderr, "verbfault: cannot find the C library's %s@%s\n", name, version);
+    std::abort();
+  }
+  fn = reinterpret_cast<Fn>(symbol);
+}
+
+Functions resolve() {
+  Functions f{};
+  // The versions a program built on Debian 12 (glibc 2.36) binds to.
+  find(f.mutex_lock, "pthread_mutex_lock", "GLIBC_2.2.5");
+  find(f.mutex_trylock, "pthread_mutex_trylock", "GLIBC_2.34");
+  find(f.mutex_unlock, "pthread_mutex_unlock", "GLIBC_2.2.5");
+  find(f.cond_wait, "pthread_cond_wait", "GLIBC_2.3.2");
+  find(f.cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2");
+  find(f.cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
+  find(f.cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
+  find(f.create, "pthread_create", "GLIBC_2.34");
+  find(f.join, "pthread_join", "GLIBC_2.34");
+  find(f.exit, "pthread_exit", "GLIBC_2.2.5");
+  find(f.sched_yield, "sched_yield", "GLIBC_2.2.5");
+  find(f.nanosleep, "nanosleep", "GLIBC_2.2.5");
+  find(f.clock_nanosleep, "clock_nanosleep", "GLIBC_2.17");
+  find(f.usleep, "usleep", "GLIBC_2.2.5");
+  find(f.sleep, "sleep", "GLIBC_2.2.5");
+  find(f.clock_gettime, "clock_gettime", "GLIBC_2.17");
+  find(f.gettimeofday, "gettimeofday", "GLIBC_2.2.5");
+  find(f.time, "time", "GLIBC_2.2.5");
+  return f;
+}
+
+}  // namespace
+
+const Functions& real() {
+  // A function-local static: thread-safe initialization without a mutex
+  // of ours (the guard is the C++ runtime's, which calls no pthread_mutex_*).
+  static const Functions functions = resolve();
+  return functions;
+}
+
+}  // namespace verbfault::interposer::libc
