@@ -6,6 +6,7 @@
 #include "scheduler.h"
 #include "state.h"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <cerrno>
@@ -166,6 +167,19 @@ void verbs_point() {
 
 void polled(bool empty) {
   t_last_poll_empty = empty;
+}
+
+void wait_readable(int fd, const char* call) {
+  if (!sched().manages_this_thread()) return;
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || (flags & O_NONBLOCK) != 0) return;  // the call itself says EAGAIN
+  while (!world.fd_readable(fd)) {
+    Wait wait;
+    wait.kind = WaitKind::fd;
+    wait.fd = fd;
+    wait.call = call;
+    sched().block(wait);
+  }
 }
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) {

@@ -22,6 +22,10 @@ void start(const scheduler::Options& options);
 void verbs_point();
 // After a poll: whether it was empty (the thread's next point yields).
 void polled(bool empty);
+// Before a verbs call that reads `fd` and blocks while it is empty
+// (ibv_get_cq_event, ibv_get_async_event): a scheduled thread waits in
+// the scheduler until it is readable, not in the kernel.
+void wait_readable(int fd, const char* call);
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller);
 int mutex_trylock(pthread_mutex_t* mutex, const void* caller);

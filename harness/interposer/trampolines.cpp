@@ -4,6 +4,8 @@
 // trampoline runs the hooks, then the provider's saved op.
 #include "trampolines.h"
 
+#include "thread_calls.h"
+
 #include "completions.h"
 #include "decision.h"
 #include "extended_cq_trampolines.h"
@@ -202,6 +204,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   const FastPathOps* ops = saved_ops(qp->context);
   if (!g_active) [[likely]]
     return ops->post_send(qp, wr, bad_wr);
+  thread_calls::verbs_point();
   return interpose_post(Verb::post_send, qp, qp, wr, bad_wr, ops->post_send);
 }
 
@@ -209,6 +212,7 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   const FastPathOps* ops = saved_ops(qp->context);
   if (!g_active) [[likely]]
     return ops->post_recv(qp, wr, bad_wr);
+  thread_calls::verbs_point();
   return interpose_post(Verb::post_recv, qp, qp, wr, bad_wr, ops->post_recv);
 }
 
@@ -216,6 +220,7 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   const FastPathOps* ops = saved_ops(srq->context);
   if (!g_active) [[likely]]
     return ops->post_srq_recv(srq, wr, bad_wr);
+  thread_calls::verbs_point();
   return interpose_post(Verb::post_srq_recv, srq, static_cast<ibv_qp*>(nullptr), wr, bad_wr,
                         ops->post_srq_recv);
 }
@@ -386,13 +391,17 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   const FastPathOps* ops = saved_ops(cq->context);
   if (!g_active) [[likely]]
     return ops->poll_cq(cq, num_entries, wc);
-  return interposed_poll_cq(ops, cq, num_entries, wc);
+  thread_calls::verbs_point();
+  const int polled = interposed_poll_cq(ops, cq, num_entries, wc);
+  thread_calls::polled(polled == 0);
+  return polled;
 }
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
   const FastPathOps* ops = saved_ops(cq->context);
   if (!g_active) [[likely]]
     return ops->req_notify_cq(cq, solicited_only);
+  thread_calls::verbs_point();
   return interposed_req_notify_cq(ops, cq, solicited_only);
 }
 
