@@ -322,4 +322,27 @@ TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {
 }
 
 }  // namespace
+// The trace hash `verbfault run` printed, or "" when none.
+std::string trace_hash_of(const std::string& output) {
+  const std::size_t at = output.find("trace hash ");
+  return at == std::string::npos ? "" : output.substr(at + 11, 16);
+}
+
+TEST(VerbfaultRun, TheSchedulerMakesAThreadedProgramReplayBySeed) {
+  std::set<std::string> hashes;
+  for (int seed = 1; seed <= 8; ++seed) {
+    const std::string run = "VERBFAULT_THREADS=pct " +
+                            verbfault_run("--seed " + std::to_string(seed), THREADED_PINGPONG);
+    ProcessResult first = run_shell(run);
+    ProcessResult second = run_shell(run);
+    ASSERT_EQ(first.status, 0) << first.output;
+    ASSERT_EQ(second.status, 0) << second.output;
+    const std::string hash = trace_hash_of(first.output);
+    ASSERT_FALSE(hash.empty()) << first.output;
+    EXPECT_EQ(trace_hash_of(second.output), hash) << "seed " << seed;
+    hashes.insert(hash);
+  }
+  EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
+}
+
 }  // namespace verbfault::testing
