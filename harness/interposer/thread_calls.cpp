@@ -58,11 +58,7 @@ class HarnessWorld final : public scheduler::World {
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
   }
   std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
-  std::optional<std::uint64_t> device_deadline() override {
-    if (provider::work_pending()) return 0;  // due now: the device's clock is its own
-    return std::nullopt;
-  }
-  void advance_device(std::uint64_t) override { provider::advance_device_clock(); }
+  bool advance_device() override { return provider::advance_device_clock(); }
   [[noreturn]] void deadlock(const std::string& report) override {
     std::fprintf(stderr,
                  "verbfault: %s\nverbfault: the program can never make progress; "
@@ -161,12 +157,14 @@ void start(const scheduler::Options& options) {
 }
 
 void verbs_point() {
-  if (!sched().manages_this_thread()) return;
+  // Without a scheduler: one load of a global, no thread-local.
+  if (!sched().running()) [[likely]]
+    return;
   sched().point(t_last_poll_empty);
 }
 
 void polled(bool empty) {
-  t_last_poll_empty = empty;
+  if (sched().running()) t_last_poll_empty = empty;
 }
 
 void wait_readable(int fd, const char* call) {

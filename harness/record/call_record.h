@@ -133,6 +133,10 @@ struct Value {
   }
   // Integers, flags and objects: one word, `unsigned_integer`.
   bool is_one_word() const { return ((1u << static_cast<unsigned>(type)) & kOneWordTypes) != 0; }
+  // The type as the trace keeps it (shape word, journal): Type | is_unsigned << 7.
+  std::uint8_t type_byte() const {
+    return static_cast<std::uint8_t>(static_cast<std::uint8_t>(type) | (is_unsigned ? 0x80 : 0));
+  }
   std::string_view as_text() const { return {text, size}; }
   std::span<const WrSummary> as_wrs() const { return {wrs, size}; }
   Completions as_completions() const { return {completions.wc, completions.qps, size}; }
@@ -163,7 +167,7 @@ class CallRecord {
     assert(count_ < kMaxFields);
     if (count_ < kMaxFields) {
       new (&storage_[count_++ * sizeof(Field)]) Field{key, value};
-      shape_ = std::rotl(shape_, 7) ^ key.id() ^ type_word(value) << 56;
+      shape_ = std::rotl(shape_, 7) ^ key.id() ^ std::uint64_t{value.type_byte()} << 56;
     }
     return *this;
   }
@@ -177,9 +181,6 @@ class CallRecord {
   }
 
  private:
-  static std::uint64_t type_word(const Value& value) {
-    return static_cast<std::uint8_t>(value.type) | std::uint64_t{value.is_unsigned} << 7;
-  }
   ObjectId object_;
   std::uint64_t shape_ = 0;
   std::uint8_t count_ = 0;

@@ -1,5 +1,7 @@
 #include "scheduler.h"
 
+#include "decision.h"
+
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,18 +21,15 @@ namespace {
 // The thread's place in the schedule (nullptr: not scheduled).
 thread_local void* t_self = nullptr;
 
-// splitmix64 of the seed and two words: the scheduler's draws.
-std::uint64_t mix(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
-  std::uint64_t z = seed ^ (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// Draw streams (the `a` of mix), so that no two draws share an input.
+// The scheduler's draws are engine::draw's (engine/plan/decision.h: a pure
+// function of the seed and a tuple), each in a stream of its own.
 constexpr std::uint64_t kPriorityStream = 1;
 constexpr std::uint64_t kChangePointStream = 2;
 constexpr std::uint64_t kWalkStream = 3;
+
+std::uint64_t draw(std::uint64_t seed, std::uint64_t counter, std::uint64_t stream) {
+  return engine::draw(seed, /*rule=*/0, /*object_key=*/0, counter, stream);
+}
 
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
   // EINTR (a signal) and EAGAIN (the word changed) both mean: look again.
@@ -105,7 +104,7 @@ Scheduler::Thread& Scheduler::add_thread() {
   // PCT: distinct initial priorities above every change point's (1..d-1):
   // a random high part and the id below it.
   thread.priority = options_.depth + 1 +
-                    ((mix(options_.seed, kPriorityStream, thread.id) >> 24) << 20 | thread.id);
+                    ((draw(options_.seed, thread.id, kPriorityStream) >> 24) << 20 | thread.id);
   return thread;
 }
 
@@ -116,7 +115,8 @@ void Scheduler::start(const Options& options, World& world) {
   threads_.clear();
   change_points_.clear();
   for (std::uint32_t i = 0; i + 1 < options_.depth; ++i)
-    change_points_.push_back(1 + mix(options_.seed, kChangePointStream, i) % options_.steps);
+    change_points_.push_back(
+        1 + engine::below(draw(options_.seed, i, kChangePointStream), options_.steps));
   std::sort(change_points_.begin(), change_points_.end());
   next_change_ = 0;
   steps_ = 0;
@@ -130,7 +130,7 @@ void Scheduler::start(const Options& options, World& world) {
 }
 
 bool Scheduler::manages_this_thread() const {
-  return t_self != nullptr && running();
+  return running() && t_self != nullptr;
 }
 
 ThreadId Scheduler::current() const {
@@ -166,7 +166,7 @@ Scheduler::Thread* Scheduler::choose(Thread& self, bool yielding) {
   if (skip_self) --runnable;
   if (runnable == 0) return nullptr;
   if (options_.strategy == Strategy::random_walk) {
-    std::uint64_t pick = mix(options_.seed, kWalkStream, steps_) % runnable;
+    std::uint64_t pick = engine::below(draw(options_.seed, steps_, kWalkStream), runnable);
     for (Thread& thread : threads_) {
       if (thread.status != Status::runnable || (skip_self && &thread == &self)) continue;
       if (pick-- == 0) return &thread;
@@ -182,14 +182,13 @@ Scheduler::Thread* Scheduler::choose(Thread& self, bool yielding) {
 }
 
 bool Scheduler::unblock_by_time() {
+  // The device's next deadline first: its retries run on its own clock.
+  if (world_->advance_device()) return true;
   std::uint64_t next = kNoDeadline;
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
-  const std::optional<std::uint64_t> device = world_->device_deadline();
-  if (device) next = std::min(next, std::max(*device, now_ns_));
   if (next == kNoDeadline) return false;
   now_ns_ = std::max(now_ns_, next);
-  if (device && *device <= now_ns_) world_->advance_device(now_ns_);
   return true;
 }
 

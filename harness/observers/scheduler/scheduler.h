@@ -86,10 +86,9 @@ class World {
   virtual bool fd_readable(int fd) = 0;
   // What `fd` is, for a report ("channel#0").
   virtual std::string fd_name(int fd) = 0;
-  // The device's own clock: its next deadline (a retry, a timer), if any,
-  // and moving it there (it may then raise completions and events).
-  virtual std::optional<std::uint64_t> device_deadline() = 0;
-  virtual void advance_device(std::uint64_t to_ns) = 0;
+  // Moves the device's own clock to its next deadline (a retry, a timer),
+  // where it may raise completions and events; false when none is pending.
+  virtual bool advance_device() = 0;
   // Every thread waits and nothing can wake any: report and end the run.
   [[noreturn]] virtual void deadlock(const std::string& report) = 0;
 };

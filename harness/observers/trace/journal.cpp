@@ -20,11 +20,6 @@ using Type = Value::Type;
 
 static_assert(std::endian::native == std::endian::little, "the journal is little-endian");
 
-std::uint8_t type_byte(const Value& value) {
-  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(value.type) |
-                                   (value.is_unsigned ? 0x80 : 0));
-}
-
 template <class T>
 char* put(char* at, T value) {
   std::memcpy(at, &value, sizeof value);
@@ -150,7 +145,7 @@ std::uint32_t Writer::find(std::uint64_t fingerprint, const record::CallRecord& 
     if (shape.fingerprint != fingerprint || shape.fields.size() != fields.size()) continue;
     bool same = true;
     for (std::size_t f = 0; f < fields.size() && same; ++f)
-      same = shape.fields[f] == FieldShape{fields[f].key.id(), type_byte(fields[f].value)};
+      same = shape.fields[f] == FieldShape{fields[f].key.id(), fields[f].value.type_byte()};
     if (same) return table_[i] - 1;
   }
 }
@@ -181,7 +176,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   at = put_var(at, index);
   at = put(at, static_cast<std::uint8_t>(record.fields().size()));
   for (const record::Field& field : record.fields()) {
-    const std::uint8_t type = type_byte(field.value);
+    const std::uint8_t type = field.value.type_byte();
     const std::string_view key = field.key.text();
     at = put(at, field.key.id());
     at = put(at, static_cast<std::uint8_t>(type & 0x7f));

@@ -112,13 +112,17 @@ inline std::uint64_t object_word(ObjectRef ref) {
 }
 
 inline void encode_value(const Value& value, Sink& out) {
+  // Most fields are one word (an integer's bits either way, a flag's 0 or
+  // 1, an object's kind | index << 8): a predictable branch, not the switch.
+  if (value.is_one_word()) [[likely]] {
+    out.hashed(value.unsigned_integer);
+    return;
+  }
   switch (value.type) {
     case Type::integer:
-      out.hashed(value.unsigned_integer);  // the same bits either way
-      return;
     case Type::boolean:
-      out.hashed(value.unsigned_integer);  // 0 or 1
-      return;
+    case Type::object:
+      return;  // one word, above
     case Type::text: {
       // Short texts (the usual names) take one word; a length of 255 or
       // more is written in a word of its own.
@@ -130,9 +134,6 @@ inline void encode_value(const Value& value, Sink& out) {
         out.hashed(load_bytes(text + at, std::min<std::size_t>(8, size - at)));
       return;
     }
-    case Type::object:
-      out.hashed(value.unsigned_integer);  // kind | index << 8
-      return;
     case Type::wrs:
       out.hashed(value.size);
       for (const record::WrSummary& wr : value.as_wrs()) {
@@ -179,13 +180,7 @@ inline void encode(const record::CallRecord& record, std::uint64_t seq, Hash& ha
   const auto fields = record.fields();
   sink.hashed(object_word(record.object().ref) | std::uint64_t{fields.size()} << 40);
   sink.hashed(seq);
-  for (const record::Field& field : fields) {
-    // Most fields are one word: a predictable branch, not the switch.
-    if (field.value.is_one_word()) [[likely]]
-      sink.hashed(field.value.unsigned_integer);
-    else
-      encode_value(field.value, sink);
-  }
+  for (const record::Field& field : fields) encode_value(field.value, sink);
   sink.hashed(record.shape());
   hash.a = sink.a;
   hash.b = sink.b;

@@ -22,8 +22,7 @@ class QuietWorld : public World {
  public:
   bool fd_readable(int) override { return false; }
   std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
-  std::optional<std::uint64_t> device_deadline() override { return std::nullopt; }
-  void advance_device(std::uint64_t) override {}
+  bool advance_device() override { return false; }
   [[noreturn]] void deadlock(const std::string& report) override {
     std::fprintf(stderr, "%s\n", report.c_str());
     std::fflush(stderr);
