@@ -6,6 +6,7 @@
 #include "verbfault/plan.h"
 
 #include <fcntl.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <vector>
 
 namespace verbfault::cli {
 
@@ -57,6 +59,24 @@ std::optional<Difference> compare_traces(const std::string& a, const std::string
     if (!more_second) difference.second = "(end of trace)";
     if (!more_first || !more_second || difference.first != difference.second) return difference;
   }
+}
+
+// Where a run stopped being a function of the seed: the records the
+// scheduler's watchdog writes when it releases a thread blocked outside
+// the harness ({"obj":"thread#T","event":"escaped","activity":...}).
+std::vector<std::string> escapes_in(const std::string& trace) {
+  std::vector<std::string> escapes;
+  std::ifstream in(trace);
+  std::size_t position = 0;
+  for (std::string line; std::getline(in, line); ++position) {
+    if (line.find("\"event\":\"escaped\"") == std::string::npos) continue;
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object()) continue;
+    escapes.push_back("not deterministic from trace record " + std::to_string(position) + ": " +
+                      record.value("obj", std::string("a thread")) + " was " +
+                      record.value("activity", std::string("blocked")) + " outside the harness");
+  }
+  return escapes;
 }
 
 // A program that ended before the end of its run (SIGKILL, or a crash its
@@ -179,6 +199,10 @@ int run(const RunOptions& options) {
                  "verbfault:   run 1: %s\nverbfault:   run 2: %s\n",
                  difference->line, difference->first.c_str(), difference->second.c_str());
     result = kExitNondeterministic;
+    // A thread released to run outside the schedule explains a difference.
+    for (int i = 0; i < 2; ++i)
+      for (const std::string& escape : escapes_in(traces[i]))
+        std::fprintf(stderr, "verbfault:   why: in run %d, %s\n", i + 1, escape.c_str());
   } else if (status[0] != status[1]) {
     std::fprintf(stderr, "verbfault: determinism check FAILED: exit status %d, then %d\n",
                  status[0], status[1]);

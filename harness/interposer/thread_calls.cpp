@@ -9,8 +9,10 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 namespace verbfault::interposer::thread_calls {
@@ -68,11 +70,60 @@ class HarnessWorld final : public scheduler::World {
   }
 };
 
+scheduler::Scheduler& sched() {
+  return scheduler::scheduler();
+}
+
 HarnessWorld world;
 thread_local bool t_last_poll_empty = false;
 
-scheduler::Scheduler& sched() {
-  return scheduler::scheduler();
+// A thread released by the watchdog: the trace and stderr say from where
+// the run is no longer a function of the seed.
+void note_escape(const scheduler::Escape& escape) {
+  State& state = State::get();
+  std::uint64_t position = 0;
+  {
+    std::unique_lock lock(state.mutex);
+    position = state.trace.records();
+    state.record(record::CallRecord({record::kNoSlot, {ObjectKind::thread, escape.thread}})
+                     .add("event", "escaped")
+                     .add("activity", escape.what));
+  }
+  std::fprintf(stderr,
+               "verbfault: not deterministic from trace record %llu: thread %u is %s outside "
+               "the harness\n",
+               static_cast<unsigned long long>(position), escape.thread, escape.what.c_str());
+}
+
+// The watchdog: a thread outside the schedule that looks, a few times per
+// escape time, whether the running thread has stopped reaching scheduling
+// points while others wait for their turn (scheduler.h, watch()).
+void* watchdog(void*) {
+  const std::uint64_t escape_ns = sched().options().escape_ns;
+  const std::uint64_t tick_ns = std::max<std::uint64_t>(escape_ns / 8, 1'000'000);
+  const timespec tick = timespec_of(tick_ns);
+  for (;;) {
+    libc::real().nanosleep(&tick, nullptr);
+    timespec wall{};
+    libc::real().clock_gettime(CLOCK_MONOTONIC, &wall);
+    if (const std::optional<scheduler::Escape> escape = sched().watch(ns_of(wall)))
+      note_escape(*escape);
+  }
+  return nullptr;
+}
+
+void start_watchdog() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  // Without a watchdog the run is still deterministic; it only cannot
+  // release a thread stuck outside the harness.
+  if (libc::real().create(&thread, &attr, watchdog, nullptr) != 0)
+    std::fprintf(stderr,
+                 "verbfault: cannot start the scheduler's watchdog thread; a thread blocked "
+                 "outside the harness will hold the others back\n");
+  pthread_attr_destroy(&attr);
 }
 
 // The thread a start routine runs on: it takes its turn first.
@@ -152,8 +203,13 @@ bool scheduled(const void* caller) {
 
 void start(const scheduler::Options& options) {
   sched().start(options, world);
-  // A forked child has one thread, the forking one: its own schedule.
-  pthread_atfork(nullptr, nullptr, [] { sched().after_fork_in_child(); });
+  start_watchdog();
+  // A forked child has one thread, the forking one: its own schedule (and
+  // its own watchdog).
+  pthread_atfork(nullptr, nullptr, [] {
+    sched().after_fork_in_child();
+    if (sched().running()) start_watchdog();
+  });
 }
 
 void verbs_point() {

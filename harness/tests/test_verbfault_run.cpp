@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -343,6 +344,26 @@ TEST(VerbfaultRun, TheSchedulerMakesAThreadedProgramReplayBySeed) {
     hashes.insert(hash);
   }
   EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
+}
+
+TEST(VerbfaultRun,
+     AThreadBlockedOutsideTheHarnessIsReleasedAndTheRunSaysItIsNoLongerDeterministic) {
+  // The reader thread waits in read(2) on a socket while the main thread
+  // sleeps on the virtual clock: only the watchdog can let the run go on.
+  const std::string trace = ::testing::TempDir() + "escape_read.jsonl";
+  ProcessResult r = run_shell("VERBFAULT_THREADS=pct:escape=50 " +
+                              verbfault_run("--seed 3 --trace " + trace, ESCAPE_READ));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "escape_read: the reader got 'x'")) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: not deterministic from trace record 0: thread 1 is "
+                       "blocked in read outside the harness"))
+      << r.output;
+  std::ifstream in(trace);
+  const std::string first((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(
+      first, R"({"obj":"thread#1","seq":0,"event":"escaped","activity":"blocked in read"})"))
+      << first;
 }
 
 }  // namespace verbfault::testing

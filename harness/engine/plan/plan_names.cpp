@@ -33,9 +33,11 @@ const std::vector<Named<FaultKind>>& fault_kind_names() {
 
 const std::vector<Named<ObjectKind>>& object_kind_names() {
   static const auto& table = *new std::vector<Named<ObjectKind>>{
-      {ObjectKind::context, "context"}, {ObjectKind::pd, "pd"},           {ObjectKind::mr, "mr"},
-      {ObjectKind::cq, "cq"},           {ObjectKind::srq, "srq"},         {ObjectKind::qp, "qp"},
+      {ObjectKind::context, "context"}, {ObjectKind::pd, "pd"},
+      {ObjectKind::mr, "mr"},           {ObjectKind::cq, "cq"},
+      {ObjectKind::srq, "srq"},         {ObjectKind::qp, "qp"},
       {ObjectKind::ah, "ah"},           {ObjectKind::channel, "channel"},
+      {ObjectKind::thread, "thread"},
   };
   return table;
 }

@@ -64,9 +64,10 @@ void set_field(Rule& rule, std::string_view key, std::string_view value) {
     rule.port = static_cast<std::uint8_t>(number(key, value, 1, 255));
   } else if (key == "object") {
     auto ref = parse_object(value);
-    if (!ref)
+    // A thread is named in traces, but faults act on verbs objects.
+    if (!ref || ref->kind == ObjectKind::thread)
       fail("object " + quoted(value),
-           "kind#index with kind one of " + choices(object_kind_names()));
+           "kind#index with kind one of context, pd, mr, cq, srq, qp, ah, channel");
     s.object = *ref;
   } else if (key == "qp_type") {
     s.qp_type = named(qp_type_names(), key, value);

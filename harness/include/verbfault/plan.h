@@ -42,7 +42,9 @@ enum class FaultKind : std::uint8_t {
 
 // Object types a selector can name by creation index ("qp#2" is the third
 // QP the process created). Indexes count per type from 0 in creation order.
-enum class ObjectKind : std::uint8_t { context, pd, mr, cq, srq, qp, ah, channel };
+// `thread` names a thread of the scheduler in the trace ("thread#0" is the
+// main thread); no fault selects a thread.
+enum class ObjectKind : std::uint8_t { context, pd, mr, cq, srq, qp, ah, channel, thread };
 
 struct ObjectRef {
   ObjectKind kind;

@@ -2,6 +2,7 @@
 
 #include "decision.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
@@ -42,6 +44,61 @@ void futex_wake(std::atomic<std::uint32_t>& word) {
           nullptr, 0);
 }
 
+// The name of a system call a thread may block in (x86-64 and aarch64
+// numbers come from <sys/syscall.h>).
+std::string syscall_name(long number) {
+  struct Named {
+    long number;
+    const char* name;
+  };
+  static constexpr Named kNames[] = {
+#ifdef SYS_read
+      {SYS_read, "read"},
+#endif
+      {SYS_readv, "readv"},
+      {SYS_pread64, "pread64"},
+      {SYS_write, "write"},
+      {SYS_writev, "writev"},
+      {SYS_recvfrom, "recvfrom"},
+      {SYS_recvmsg, "recvmsg"},
+      {SYS_sendto, "sendto"},
+      {SYS_sendmsg, "sendmsg"},
+      {SYS_accept, "accept"},
+      {SYS_accept4, "accept4"},
+      {SYS_connect, "connect"},
+#ifdef SYS_poll
+      {SYS_poll, "poll"},
+#endif
+      {SYS_ppoll, "ppoll"},
+#ifdef SYS_select
+      {SYS_select, "select"},
+#endif
+      {SYS_pselect6, "pselect6"},
+#ifdef SYS_epoll_wait
+      {SYS_epoll_wait, "epoll_wait"},
+#endif
+      {SYS_epoll_pwait, "epoll_pwait"},
+      {SYS_futex, "futex"},
+      {SYS_nanosleep, "nanosleep"},
+      {SYS_clock_nanosleep, "clock_nanosleep"},
+      {SYS_wait4, "wait4"},
+      {SYS_waitid, "waitid"},
+      {SYS_ioctl, "ioctl"},
+      {SYS_openat, "openat"},
+      {SYS_rt_sigsuspend, "rt_sigsuspend"},
+      {SYS_rt_sigtimedwait, "rt_sigtimedwait"},
+#ifdef SYS_pause
+      {SYS_pause, "pause"},
+#endif
+      {SYS_msgrcv, "msgrcv"},
+      {SYS_semop, "semop"},
+      {SYS_semtimedop, "semtimedop"},
+  };
+  for (const Named& named : kNames)
+    if (named.number == number) return named.name;
+  return "system call " + std::to_string(number);
+}
+
 std::uint64_t parse_number(const std::string& text, const std::string& what) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
     throw std::invalid_argument(what + " must be a decimal number, not '" + text + "'");
@@ -61,23 +118,33 @@ std::string describe(const Options& options) {
 
 std::optional<Options> parse_threads(const std::string& text) {
   const std::string expected =
-      "expected 'free', 'random' or 'pct[:depth=D][:steps=K]' (D in 1..64, K >= 1)";
+      "expected 'free', or 'pct[:depth=D][:steps=K]' or 'random', each with an optional "
+      "':escape=MS' (D in 1..64, K >= 1, MS >= 1)";
   if (text == "free") return std::nullopt;
   Options options;
-  if (text == "random") {
+  std::size_t at;
+  if (text.rfind("random", 0) == 0 && (text.size() == 6 || text[6] == ':')) {
     options.strategy = Strategy::random_walk;
-    return options;
-  }
-  if (text.rfind("pct", 0) != 0 || (text.size() > 3 && text[3] != ':'))
+    at = 6;
+  } else if (text.rfind("pct", 0) == 0 && (text.size() == 3 || text[3] == ':')) {
+    at = 3;
+  } else {
     throw std::invalid_argument("'" + text + "': " + expected);
-  std::size_t at = 3;
+  }
   while (at < text.size()) {
     const std::size_t end = std::min(text.find(':', at + 1), text.size());
     const std::string item = text.substr(at + 1, end - at - 1);
     const std::size_t equals = item.find('=');
     const std::string key = item.substr(0, equals);
     const std::string value = equals == std::string::npos ? "" : item.substr(equals + 1);
-    if (key == "depth") {
+    if (key == "escape") {
+      const std::uint64_t ms = parse_number(value, "escape");
+      if (ms < 1 || ms > 3'600'000) throw std::invalid_argument("'" + text + "': " + expected);
+      options.escape_ns = ms * 1'000'000;
+    } else if (options.strategy == Strategy::random_walk) {
+      throw std::invalid_argument("'" + text + "': random takes no knob '" + key + "'; " +
+                                  expected);
+    } else if (key == "depth") {
       options.depth = static_cast<std::uint32_t>(
           std::min<std::uint64_t>(parse_number(value, "pct depth"), std::uint64_t{UINT32_MAX}));
       if (options.depth < 1 || options.depth > 64)
@@ -125,6 +192,10 @@ void Scheduler::start(const Options& options, World& world) {
   main.status = Status::runnable;
   main.handle = pthread_self();
   main.has_handle = true;
+  main.tid = gettid();
+  holder_ = &main;
+  watched_steps_ = 0;
+  watched_since_ns_ = 0;
   t_self = &main;
   running_.store(true, std::memory_order_relaxed);
 }
@@ -159,23 +230,24 @@ void Scheduler::refresh_waiters() {
   }
 }
 
-Scheduler::Thread* Scheduler::choose(Thread& self, bool yielding) {
+Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
   std::size_t runnable = 0;
   for (const Thread& thread : threads_) runnable += thread.status == Status::runnable;
-  const bool skip_self = yielding && self.status == Status::runnable && runnable > 1;
+  const bool skip_self =
+      yielding && self != nullptr && self->status == Status::runnable && runnable > 1;
   if (skip_self) --runnable;
   if (runnable == 0) return nullptr;
   if (options_.strategy == Strategy::random_walk) {
     std::uint64_t pick = engine::below(draw(options_.seed, steps_, kWalkStream), runnable);
     for (Thread& thread : threads_) {
-      if (thread.status != Status::runnable || (skip_self && &thread == &self)) continue;
+      if (thread.status != Status::runnable || (skip_self && &thread == self)) continue;
       if (pick-- == 0) return &thread;
     }
     return nullptr;
   }
   Thread* best = nullptr;
   for (Thread& thread : threads_) {
-    if (thread.status != Status::runnable || (skip_self && &thread == &self)) continue;
+    if (thread.status != Status::runnable || (skip_self && &thread == self)) continue;
     if (best == nullptr || thread.priority > best->priority) best = &thread;
   }
   return best;
@@ -192,6 +264,21 @@ bool Scheduler::unblock_by_time() {
   return true;
 }
 
+Scheduler::Thread* Scheduler::next_to_run(Thread* self, bool yielding) {
+  refresh_waiters();
+  Thread* next = choose(self, yielding);
+  while (next == nullptr) {
+    if (!unblock_by_time()) {
+      // An escaped thread may still wake the others when it comes back.
+      if (any_escaped()) return nullptr;
+      report_deadlock();
+    }
+    refresh_waiters();
+    next = choose(self, false);
+  }
+  return next;
+}
+
 void Scheduler::switch_from(Thread& self, bool yielding) {
   // The PCT change point of this step: the running thread drops below
   // every other.
@@ -200,21 +287,30 @@ void Scheduler::switch_from(Thread& self, bool yielding) {
     self.priority = next_change_ + 1;
     ++next_change_;
   }
-  refresh_waiters();
-  Thread* next = choose(self, yielding);
-  while (next == nullptr) {
-    if (!unblock_by_time()) report_deadlock();
-    refresh_waiters();
-    next = choose(self, false);
-  }
+  Thread* next = next_to_run(&self, yielding);
+  holder_ = next;
   if (next == &self) {
     lock_.unlock();
     return;
   }
-  hand_to(*next);
+  if (next != nullptr) hand_to(*next);
   const bool ended = self.status == Status::finished;
   lock_.unlock();
   if (!ended) wait_for_turn(self);
+}
+
+bool Scheduler::any_escaped() const {
+  for (const Thread& thread : threads_)
+    if (thread.status == Status::escaped) return true;
+  return false;
+}
+
+bool Scheduler::rejoin(Thread& self) {
+  if (self.status != Status::escaped) return true;
+  self.status = Status::runnable;
+  if (holder_ != nullptr) return false;
+  holder_ = &self;
+  return true;
 }
 
 void Scheduler::point(bool yielding) {
@@ -223,6 +319,11 @@ void Scheduler::point(bool yielding) {
   lock_.lock();
   ++steps_;
   now_ns_ += options_.quantum_ns;
+  if (!rejoin(*self)) {
+    lock_.unlock();
+    wait_for_turn(*self);
+    return;
+  }
   switch_from(*self, yielding);
 }
 
@@ -231,11 +332,17 @@ bool Scheduler::block(const Wait& wait) {
   if (self == nullptr || !running()) return true;
   lock_.lock();
   ++steps_;
+  const bool holding = rejoin(*self);
   self->status = Status::blocked;
   self->wait = wait;
   self->wait_order = ++wait_orders_;
   self->woken = false;
-  switch_from(*self, false);
+  if (holding) {
+    switch_from(*self, false);
+  } else {
+    lock_.unlock();
+    wait_for_turn(*self);
+  }
   return self->woken;
 }
 
@@ -287,6 +394,7 @@ void Scheduler::enter_thread(ThreadId id) {
   {
     std::unique_lock lock(lock_);
     self = &threads_[id];
+    self->tid = gettid();
   }
   t_self = self;
   wait_for_turn(*self);
@@ -299,6 +407,7 @@ void Scheduler::exit_thread() {
   if (!running()) return;
   lock_.lock();
   ++steps_;
+  const bool holding = rejoin(*self);
   self->status = Status::finished;
   for (Thread& thread : threads_)
     if (thread.status == Status::blocked && thread.wait.kind == WaitKind::join &&
@@ -306,7 +415,10 @@ void Scheduler::exit_thread() {
       thread.status = Status::runnable;
       thread.woken = true;
     }
-  switch_from(*self, false);
+  if (holding)
+    switch_from(*self, false);
+  else
+    lock_.unlock();
 }
 
 std::optional<ThreadId> Scheduler::thread_of(pthread_t handle) {
@@ -345,6 +457,54 @@ void Scheduler::after_fork_in_child() {
   running_.store(false, std::memory_order_relaxed);
   if (self == nullptr) return;  // forked by a thread the schedule did not know
   start(options, *world);
+}
+
+std::optional<Escape> Scheduler::watch(std::uint64_t wall_ns) {
+  if (!running()) return std::nullopt;
+  std::unique_lock lock(lock_);
+  if (steps_ != watched_steps_ || watched_since_ns_ == 0) {
+    watched_steps_ = steps_;
+    watched_since_ns_ = wall_ns;
+    return std::nullopt;
+  }
+  if (holder_ == nullptr || wall_ns - watched_since_ns_ < options_.escape_ns) return std::nullopt;
+  // Release the holder only if its wait holds another thread back: one that
+  // could run, or whose wait virtual time or the device could end. A lone
+  // thread reading a socket keeps the run deterministic.
+  bool others_could_move = false;
+  for (const Thread& thread : threads_)
+    if (&thread != holder_ &&
+        (thread.status == Status::runnable ||
+         (thread.status == Status::blocked &&
+          (thread.wait.deadline_ns != kNoDeadline || thread.wait.kind == WaitKind::fd))))
+      others_could_move = true;
+  if (!others_could_move) return std::nullopt;
+  Thread& stuck = *holder_;
+  Escape escape{stuck.id, activity_of(stuck.tid)};
+  stuck.status = Status::escaped;
+  Thread* next = next_to_run(nullptr, false);
+  holder_ = next;
+  if (next != nullptr) hand_to(*next);
+  watched_since_ns_ = wall_ns;
+  return escape;
+}
+
+std::string Scheduler::activity_of(pid_t tid) {
+  // /proc/<pid>/task/<tid>/syscall (proc(5)): the number of the system
+  // call the thread is blocked in and its arguments, or "running".
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", static_cast<int>(tid));
+  char text[256] = {};
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "an unknown call";
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return "an unknown call";
+  if (std::strncmp(text, "running", 7) == 0) return "computing (no system call)";
+  char* end = nullptr;
+  const long number = std::strtol(text, &end, 10);
+  if (end == text || number < 0) return "an unknown call";
+  return "blocked in " + syscall_name(number);
 }
 
 void Scheduler::stop() {

@@ -55,14 +55,20 @@ struct Options {
   // Virtual time a scheduling point moves the program's clock by (a verbs
   // call, a clock read): a loop that waits "5 ms" for something ends.
   std::uint64_t quantum_ns = 1000;
+  // Wall-clock time the running thread may go without a scheduling point
+  // while another could run, before it is released to run outside the
+  // schedule (it waits in a call the harness does not model, or computes).
+  // Not part of the schedule: it only decides when determinism is given up.
+  std::uint64_t escape_ns = 250'000'000;
 };
 
 // How the options read in a replay line and in the run's first line:
-// "pct:depth=3:steps=20000" or "random".
+// "pct:depth=3:steps=20000" or "random" (the escape time is not part of
+// the schedule, and not printed).
 std::string describe(const Options& options);
 // Parses VERBFAULT_THREADS' value: "free", "pct[:depth=D][:steps=K]",
-// "random"; nullopt for "free". Throws std::invalid_argument naming what
-// was expected.
+// "random", each with an optional ":escape=MS"; nullopt for "free". Throws std::invalid_argument
+// naming what was expected.
 std::optional<Options> parse_threads(const std::string& text);
 
 // What a blocked thread waits for: what wakes it, and what the deadlock
@@ -91,6 +97,13 @@ class World {
   virtual bool advance_device() = 0;
   // Every thread waits and nothing can wake any: report and end the run.
   [[noreturn]] virtual void deadlock(const std::string& report) = 0;
+};
+
+// A thread released to run outside the schedule: which one, and what it
+// was doing ("blocked in read", "computing").
+struct Escape {
+  ThreadId thread = 0;
+  std::string what;
 };
 
 class Scheduler {
@@ -142,12 +155,21 @@ class Scheduler {
   // The run is ending (exit, a report): every call passes through.
   void stop();
 
+  // The watchdog's look, every few ms of wall-clock time `wall_ns`: when
+  // the running thread has made no scheduling point for the escape time
+  // while another thread could run, it is released (marked escaped; the
+  // baton goes to another thread), and what it was doing is returned. It
+  // rejoins the schedule at its next scheduling point.
+  std::optional<Escape> watch(std::uint64_t wall_ns);
+
   std::uint64_t steps() const { return steps_; }
 
  private:
-  enum class Status : std::uint8_t { reserved, runnable, blocked, finished };
+  // escaped: released by the watchdog, running outside the schedule.
+  enum class Status : std::uint8_t { reserved, runnable, blocked, finished, escaped };
   struct Thread {
     ThreadId id = 0;
+    pid_t tid = 0;                     // the kernel's id (/proc/self/task/<tid>)
     std::atomic<std::uint32_t> go{0};  // 1: its turn (its futex word)
     Status status = Status::reserved;
     Wait wait;
@@ -162,7 +184,17 @@ class Scheduler {
   // With lock_ held: chooses the next thread, hands it the baton, and
   // (unless `self` ended) waits for self's next turn. Releases lock_.
   void switch_from(Thread& self, bool yielding);
-  Thread* choose(Thread& self, bool yielding);
+  // The thread to run next (moving virtual time if nobody can run), or
+  // nullptr when only an escaped thread can make progress; reports the
+  // deadlock when nothing can. `self` may be nullptr (the watchdog).
+  Thread* next_to_run(Thread* self, bool yielding);
+  Thread* choose(Thread* self, bool yielding);
+  // An escaped thread at a scheduling point is back in the schedule:
+  // whether it holds the baton now (nobody held it) or must wait its turn.
+  bool rejoin(Thread& self);
+  bool any_escaped() const;
+  // What thread `tid` is doing, from /proc/self/task/<tid>/syscall.
+  static std::string activity_of(pid_t tid);
   // Nobody can run: let virtual time or the device move. False: deadlock.
   bool unblock_by_time();
   void refresh_waiters();
@@ -181,6 +213,12 @@ class Scheduler {
   std::uint64_t steps_ = 0;
   std::uint64_t wait_orders_ = 0;
   std::uint64_t now_ns_ = 0;
+  // The thread holding the baton (nullptr: nobody, while only escaped
+  // threads can make progress).
+  Thread* holder_ = nullptr;
+  // The watchdog's view: steps_ when it last saw them change, and when.
+  std::uint64_t watched_steps_ = 0;
+  std::uint64_t watched_since_ns_ = 0;
 };
 
 // The one scheduler of the process.

@@ -35,7 +35,7 @@ constexpr std::size_t kMaxVarint = 10;
 constexpr std::uint64_t kShapeEntry = 1;
 constexpr std::uint64_t kObjectEntry = 2;
 constexpr std::uint64_t kFirstRecordEntry = 3;
-static_assert(static_cast<int>(ObjectKind::channel) < 16, "an object kind fits 4 bits");
+static_assert(static_cast<int>(ObjectKind::thread) < 16, "an object kind fits 4 bits");
 char* put_var(char* at, std::uint64_t value) {
   while (value >= 0x80) {
     *at++ = static_cast<char>(value | 0x80);

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -221,14 +223,69 @@ TEST(SchedulerDeathTest, ADeadlockIsReportedWithWhatEachThreadWaitsFor) {
       "ends\n  thread 1: pthread_mutex_lock of mutex 0x");
 }
 
+TEST(Scheduler, TheWatchdogReleasesAThreadThatReachesNoPointWhileAnotherWaitsItsTurn) {
+  Options options;
+  options.escape_ns = 1'000'000;
+  scheduler().start(options, world);
+  std::atomic<bool> released{false};
+  std::optional<Escape> escape;
+  int after_release = 0;
+  // Thread 1 takes the baton and then spins outside any scheduling point
+  // (as in a read the harness does not model) until the watchdog has let
+  // thread 0 run; thread 0's points then go on without it.
+  std::atomic<bool> spinning{false};
+  const ThreadId id = scheduler().reserve_thread();
+  std::thread spinner([&] {
+    scheduler().enter_thread(id);
+    spinning = true;
+    while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    scheduler().point();  // back in the schedule
+    scheduler().exit_thread();
+  });
+  scheduler().created(id, spinner.native_handle());
+  // The watcher, outside the schedule, as the interposer's watchdog thread.
+  std::thread watcher([&] {
+    std::uint64_t wall = 1;
+    while (!(escape = scheduler().watch(wall))) {
+      wall += 500'000;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  // Thread 1 has the higher priority or not: yield until it has the baton;
+  // thread 0 runs again when the watchdog released thread 1.
+  while (!spinning) scheduler().point(/*yielding=*/true);
+  watcher.join();
+  // Here thread 0 runs again (the baton came back to it).
+  ++after_release;
+  released = true;
+  for (int i = 0; i < 3; ++i) scheduler().point();
+  while (!scheduler().finished(id)) {
+    Wait wait;
+    wait.kind = WaitKind::join;
+    wait.thread = id;
+    wait.call = "pthread_join";
+    scheduler().block(wait);
+  }
+  spinner.join();
+  scheduler().stop();
+  ASSERT_TRUE(escape.has_value());
+  EXPECT_EQ(escape->thread, id);
+  EXPECT_FALSE(escape->what.empty());
+  EXPECT_EQ(after_release, 1);
+}
+
 TEST(Scheduler, ThreadsOptionsParse) {
   EXPECT_FALSE(parse_threads("free").has_value());
   EXPECT_EQ(describe(*parse_threads("pct")), "pct:depth=3:steps=20000");
   EXPECT_EQ(describe(*parse_threads("pct:depth=5")), "pct:depth=5:steps=20000");
   EXPECT_EQ(describe(*parse_threads("pct:steps=100:depth=2")), "pct:depth=2:steps=100");
   EXPECT_EQ(describe(*parse_threads("random")), "random");
+  EXPECT_EQ(parse_threads("pct:escape=40")->escape_ns, 40'000'000u);
+  EXPECT_EQ(parse_threads("random:escape=7")->escape_ns, 7'000'000u);
+  EXPECT_EQ(describe(*parse_threads("random:escape=7")), "random");
   for (const char* bad : {"", "fair", "pct:", "pct:depth", "pct:depth=0", "pct:depth=65",
-                          "pct:depth=x", "pct:steps=0", "pct:width=3", "pctx", "random:depth=2"})
+                          "pct:depth=x", "pct:steps=0", "pct:width=3", "pctx", "random:depth=2",
+                          "randomx", "pct:escape=0", "pct:escape="})
     EXPECT_THROW(parse_threads(bad), std::invalid_argument) << bad;
 }
 
