@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
   run->add_option("--trace", options.trace, "write the JSON Lines trace here");
   run->add_flag("--check-determinism", options.check_determinism,
                 "run twice and compare the traces");
+  run->add_option("--threads", options.threads,
+                  "how the program's threads are scheduled: pct (the default: PCT from the "
+                  "seed), pct:depth=D:steps=K, random, each with :escape=MS, or free (as the "
+                  "kernel schedules them; not deterministic)");
   run->add_option("--library", options.library, "libverbfault.so to preload");
   run->footer("Everything after -- is the program and its arguments, passed on untouched.");
 

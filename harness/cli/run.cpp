@@ -3,6 +3,7 @@
 #include "journal.h"
 #include "process.h"
 #include "replay.h"
+#include "scheduler.h"
 #include "verbfault/plan.h"
 
 #include <fcntl.h>
@@ -38,6 +39,7 @@ engine::Replay replay_of(const RunOptions& options, std::uint64_t seed) {
   if (options.plan_file) replay.plan_file = fs::absolute(*options.plan_file).string();
   replay.rules = fault_rules(options.faults);
   replay.settings = engine::replay_settings();
+  replay.threads = options.threads ? options.threads : engine::threads_setting();
   replay.command = options.command;
   return replay;
 }
@@ -133,13 +135,23 @@ int run(const RunOptions& options) {
     std::random_device entropy;
     seed = (std::uint64_t{entropy()} << 32) | entropy();
   }
-  std::fprintf(stderr, "verbfault: seed %llu%s\n", static_cast<unsigned long long>(seed),
-               options.seed ? "" : " (drawn)");
+  const engine::Replay replay = replay_of(options, seed);
+  // The scheduler's knobs, printed with the seed: both fix the interleaving.
+  std::optional<scheduler::Options> threads;
+  try {
+    threads = scheduler::parse_threads(replay.threads.value_or("pct"));
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "verbfault: %s%s\n",
+                 options.threads ? "--threads " : "VERBFAULT_THREADS=", error.what());
+    return kExitUsage;
+  }
+  std::fprintf(stderr, "verbfault: seed %llu%s, threads %s\n",
+               static_cast<unsigned long long>(seed), options.seed ? "" : " (drawn)",
+               threads ? scheduler::describe(*threads).c_str() : "free (not deterministic)");
   std::fprintf(stderr, "verbfault: plan: %zu rule%s\n", plan.rules.size(),
                plan.rules.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < plan.rules.size(); ++i)
     std::fprintf(stderr, "verbfault:   #%zu %s\n", i, to_cli(plan.rules[i]).c_str());
-  const engine::Replay replay = replay_of(options, seed);
   std::fprintf(stderr, "verbfault: reproduce: %s\n", engine::run_line(replay).c_str());
 
   std::map<std::string, std::string> environment;
@@ -147,6 +159,7 @@ int run(const RunOptions& options) {
   environment["LD_PRELOAD"] =
       options.library + (preload != nullptr && *preload ? std::string(":") + preload : "");
   environment["VERBFAULT_SEED"] = std::to_string(seed);
+  if (replay.threads) environment["VERBFAULT_THREADS"] = *replay.threads;
   if (options.plan_file) environment["VERBFAULT_PLAN"] = fs::absolute(*options.plan_file);
   if (!replay.rules.empty()) environment["VERBFAULT_FAULTS"] = engine::rules_line(replay.rules);
   // The line a finding in the program prints to replay the run.

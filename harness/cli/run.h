@@ -14,6 +14,8 @@ struct RunOptions {
   std::vector<std::string> faults;  // one-line rules
   std::optional<std::string> trace;
   bool check_determinism = false;
+  // VERBFAULT_THREADS for the program: "pct..." (default), "random", "free".
+  std::optional<std::string> threads;
   std::string library;  // libverbfault.so to preload
   std::vector<std::string> command;
 };

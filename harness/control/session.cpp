@@ -57,7 +57,7 @@ std::string Session::reproduce() const {
   for (engine::Setting& setting : engine::replay_settings())
     if (setting.first != "VERBFAULT_FREEDOMS") settings.push_back(std::move(setting));
   if (freedoms_ == Freedoms::canonical) settings.emplace_back("VERBFAULT_FREEDOMS", "canonical");
-  return engine::environment_line({seed_, {}, plan_.rules, std::move(settings), {}});
+  return engine::environment_line({seed_, {}, plan_.rules, std::move(settings), {}, {}});
 }
 
 }  // namespace verbfault

@@ -9,7 +9,6 @@ extern "C" {
 
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   thread_calls::verbs_point();
-  if (channel != nullptr) thread_calls::wait_readable(channel->fd, "ibv_get_cq_event");
   return interposer::get_cq_event(channel, cq, cq_context);
 }
 
@@ -20,7 +19,6 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
 
 int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   thread_calls::verbs_point();
-  if (context != nullptr) thread_calls::wait_readable(context->async_fd, "ibv_get_async_event");
   return interposer::get_async_event(context, event);
 }
 

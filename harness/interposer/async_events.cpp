@@ -3,6 +3,7 @@
 // bookkeeping, and the records.
 #include "async_event.h"
 #include "state.h"
+#include "thread_calls.h"
 #include "verbs.h"
 
 #include <cerrno>
@@ -85,6 +86,10 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
     if (const Tracked* tracked = state0.registry.find(context))
       state0.checkers.before_async_event_wait(state0, *tracked);
   }
+  // Under the thread scheduler the wait is the scheduler's.
+  if (context != nullptr)
+    while (!thread_calls::wait_readable(context->async_fd, "ibv_get_async_event")) {
+    }
   const int result = next_async_event(state0, context, event);
   if (!g_active) return result;
   const int error = errno;

@@ -2,6 +2,7 @@
 // dropped and coalesced events, held completions released before a wait,
 // the checks' view of event bookkeeping, and the records.
 #include "state.h"
+#include "thread_calls.h"
 #include "verbs.h"
 
 #include <algorithm>
@@ -76,8 +77,8 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context);
   State& state = State::get();
-  release_held_completions(state, channel);
   for (;;) {
+    release_held_completions(state, channel);
     {
       // What the application leaves behind when it waits; a wait nothing
       // can end is diagnosed here instead of hanging.
@@ -85,6 +86,10 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       if (const Tracked* tracked = state.registry.find(channel))
         state.checkers.before_cq_event_wait(state, *tracked);
     }
+    // Under the thread scheduler the wait is the scheduler's, so that the
+    // other threads run meanwhile.
+    if (channel != nullptr && !thread_calls::wait_readable(channel->fd, "ibv_get_cq_event"))
+      continue;
     if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
       const int error = errno;
       const std::string name = errno_name(error);

@@ -47,19 +47,21 @@ Config config_from_environment() {
     std::random_device entropy;
     config.seed = (std::uint64_t{entropy()} << 32) | entropy();
   }
+  // The program's threads are scheduled by the seed whenever the harness
+  // runs (docs/architecture.md, "Threads"), unless VERBFAULT_THREADS=free.
   if (auto threads = variable("VERBFAULT_THREADS")) {
     try {
       config.threads = scheduler::parse_threads(*threads);
     } catch (const std::invalid_argument& error) {
       throw std::runtime_error(std::string("VERBFAULT_THREADS=") + error.what());
     }
-    if (config.threads) {
-      if (!config.active)
-        throw std::runtime_error("VERBFAULT_THREADS='" + *threads +
-                                 "': the scheduler runs under a seed; set VERBFAULT_SEED too");
-      config.threads->seed = config.seed;
-    }
+    if (config.threads && !config.active)
+      throw std::runtime_error("VERBFAULT_THREADS='" + *threads +
+                               "': the scheduler runs under a seed; set VERBFAULT_SEED too");
+  } else if (config.active) {
+    config.threads = scheduler::Options{};
   }
+  if (config.threads) config.threads->seed = config.seed;
   return config;
 }
 

@@ -12,10 +12,11 @@
 //   VERBFAULT_FREEDOMS  "drawn" (default): the simulated device draws the
 //                    choices the verbs leave open from the seed;
 //                    "canonical": it takes the canonical ones
-//   VERBFAULT_THREADS   "pct[:depth=D][:steps=K]" or "random": the program's
-//                    threads run one at a time, chosen from the seed
-//                    (observers/scheduler); "free" or unset: as the
-//                    kernel schedules them
+//   VERBFAULT_THREADS   "pct[:depth=D][:steps=K]" (unset: pct) or "random",
+//                    each with ":escape=MS": the program's threads run
+//                    one at a time, chosen from the seed, whenever the
+//                    harness is active (observers/scheduler); "free": as
+//                    the kernel schedules them
 // A bad value is never ignored: the process stops with one line naming the
 // variable and what was expected (exit status kConfigErrorExit).
 #pragma once

@@ -7,8 +7,10 @@
 
 #include "conditions.h"
 #include "replay.h"
+#include "scheduler.h"
 #include "trampolines.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -123,8 +125,24 @@ void State::remove_object(Tracked& object) {
 
 std::string State::replay_line() const {
   if (const char* line = std::getenv("VERBFAULT_REPRODUCE")) return line;  // from verbfault run
-  return engine::environment_line(
-      {engine.seed(), {}, engine.plan().rules, engine::replay_settings(), command_words()});
+  return engine::environment_line({engine.seed(),
+                                   {},
+                                   engine.plan().rules,
+                                   engine::replay_settings(),
+                                   engine::threads_setting(),
+                                   command_words()});
+}
+
+bool State::alone() const {
+  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
+  // Without the scheduler: the process has one thread.
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return false;
+  int count = 0;
+  while (dirent* entry = readdir(tasks))
+    if (entry->d_name[0] != '.') ++count;
+  closedir(tasks);
+  return count == 1;
 }
 
 void State::end_run(int status) {

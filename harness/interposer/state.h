@@ -66,6 +66,7 @@ class State final : public checkers::Host, public engine::Recorder {
     return engine.faults(cq).held.size();
   }
   [[noreturn]] void end_run(int status) override;
+  bool alone() const override;
   // The WRs of the post being traced (scratch, kept allocated).
   std::vector<record::WrSummary> posted_wrs;
 

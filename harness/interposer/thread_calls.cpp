@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace verbfault::interposer::thread_calls {
 
@@ -56,10 +57,40 @@ timespec timespec_of(std::uint64_t ns) {
 class HarnessWorld final : public scheduler::World {
  public:
   bool fd_readable(int fd) override {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+    if (poll_readable(fd)) return true;
+    // delayed_completion holds completions back until the application waits
+    // on their CQ's channel (completion_events.cpp): such a wait ends.
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    if (!state.engine.holds_completions()) return false;
+    for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
+      const auto* cq = static_cast<const ibv_cq*>(tracked->handle);
+      if (cq->channel != nullptr && cq->channel->fd == fd && !tracked->faults->held.empty())
+        return true;
+    }
+    return false;
   }
-  std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
+  bool fd_external(int fd) override {
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    const Tracked* owner = owner_of(state, fd);
+    return owner != nullptr && !owner->simulated;
+  }
+  void wait_external(const std::vector<int>& fds) override {
+    std::vector<pollfd> polled;
+    for (int fd : fds) polled.push_back({fd, POLLIN, 0});
+    while (::poll(polled.data(), polled.size(), -1) < 0 && errno == EINTR) {
+    }
+  }
+  std::string fd_name(int fd) override {
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    const Tracked* owner = owner_of(state, fd);
+    if (owner == nullptr) return "fd " + std::to_string(fd);
+    const std::string name =
+        std::string(to_string(owner->ref.kind)) + "#" + std::to_string(owner->ref.index);
+    return owner->ref.kind == ObjectKind::context ? "the async events of " + name : name;
+  }
   bool advance_device() override { return provider::advance_device_clock(); }
   [[noreturn]] void deadlock(const std::string& report) override {
     std::fprintf(stderr,
@@ -67,6 +98,21 @@ class HarnessWorld final : public scheduler::World {
                  "ending it with exit status 122\n",
                  report.c_str());
     State::get().end_run(122);
+  }
+
+  static bool poll_readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+  }
+
+ private:
+  // The channel or context whose fd (as the application sees it) is `fd`.
+  static const Tracked* owner_of(State& state, int fd) {
+    for (Tracked* tracked : state.registry.all(ObjectKind::channel))
+      if (static_cast<const ibv_comp_channel*>(tracked->handle)->fd == fd) return tracked;
+    for (Tracked* tracked : state.registry.all(ObjectKind::context))
+      if (static_cast<const ibv_context*>(tracked->handle)->async_fd == fd) return tracked;
+    return nullptr;
   }
 };
 
@@ -223,17 +269,17 @@ void polled(bool empty) {
   if (sched().running()) t_last_poll_empty = empty;
 }
 
-void wait_readable(int fd, const char* call) {
-  if (!sched().manages_this_thread()) return;
+bool wait_readable(int fd, const char* call) {
+  if (!sched().manages_this_thread()) return true;
   const int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || (flags & O_NONBLOCK) != 0) return;  // the call itself says EAGAIN
-  while (!world.fd_readable(fd)) {
-    Wait wait;
-    wait.kind = WaitKind::fd;
-    wait.fd = fd;
-    wait.call = call;
-    sched().block(wait);
-  }
+  if (flags < 0 || (flags & O_NONBLOCK) != 0) return true;  // the call itself says EAGAIN
+  if (HarnessWorld::poll_readable(fd)) return true;
+  Wait wait;
+  wait.kind = WaitKind::fd;
+  wait.fd = fd;
+  wait.call = call;
+  sched().block(wait);
+  return HarnessWorld::poll_readable(fd);
 }
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) {

@@ -22,10 +22,13 @@ void start(const scheduler::Options& options);
 void verbs_point();
 // After a poll: whether it was empty (the thread's next point yields).
 void polled(bool empty);
-// Before a verbs call that reads `fd` and blocks while it is empty
+// Before a verbs call reads `fd` and blocks while it is empty
 // (ibv_get_cq_event, ibv_get_async_event): a scheduled thread waits in
-// the scheduler until it is readable, not in the kernel.
-void wait_readable(int fd, const char* call);
+// the scheduler, not in the kernel. True when the read will not block (or
+// the thread is not scheduled, or the fd is non-blocking); false when the
+// wait ended for completions the harness held back (release them, check,
+// and wait again).
+bool wait_readable(int fd, const char* call);
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller);
 int mutex_trylock(pthread_mutex_t* mutex, const void* caller);

@@ -34,7 +34,8 @@ std::string read_file(const std::string& path) {
 TEST(VerbfaultRun, SampleWithoutFaultsPassesItsStatusThrough) {
   ProcessResult r = run_shell(verbfault_run("--seed 5", SAMPLE_RC));
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "verbfault: seed 5\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: seed 5, threads pct:depth=3:steps=20000\n"))
+      << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: plan: 0 rules")) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: reproduce: verbfault run --seed 5 --")) << r.output;
   EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
@@ -147,7 +148,7 @@ TEST(VerbfaultRun, DrawnSeedIsPrintedAndReplays) {
   const std::string seed = first.output.substr(at + 16, first.output.find(' ', at + 16) - at - 16);
   EXPECT_TRUE(contains(first.output, "(drawn)")) << first.output;
   ProcessResult again = run_shell(verbfault_run("--seed " + seed, SAMPLE_RC));
-  EXPECT_TRUE(contains(again.output, "verbfault: seed " + seed + "\n")) << again.output;
+  EXPECT_TRUE(contains(again.output, "verbfault: seed " + seed + ", threads pct")) << again.output;
 }
 
 TEST(VerbfaultRun, EnvironmentVariablesConfigureAProgramStartedDirectly) {
@@ -344,6 +345,22 @@ TEST(VerbfaultRun, TheSchedulerMakesAThreadedProgramReplayBySeed) {
     hashes.insert(hash);
   }
   EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
+}
+
+TEST(VerbfaultRun, ThreadsOptionChoosesTheSchedulerAndIsOnTheReplayLine) {
+  ProcessResult free = run_shell(verbfault_run("--seed 4 --threads free", SAMPLE_RC));
+  EXPECT_EQ(free.status, 0) << free.output;
+  EXPECT_TRUE(contains(free.output, "verbfault: seed 4, threads free (not deterministic)\n"))
+      << free.output;
+  EXPECT_TRUE(contains(free.output, "reproduce: verbfault run --seed 4 --threads free -- "))
+      << free.output;
+  ProcessResult walk = run_shell(verbfault_run("--seed 4 --threads random", SAMPLE_RC));
+  EXPECT_EQ(walk.status, 0) << walk.output;
+  EXPECT_TRUE(contains(walk.output, "verbfault: seed 4, threads random\n")) << walk.output;
+  ProcessResult bad = run_shell(verbfault_run("--seed 4 --threads fair", SAMPLE_RC));
+  EXPECT_EQ(bad.status, 125) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "verbfault: --threads 'fair': expected 'free'")) << bad.output;
+  EXPECT_FALSE(contains(bad.output, "sample_rc:")) << bad.output;
 }
 
 TEST(VerbfaultRun,

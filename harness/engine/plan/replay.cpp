@@ -37,6 +37,11 @@ std::vector<Setting> replay_settings() {
   return settings;
 }
 
+std::optional<std::string> threads_setting() {
+  if (const char* value = std::getenv("VERBFAULT_THREADS")) return std::string(value);
+  return std::nullopt;
+}
+
 std::string shell_quote(std::string_view word) {
   const bool plain = !word.empty() && word.find_first_not_of(
                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -51,6 +56,7 @@ std::string environment_line(const Replay& replay) {
   std::string line = "VERBFAULT_SEED=" + std::to_string(replay.seed);
   if (replay.plan_file) line += " VERBFAULT_PLAN=" + shell_quote(*replay.plan_file);
   if (!replay.rules.empty()) line += " VERBFAULT_FAULTS=" + shell_quote(rules_line(replay.rules));
+  if (replay.threads) line += " VERBFAULT_THREADS=" + shell_quote(*replay.threads);
   if (!replay.settings.empty()) line += " " + settings_prefix(replay), line.pop_back();
   return line + command_suffix(replay);
 }
@@ -60,6 +66,7 @@ std::string run_line(const Replay& replay) {
       settings_prefix(replay) + "verbfault run --seed " + std::to_string(replay.seed);
   if (replay.plan_file) line += " --plan " + shell_quote(*replay.plan_file);
   for (const Rule& rule : replay.rules) line += " --fault " + shell_quote(to_cli(rule));
+  if (replay.threads) line += " --threads " + shell_quote(*replay.threads);
   return line + " --" + command_suffix(replay);
 }
 

@@ -24,14 +24,18 @@ struct Replay {
   std::optional<std::string> plan_file;  // absolute path; its rules come first
   std::vector<Rule> rules;               // one-line rules (after the file's)
   std::vector<Setting> settings;         // replay_settings(), or chosen
-  std::vector<std::string> command;      // the program and its arguments
+  // How the threads are scheduled when not the default (VERBFAULT_THREADS,
+  // `--threads`): "free", "random", "pct:depth=5"...
+  std::optional<std::string> threads;
+  std::vector<std::string> command;  // the program and its arguments
 };
 
 // The variables besides seed and plan that change a run, with the values
 // this process has, in a fixed order: VERBFAULT_FREEDOMS, VERBFAULT_CHECKS,
-// VERBFAULT_SIM_DEVICES, VERBFAULT_DESTROY_CQ_UNACKED. (Thread scheduling
-// knobs join them when they exist.)
+// VERBFAULT_SIM_DEVICES, VERBFAULT_DESTROY_CQ_UNACKED.
 std::vector<Setting> replay_settings();
+// VERBFAULT_THREADS of this process, if set (Replay::threads).
+std::optional<std::string> threads_setting();
 
 // Rules in the one-line form, separated by "; " (VERBFAULT_FAULTS).
 std::string rules_line(const std::vector<Rule>& rules);
@@ -40,10 +44,10 @@ std::string rules_line(const std::vector<Rule>& rules);
 // characters, else in single quotes.
 std::string shell_quote(std::string_view word);
 
-// "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3' ... [command]":
+// "VERBFAULT_SEED=42 VERBFAULT_FAULTS='flush qp#0 nth=3' VERBFAULT_THREADS=random ... [command]":
 // for a test runner or any program started by hand.
 std::string environment_line(const Replay& replay);
-// "[settings] verbfault run --seed 42 --fault 'flush qp#0 nth=3' -- command".
+// "[settings] verbfault run --seed 42 --fault 'flush qp#0 nth=3' --threads random -- command".
 std::string run_line(const Replay& replay);
 
 }  // namespace verbfault::engine

@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -26,18 +25,6 @@ constexpr std::uint64_t kSpinningPolls = 1u << 20;
 constexpr std::uint32_t kPoison32 = 0xa5a5a5a5u;
 // How many failed work requests per QP are remembered for reported outcomes.
 constexpr std::size_t kRememberedFailures = 4096;
-
-// Nothing but the blocked thread can make a verbs call: the process has one
-// thread.
-bool single_threaded() {
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return false;
-  int count = 0;
-  while (dirent* entry = readdir(tasks))
-    if (entry->d_name[0] != '.') ++count;
-  closedir(tasks);
-  return count == 1;
-}
 
 bool readable(int fd) {
   pollfd p{fd, POLLIN, 0};
@@ -172,7 +159,7 @@ void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
   // A wait that nothing can end: no event pending, nothing scheduled on the
   // device, no other thread to make a verbs call.
   const int fd = static_cast<const ibv_comp_channel*>(channel.handle)->fd;
-  if (channel.simulated && !readable(fd) && !nonblocking(fd) && single_threaded() &&
+  if (channel.simulated && !readable(fd) && !nonblocking(fd) && host.alone() &&
       !provider::work_pending())
     end_hung_run(host, "liveness.blocked_forever", channel,
                  "blocked in ibv_get_cq_event with no event pending, no work on the device and "
@@ -243,7 +230,7 @@ void Checkers::polled(Host& host, const Object& cq, int asked,
   // An empty poll of a simulated CQ: spinning forever when nothing can come.
   if (++idle_polls_ < kSpinningPolls) return;
   idle_polls_ = 0;
-  if (depth(host, cq) == 0 && !provider::work_pending() && single_threaded())
+  if (depth(host, cq) == 0 && !provider::work_pending() && host.alone())
     end_hung_run(host, "liveness.spinning", cq,
                  std::to_string(kSpinningPolls) +
                      " empty polls in a row with no work on the device and no other thread to "
@@ -256,7 +243,7 @@ void Checkers::before_async_event_wait(Host& host, const Object& context) {
   if (!context.simulated) return;
   const int async_fd = static_cast<const ibv_context*>(context.handle)->async_fd;
   if (readable(async_fd) || nonblocking(async_fd)) return;
-  if (single_threaded() && !provider::work_pending())
+  if (host.alone() && !provider::work_pending())
     end_hung_run(host, "liveness.blocked_forever", context,
                  "blocked in ibv_get_async_event with no event pending, no work on the device "
                  "and no other thread to make a verbs call: nothing can ever wake it");

@@ -42,6 +42,11 @@ class Host {
   virtual std::string replay_line() const = 0;
   // Completions the harness holds back from the application on `cq`.
   virtual std::size_t held_completions(const Object& cq) const = 0;
+  // Whether no other thread of the program can make a verbs call (so only
+  // the device can still change anything): with the thread scheduler,
+  // every other thread ended or waits for something only a thread can do;
+  // without it, the process has one thread.
+  virtual bool alone() const = 0;
   virtual void record(const record::CallRecord& record) = 0;
   // Ends the run now with `status` (a hang): the trace and the summary are
   // written first. The caller holds the interposer lock.
@@ -129,7 +134,7 @@ class Checkers {
   CheckSelection selection_ = CheckSelection::parse("", "");
   std::string findings_file_;
   std::vector<Finding> findings_;
-  std::vector<Watched> slots_;                              // by Object::slot
+  std::vector<Watched> slots_;              // by Object::slot
   std::vector<const Object*> waiting_cqs_;  // before_cq_event_wait's (kept allocated)
   std::set<std::pair<std::string, std::string>> reported_;  // (id, object): once each
   std::uint64_t idle_polls_ = 0;           // empty polls since the last sign of progress

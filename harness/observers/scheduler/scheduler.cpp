@@ -3,6 +3,7 @@
 #include "decision.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -256,6 +257,19 @@ Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
 bool Scheduler::unblock_by_time() {
   // The device's next deadline first: its retries run on its own clock.
   if (world_->advance_device()) return true;
+  // A real device's events come in real time: wait for them (the run is as
+  // deterministic as the device).
+  std::vector<int> external;
+  for (const Thread& thread : threads_)
+    if (thread.status == Status::blocked && thread.wait.kind == WaitKind::fd &&
+        world_->fd_external(thread.wait.fd))
+      external.push_back(thread.wait.fd);
+  if (!external.empty()) {
+    lock_.unlock();
+    world_->wait_external(external);
+    lock_.lock();
+    return true;
+  }
   std::uint64_t next = kNoDeadline;
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
@@ -459,6 +473,23 @@ void Scheduler::after_fork_in_child() {
   start(options, *world);
 }
 
+bool Scheduler::others_idle() {
+  if (!running()) return false;
+  std::unique_lock lock(lock_);
+  const void* self = t_self;
+  for (const Thread& thread : threads_) {
+    if (&thread == self || thread.status == Status::finished) continue;
+    if (thread.status != Status::blocked || thread.wait.deadline_ns != kNoDeadline) return false;
+    // Called by the checks under the interposer's lock: the fd itself is
+    // asked, not the world (which takes that lock).
+    if (thread.wait.kind == WaitKind::fd) {
+      pollfd p{thread.wait.fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 0) return false;
+    }
+  }
+  return true;
+}
+
 std::optional<Escape> Scheduler::watch(std::uint64_t wall_ns) {
   if (!running()) return std::nullopt;
   std::unique_lock lock(lock_);
@@ -467,7 +498,11 @@ std::optional<Escape> Scheduler::watch(std::uint64_t wall_ns) {
     watched_since_ns_ = wall_ns;
     return std::nullopt;
   }
-  if (holder_ == nullptr || wall_ns - watched_since_ns_ < options_.escape_ns) return std::nullopt;
+  // A holder that is not runnable is inside the scheduler (waiting for a
+  // real device's fd), not stuck outside it.
+  if (holder_ == nullptr || holder_->status != Status::runnable ||
+      wall_ns - watched_since_ns_ < options_.escape_ns)
+    return std::nullopt;
   // Release the holder only if its wait holds another thread back: one that
   // could run, or whose wait virtual time or the device could end. A lone
   // thread reading a socket keeps the run deterministic.

@@ -88,8 +88,15 @@ struct Wait {
 class World {
  public:
   virtual ~World() = default;
-  // Whether `fd` can be read without blocking.
+  // Whether a wait for `fd` ends now: it can be read without blocking, or
+  // the harness holds something back that a wait on it releases.
   virtual bool fd_readable(int fd) = 0;
+  // Whether `fd` is fed from outside the process (a real provider's
+  // channel or async fd): a wait on it may end in real time, never a
+  // deadlock.
+  virtual bool fd_external(int fd) = 0;
+  // Blocks (in real time) until one of `fds` is readable.
+  virtual void wait_external(const std::vector<int>& fds) = 0;
   // What `fd` is, for a report ("channel#0").
   virtual std::string fd_name(int fd) = 0;
   // Moves the device's own clock to its next deadline (a retry, a timer),
@@ -142,6 +149,13 @@ class Scheduler {
   bool finished(ThreadId id);
   // The calling thread's id (0 when not managed).
   ThreadId current() const;
+  // Whether no thread but the calling one can act: every other one ended,
+  // or waits with no deadline for something only a thread can do (not a
+  // readable fd, not released by the watchdog). The checks' "nothing can
+  // ever come" (a spin on empty polls, a wait forever); they ask whether
+  // the device has work themselves. Asks the World nothing (the checks
+  // call it under the interposer's lock).
+  bool others_idle();
 
   // The program's virtual clock, in ns since the run started; every read
   // moves it by the quantum, so a loop that reads it ends.

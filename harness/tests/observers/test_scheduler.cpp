@@ -23,6 +23,8 @@ namespace {
 class QuietWorld : public World {
  public:
   bool fd_readable(int) override { return false; }
+  bool fd_external(int) override { return false; }
+  void wait_external(const std::vector<int>&) override {}
   std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
   bool advance_device() override { return false; }
   [[noreturn]] void deadlock(const std::string& report) override {
