@@ -262,7 +262,11 @@ void verbs_point() {
   // Without a scheduler: one load of a global, no thread-local.
   if (!sched().running()) [[likely]]
     return;
-  sched().point(t_last_poll_empty);
+  // Only the call right after an empty poll yields: the thread's previous
+  // call made no progress; later ones (an arm, a post) are progress.
+  const bool yielding = t_last_poll_empty;
+  t_last_poll_empty = false;
+  sched().point(yielding);
 }
 
 void polled(bool empty) {

@@ -288,6 +288,23 @@ void f18(bool fixed) {
   p.teardown();
 }
 
+// F18, the reconnect storm's shape: a failed WRITE is re-posted until it
+// succeeds, on a QP that an error moved to ERR, where every post is
+// flushed: the loop never ends. The fixed version gives up on the QP (an
+// application would reset or replace it). Run with
+// completion_error(...) qp#0 nth=1.
+void retry_forever(bool fixed) {
+  Pair p;
+  ibv_wc wc{};
+  for (uint64_t attempt = 1;; ++attempt) {
+    if (p.write(attempt)) fail("ibv_post_send", errno);
+    while (p.poll(1, &wc) == 0) {
+    }
+    if (wc.status == IBV_WC_SUCCESS || fixed) break;
+  }
+  p.teardown();
+}
+
 // F02-F05: an error completion's undefined fields used as if valid (run
 // with completion_error(...) qp#0 nth=1).
 void f02(bool fixed) {
@@ -397,6 +414,7 @@ void leak(bool fixed) {
 
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(bool)>> scenarios = {
+      {"retry_forever", retry_forever},
       {"F02", f02},
       {"F07", f07},
       {"F08", f08},

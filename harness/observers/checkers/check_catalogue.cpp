@@ -8,7 +8,7 @@ namespace verbfault::checkers {
 
 namespace {
 
-constexpr std::array<CheckInfo, 16> kChecks = {{
+constexpr std::array<CheckInfo, 17> kChecks = {{
     {"ack.cq_events_unacked_at_destroy",
      "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
      "(libibverbs waits forever)",
@@ -65,6 +65,10 @@ constexpr std::array<CheckInfo, 16> kChecks = {{
      "polling an empty CQ over and over when no completion can ever arrive (the run ends with "
      "exit status 122)",
      ""},
+    {"liveness.posting_to_qp_in_err",
+     "posting to a QP in ERR over and over (2^16 posts after an error completion, no reset): "
+     "every post is flushed, so the loop never ends (the run ends with exit status 122)",
+     "F18"},
 }};
 
 // "ack.cq_events_overacked", a family "ack.*", or every check "*.*".

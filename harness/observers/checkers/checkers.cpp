@@ -18,6 +18,10 @@ namespace {
 // Posts to a QP after its error completion was polled before F18 is
 // reported: a few are normal (the application may not have looked yet).
 constexpr std::uint64_t kPostsAfterError = 16;
+// Posts to a QP in ERR after which a retry loop is taken to never end: a
+// program that re-posts a flushed WR forever (16 million times in 30 s,
+// measured) is ended instead of spinning until CI kills it.
+constexpr std::uint64_t kPostsAfterErrorLivelock = std::uint64_t{1} << 16;
 // Empty polls in a row, with nothing that could ever complete, before the
 // program is taken to be spinning forever.
 constexpr std::uint64_t kSpinningPolls = 1u << 20;
@@ -283,6 +287,11 @@ void Checkers::count_post(Host& host, const Object& qp) {
            std::to_string(kPostsAfterError) +
                " posts after one of its error completions was polled: the QP is in ERR and "
                "flushes everything until it is reset (ibv_modify_qp to RESET) or replaced");
+  if (c.posts_after_error == kPostsAfterErrorLivelock)
+    end_hung_run(host, "liveness.posting_to_qp_in_err", qp,
+                 std::to_string(kPostsAfterErrorLivelock) +
+                     " posts to this QP since one of its error completions was polled, and no "
+                     "reset: a retry loop on a QP in ERR, which flushes every post, never ends");
 }
 
 void Checkers::send_built(Host& host, const Object& qp, unsigned int send_flags) {
