@@ -121,12 +121,19 @@ void await(Shared& s, uint64_t count) {
   pthread_mutex_unlock(&s.mutex);
 }
 
-// Posts `bursts` bursts of `size` writes, each burst once the previous one
-// has completed.
-void post_in_bursts(Shared& s, int bursts, int size) {
+// What the worker does: `bursts` bursts of `size` writes, each burst after
+// the previous one has completed and `think_us` of think time (a sleep).
+struct Workload {
+  int bursts;
+  int size;
+  unsigned think_us = 0;
+};
+
+void work(Shared& s, const Workload& workload) {
   uint64_t posted = 0;
-  for (int b = 0; b < bursts; ++b) {
-    for (int i = 0; i < size; ++i) post(s, ++posted);
+  for (int b = 0; b < workload.bursts; ++b) {
+    if (workload.think_us != 0) usleep(workload.think_us);
+    for (int i = 0; i < workload.size; ++i) post(s, ++posted);
     await(s, posted);
   }
 }
@@ -144,12 +151,15 @@ void shut_down(Shared& s, pthread_t progress, bool wake_up) {
   pthread_join(progress, nullptr);
 }
 
-// Runs `progress` on a thread of its own, `work` on this one, then shuts
-// the progress thread down (with the wake-up write when `wake_up`).
-void run(Shared& s, void* (*progress)(void*), const std::function<void()>& work, bool wake_up) {
+// Runs `progress` on a thread of its own and the workload on this one,
+// then shuts the progress thread down (with the wake-up write when
+// `wake_up`) and tears the pair down.
+void run(bool fixed, void* (*progress)(void*), const Workload& workload, bool wake_up) {
+  Shared s;
+  s.fixed = fixed;
   pthread_t thread;
   if (int rc = pthread_create(&thread, nullptr, progress, &s)) fail("pthread_create", rc);
-  work();
+  work(s, workload);
   shut_down(s, thread, wake_up);
   pthread_mutex_lock(&s.mutex);
   const bool failed = s.failed;
@@ -184,10 +194,7 @@ void* careful_loop(void* raw) {
 // for an event. Found when the progress thread runs ahead of the worker
 // after the last completion.
 void t09(bool fixed) {
-  Shared s;
-  s.fixed = fixed;
-  run(
-      s, careful_loop, [&] { post_in_bursts(s, 4, 1); }, /*wake_up=*/fixed);
+  run(fixed, careful_loop, {.bursts = 4, .size = 1}, /*wake_up=*/fixed);
 }
 
 // F10/F11: the progress thread polls the CQ empty, hands the batch to the
@@ -212,10 +219,7 @@ void* t10_loop(void* raw) {
 }
 
 void t10(bool fixed) {
-  Shared s;
-  s.fixed = fixed;
-  run(
-      s, t10_loop, [&] { post_in_bursts(s, 8, 1); }, /*wake_up=*/true);
+  run(fixed, t10_loop, {.bursts = 8, .size = 1}, /*wake_up=*/true);
 }
 
 // F12: one completion taken per event. Completions that land while the CQ
@@ -240,19 +244,18 @@ void* t12_loop(void* raw) {
 }
 
 void t12(bool fixed) {
-  Shared s;
-  s.fixed = fixed;
-  run(
-      s, t12_loop, [&] { post_in_bursts(s, 3, 3); }, /*wake_up=*/true);
+  run(fixed, t12_loop, {.bursts = 3, .size = 3}, /*wake_up=*/true);
 }
 
-// F13: an event with no completion behind it. A device may raise an event
-// when a CQ is armed while it still holds completions (man
-// ibv_get_cq_event: events may come without completions); the poll after
-// the arm then takes them, and the next event finds the CQ empty. The
+// F13: an event with no completion behind it. A device may raise one (man
+// ibv_get_cq_event warns of it; hardware that fires when a CQ is armed while
+// it still holds completions does), and the test's plan makes the
+// simulated device raise one on some arms (spurious_cq_event p=0.2). The
 // buggy loop takes an empty CQ for "nothing happened" and goes back to
 // sleep without re-arming: no further event comes, and the worker's next
-// write is never counted. The fixed loop re-arms after every event.
+// write is never counted. The fixed loop re-arms after every event. The
+// worker thinks 100 us between writes: the progress thread has gone back
+// to sleep before each, as between an application's requests.
 void* t13_loop(void* raw) {
   Shared& s = *static_cast<Shared*>(raw);
   s.pair.arm(s.pair.cq);
@@ -263,25 +266,14 @@ void* t13_loop(void* raw) {
     ibv_wc wc[kBatch];
     const int n = s.pair.poll(kBatch, wc);
     if (n == 0 && !s.fixed) continue;  // "woken for nothing": asleep again, not re-armed
-    deliver(s, wc, n);                 // the worker, woken here, may post before the re-arm: ...
-    s.pair.arm(s.pair.cq);  // ... a device may raise an event for that completion now ...
-    drain(s);               // ... and this drain takes it: the event will find the CQ empty
+    s.pair.arm(s.pair.cq);
+    deliver(s, wc, n);
+    drain(s);
   }
 }
 
 void t13(bool fixed) {
-  Shared s;
-  s.fixed = fixed;
-  run(
-      s, t13_loop,
-      [&] {
-        for (uint64_t i = 1; i <= 8; ++i) {
-          usleep(100);  // think time: the progress thread is back asleep before the next write
-          post(s, i);
-          await(s, i);
-        }
-      },
-      /*wake_up=*/true);
+  run(fixed, t13_loop, {.bursts = 8, .size = 1, .think_us = 100}, /*wake_up=*/true);
 }
 
 // F17: re-armed and asleep again after ONE poll. The buggy loop asks for
@@ -305,10 +297,7 @@ void* t17_loop(void* raw) {
 }
 
 void t17(bool fixed) {
-  Shared s;
-  s.fixed = fixed;
-  run(
-      s, t17_loop, [&] { post_in_bursts(s, 3, 4); }, /*wake_up=*/true);
+  run(fixed, t17_loop, {.bursts = 3, .size = 4}, /*wake_up=*/true);
 }
 
 }  // namespace
