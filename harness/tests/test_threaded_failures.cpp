@@ -18,7 +18,7 @@
 //   t09 22 of 100 (seeds 2 3 7 12 ...)   t10 51 of 100 (seeds 1 5 6 10 ...)
 //   t12 100 of 100   t13 82 of 100 (with its fault)   t17 99 of 100
 // Every fixed program ran clean on all 100. A run takes about 10 ms; the
-// 1,170 runs of this file about 8 s with ctest -j2 on 2 cores.
+// 1,170 runs of this file about 7 s (6 s with ctest -j2 on 2 cores).
 #include "shell.h"
 
 #include <gtest/gtest.h>
@@ -85,10 +85,11 @@ TEST_P(ThreadedFailures, SomeSeedsExposeTheBuggyProgramAndTheOutputSaysWhy) {
     }
     ++exposed;
     if (r.status == 122) {
-      EXPECT_TRUE(contains(r.output, "verbfault: deadlock: every thread waits")) << where;
+      // The scheduler's report, one line per waiting thread (its wording
+      // beyond the calls named is its own).
+      EXPECT_TRUE(contains(r.output, "verbfault: deadlock:")) << where;
       EXPECT_TRUE(contains(r.output, std::string("thread 0: ") + s.worker_wait)) << where;
-      EXPECT_TRUE(contains(r.output, "thread 1: ibv_get_cq_event on fd ")) << where;
-      EXPECT_TRUE(contains(r.output, "ending it with exit status 122")) << where;
+      EXPECT_TRUE(contains(r.output, "thread 1: ibv_get_cq_event")) << where;
     } else {
       EXPECT_EQ(r.status, 121) << where;
       EXPECT_NE(std::string(s.check), "") << where;
