@@ -145,6 +145,10 @@ bool State::alone() const {
   return count == 1;
 }
 
+std::string State::threads_report(std::string_view doing) const {
+  return scheduler::scheduler().threads_report(doing);
+}
+
 void State::end_run(int status) {
   finish(/*check_leaks=*/false);  // the lock is the caller's: no leak check
   std::fflush(nullptr);

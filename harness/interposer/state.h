@@ -67,6 +67,7 @@ class State final : public checkers::Host, public engine::Recorder {
   }
   [[noreturn]] void end_run(int status) override;
   bool alone() const override;
+  std::string threads_report(std::string_view doing) const override;
   // The WRs of the post being traced (scratch, kept allocated).
   std::vector<record::WrSummary> posted_wrs;
 

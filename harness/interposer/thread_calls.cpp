@@ -282,6 +282,10 @@ bool wait_readable(int fd, const char* call) {
   wait.kind = WaitKind::fd;
   wait.fd = fd;
   wait.call = call;
+  // Named here, where the registry can be asked: a report may be made
+  // under the interposer's lock.
+  const std::string name = world.fd_name(fd);
+  std::snprintf(wait.fd_name, sizeof wait.fd_name, "%s", name.c_str());
   sched().block(wait);
   return HarnessWorld::poll_readable(fd);
 }

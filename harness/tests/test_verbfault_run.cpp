@@ -383,4 +383,56 @@ TEST(VerbfaultRun,
       << first;
 }
 
+// Runs `command` under the scheduler twice with the seed; expects the same
+// exit status and trace hash both times and returns the first run.
+ProcessResult run_twice_by_seed(int seed, const std::string& options, const std::string& command) {
+  const std::string run =
+      "VERBFAULT_THREADS=pct " + verbfault_run("--seed " + std::to_string(seed) + options, command);
+  ProcessResult first = run_shell(run);
+  ProcessResult second = run_shell(run);
+  EXPECT_EQ(second.status, first.status) << "seed " << seed << "\n" << second.output;
+  EXPECT_FALSE(trace_hash_of(first.output).empty()) << first.output;
+  EXPECT_EQ(trace_hash_of(second.output), trace_hash_of(first.output)) << "seed " << seed;
+  return first;
+}
+
+// sample_rc --threads: the server and the client on threads of their own.
+TEST(VerbfaultRun, TheThreadedSampleReplaysBySeed) {
+  std::set<std::string> hashes;
+  for (int seed : {1, 2, 3}) {
+    ProcessResult r = run_twice_by_seed(seed, "", std::string(SAMPLE_RC) + " --threads");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
+    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+    hashes.insert(trace_hash_of(r.output));
+  }
+  EXPECT_EQ(hashes.size(), 3u) << "every seed its own interleaving";
+}
+
+// The error completion of EnvironmentVariablesConfigureAProgramStartedDirectly,
+// met by the server's thread: the program fails with its own message, the
+// same way for the seed every time.
+TEST(VerbfaultRun, TheThreadedSampleUnderAFaultPlan) {
+  ProcessResult r = run_twice_by_seed(9, " --fault 'completion_error(rem_access_err) qp#0 nth=1'",
+                                      std::string(SAMPLE_RC) + " --threads");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "sample_rc: server: completion wr_id 0 failed: remote access error"))
+      << r.output;
+}
+
+// Four producers, four consumers, a bounded queue between them
+// (eight_threads.cpp): every seed completes, and replays.
+TEST(VerbfaultRun, EightThreadsCompleteAndReplayBySeed) {
+  std::set<std::string> hashes;
+  for (int seed = 1; seed <= 10; ++seed) {
+    ProcessResult r = run_twice_by_seed(seed, "", EIGHT_THREADS);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "eight_threads: 72 completions, OK")) << r.output;
+    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+    hashes.insert(trace_hash_of(r.output));
+  }
+  EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
+}
+
 }  // namespace verbfault::testing

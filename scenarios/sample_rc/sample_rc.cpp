@@ -1,4 +1,5 @@
-// sample_rc: a small RC client/server in one process and one thread.
+// sample_rc: a small RC client/server in one process: one thread, or a
+// thread per endpoint with --threads.
 //
 // A server endpoint and a client endpoint each own an RC QP and a CQ on the
 // same device, connected to each other. The client sends `--messages` pings
@@ -6,11 +7,21 @@
 // the address and rkey of its buffer, the client RDMA-writes into it and says
 // so with SEND_WITH_IMM, and the server checks every byte.
 //
-// Why one thread: with a thread per endpoint, how many polls come back empty
-// and how many completion events are raised depend on scheduling, so the
-// sequence of verbs calls changes from run to run. Here one progress loop
-// drives both endpoints, and the calls depend only on the completions the
-// device delivers: under libverbfault.so, the same seed gives the same trace.
+// Why one thread by default: with a thread per endpoint, how many polls
+// come back empty and how many completion events are raised depend on how
+// the threads are scheduled, so the sequence of verbs calls changes from
+// run to run. Here one progress loop drives both endpoints, and the calls
+// depend only on the completions the device delivers: under
+// libverbfault.so, the same seed gives the same trace.
+//
+// With --threads, the way a multi-threaded application is written: the
+// server and the client each run their state machine on a thread of their
+// own, each blocking on a completion channel of its own; main joins them.
+// The threads share no state (they talk over the wire only), but their
+// verbs calls interleave as they are scheduled: under the harness's thread
+// scheduler (VERBFAULT_THREADS=pct and a seed) the seed fixes the
+// interleaving, so the same seed again gives the same trace; elsewhere only
+// the outcome is fixed (every pong, the write verified).
 //
 // Each endpoint is a state machine: an enum of what it waits for (a message
 // or the completion of its send) and one handler per state that consumes that
@@ -24,6 +35,7 @@
 // Plain libibverbs: it runs on any RC-capable device, real or simulated
 // (LD_PRELOAD=libverbfault.so). Exit status 0 when everything arrived intact.
 #include <infiniband/verbs.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -47,7 +59,8 @@ constexpr uint32_t kWriteDoneImm = 0x5752;  // "WR"
 struct Options {
   std::string device;  // empty: the first device listed
   int messages = 8;
-  int gid_index = -1;  // -1: GRH only on a RoCE port, with GID index 1
+  int gid_index = -1;    // -1: GRH only on a RoCE port, with GID index 1
+  bool threads = false;  // a thread per endpoint
 };
 
 [[noreturn]] void die(const char* what, int err) {
@@ -78,8 +91,9 @@ struct Endpoint {
   std::deque<ibv_wc> messages;          // receive completions, in order
   std::deque<ibv_wc> send_completions;  // send completions, in order
 
-  // `channel` is shared by both endpoints' CQs; cq_context names the
-  // endpoint, so an event leads back to it.
+  // `channel` is shared by both endpoints' CQs (one thread) or is the
+  // endpoint's own (a thread each); cq_context names the endpoint, so an
+  // event leads back to it.
   void create(ibv_context* ctx, ibv_pd* pd, ibv_comp_channel* channel) {
     cq = ibv_create_cq(ctx, 16, this, channel, 0);
     if (!cq) die("ibv_create_cq", errno);
@@ -381,6 +395,26 @@ Endpoint& next_event(ibv_comp_channel* channel) {
   return ep;
 }
 
+// One endpoint's progress loop on a thread of its own (--threads): its
+// state machine goes as far as its completions allow, then the thread
+// blocks on its own channel, as the one-thread loop does on the shared one.
+template <typename Machine>
+struct Driver {
+  Machine& machine;
+  Endpoint& endpoint;
+  ibv_comp_channel* channel;
+
+  static void* run(void* raw) {
+    Driver& d = *static_cast<Driver*>(raw);
+    if constexpr (requires { d.machine.start(); }) d.machine.start();
+    for (;;) {
+      advance(d.machine, d.endpoint);
+      if (d.machine.state == Machine::kDone) return nullptr;
+      next_event(d.channel).drain();
+    }
+  }
+};
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -404,8 +438,12 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.gid_index = static_cast<int>(n);
+    } else if (arg == "--threads") {
+      o.threads = true;
     } else {
-      std::fprintf(stderr, "usage: sample_rc [--device NAME] [--messages N] [--gid-index N]\n");
+      std::fprintf(stderr,
+                   "usage: sample_rc [--device NAME] [--messages N] [--gid-index N] "
+                   "[--threads]\n");
       std::exit(2);
     }
   }
@@ -439,13 +477,15 @@ int main(int argc, char** argv) {
   ibv_port_attr port{};
   if (int rc = ibv_query_port(ctx, 1, &port)) die("ibv_query_port", rc);
 
+  // One channel for both CQs, or one each: a thread waits on its own only.
   ibv_comp_channel* channel = ibv_create_comp_channel(ctx);
-  if (!channel) die("ibv_create_comp_channel", errno);
+  ibv_comp_channel* client_channel = options.threads ? ibv_create_comp_channel(ctx) : channel;
+  if (!channel || !client_channel) die("ibv_create_comp_channel", errno);
   Endpoint server, client;
   server.name = "server";
   client.name = "client";
   server.create(ctx, pd, channel);
-  client.create(ctx, pd, channel);
+  client.create(ctx, pd, client_channel);
   int gid_index = options.gid_index;
   if (gid_index < 0 && port.link_layer == IBV_LINK_LAYER_ETHERNET) gid_index = 1;
   ibv_gid gid{};
@@ -467,12 +507,23 @@ int main(int argc, char** argv) {
   // event and drain the CQ it names. Nothing here depends on timing.
   Server server_protocol{server, options.messages};
   Client client_protocol{client, options.messages};
-  client_protocol.start();
-  for (;;) {
-    advance(server_protocol, server);
-    advance(client_protocol, client);
-    if (server_protocol.state == Server::kDone && client_protocol.state == Client::kDone) break;
-    next_event(channel).drain();
+  if (options.threads) {
+    Driver<Server> server_driver{server_protocol, server, channel};
+    Driver<Client> client_driver{client_protocol, client, client_channel};
+    pthread_t threads[2];
+    if (int rc = pthread_create(&threads[0], nullptr, Driver<Server>::run, &server_driver))
+      die("pthread_create", rc);
+    if (int rc = pthread_create(&threads[1], nullptr, Driver<Client>::run, &client_driver))
+      die("pthread_create", rc);
+    for (pthread_t thread : threads) pthread_join(thread, nullptr);
+  } else {
+    client_protocol.start();
+    for (;;) {
+      advance(server_protocol, server);
+      advance(client_protocol, client);
+      if (server_protocol.state == Server::kDone && client_protocol.state == Client::kDone) break;
+      next_event(channel).drain();
+    }
   }
 
   std::printf("sample_rc: exchanged %d pings and %d matching pongs\n", options.messages,
@@ -486,6 +537,8 @@ int main(int argc, char** argv) {
   // (a completion drained before its event was taken) are not counted by
   // ibv_destroy_cq and go away with the channel.
   if (int rc = ibv_destroy_comp_channel(channel)) die("ibv_destroy_comp_channel", rc);
+  if (client_channel != channel)
+    if (int rc = ibv_destroy_comp_channel(client_channel)) die("ibv_destroy_comp_channel", rc);
   ibv_dealloc_pd(pd);
   ibv_close_device(ctx);
   ibv_free_device_list(list);

@@ -98,11 +98,14 @@ void Checkers::report(Host& host, std::string_view id, const Object& object, std
 }
 
 void Checkers::end_hung_run(Host& host, std::string_view id, const Object& object,
-                            std::string message) {
+                            std::string message, std::string_view doing) {
   reported_.erase({std::string(id), object.name()});  // a hang is always told
   const bool was_on = on(id);
   report(host, id, object, std::move(message));
   if (!was_on) return;
+  const std::string threads = host.threads_report(doing);
+  if (!threads.empty())
+    std::fprintf(stderr, "verbfault: no other thread can act:\n%s", threads.c_str());
   std::fprintf(stderr,
                "verbfault: the program can never make progress; ending it with exit status %d\n",
                kHangExit);
@@ -167,7 +170,8 @@ void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
       !provider::work_pending())
     end_hung_run(host, "liveness.blocked_forever", channel,
                  "blocked in ibv_get_cq_event with no event pending, no work on the device and "
-                 "no other thread to post any: nothing can ever wake it");
+                 "no other thread to post any: nothing can ever wake it",
+                 "ibv_get_cq_event on " + channel.name());
 }
 
 void Checkers::cq_event_taken(const Object& cq) {
@@ -238,7 +242,8 @@ void Checkers::polled(Host& host, const Object& cq, int asked,
     end_hung_run(host, "liveness.spinning", cq,
                  std::to_string(kSpinningPolls) +
                      " empty polls in a row with no work on the device and no other thread to "
-                     "post any: no completion can ever arrive");
+                     "post any: no completion can ever arrive",
+                 "ibv_poll_cq of " + cq.name() + ", empty, over and over");
 }
 
 // ---- async events ---------------------------------------------------------------------
@@ -250,7 +255,8 @@ void Checkers::before_async_event_wait(Host& host, const Object& context) {
   if (host.alone() && !provider::work_pending())
     end_hung_run(host, "liveness.blocked_forever", context,
                  "blocked in ibv_get_async_event with no event pending, no work on the device "
-                 "and no other thread to make a verbs call: nothing can ever wake it");
+                 "and no other thread to make a verbs call: nothing can ever wake it",
+                 "ibv_get_async_event on " + context.name());
 }
 
 void Checkers::async_event_taken(const Object& element) {
@@ -291,7 +297,8 @@ void Checkers::count_post(Host& host, const Object& qp) {
     end_hung_run(host, "liveness.posting_to_qp_in_err", qp,
                  std::to_string(kPostsAfterErrorLivelock) +
                      " posts to this QP since one of its error completions was polled, and no "
-                     "reset: a retry loop on a QP in ERR, which flushes every post, never ends");
+                     "reset: a retry loop on a QP in ERR, which flushes every post, never ends",
+                 "posting to " + qp.name() + " in ERR, over and over");
 }
 
 void Checkers::send_built(Host& host, const Object& qp, unsigned int send_flags) {

@@ -47,6 +47,10 @@ class Host {
   // every other thread ended or waits for something only a thread can do;
   // without it, the process has one thread.
   virtual bool alone() const = 0;
+  // What every other thread of the program is doing, one "  thread N: ..."
+  // line each, the calling one described by `doing`; empty when there is
+  // one thread (or no scheduler to ask).
+  virtual std::string threads_report(std::string_view doing) const = 0;
   virtual void record(const record::CallRecord& record) = 0;
   // Ends the run now with `status` (a hang): the trace and the summary are
   // written first. The caller holds the interposer lock.
@@ -122,7 +126,10 @@ class Checkers {
   void report(Host& host, std::string_view id, const Object& object, std::string message);
   // Reports a hang and ends the run (exit status kHangExit); returns only
   // when that check is switched off.
-  void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message);
+  // Reports `id` and ends the run with 122; with other threads, lists what
+  // each does, the calling one `doing` ("ibv_get_cq_event on channel#0").
+  void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message,
+                    std::string_view doing);
   void check_cq_before_wait(Host& host, const Object& cq);
   void check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,
                       std::uint32_t opcode);

@@ -552,9 +552,15 @@ std::string Scheduler::describe_wait(const Thread& thread) {
   char address[32];
   std::snprintf(address, sizeof address, "%p", wait.object);
   switch (wait.kind) {
-    case WaitKind::mutex:
+    case WaitKind::mutex: {
       text += std::string(" of mutex ") + address;
+      // glibc keeps the holder's kernel thread id in the mutex.
+      const pid_t owner = static_cast<const pthread_mutex_t*>(wait.object)->__data.__owner;
+      for (const Thread& other : threads_)
+        if (owner != 0 && other.tid == owner && other.status != Status::finished)
+          text += ", held by thread " + std::to_string(other.id);
       break;
+    }
     case WaitKind::cond:
       text += std::string(" on condition ") + address + ", never signalled";
       break;
@@ -568,12 +574,37 @@ std::string Scheduler::describe_wait(const Thread& thread) {
       text += std::string(" of rwlock ") + address;
       break;
     case WaitKind::fd:
-      text += " on " + world_->fd_name(wait.fd) + ", with nothing pending that can raise an event";
+      text += " on " +
+              (wait.fd_name[0] != '\0' ? std::string(wait.fd_name) : world_->fd_name(wait.fd)) +
+              ", with nothing pending that can raise an event";
       break;
     case WaitKind::sleep:
       break;
   }
   return text;
+}
+
+std::string Scheduler::threads_report(std::string_view doing) {
+  if (!running()) return "";
+  std::unique_lock lock(lock_);
+  std::size_t alive = 0;
+  for (const Thread& thread : threads_) alive += thread.status != Status::finished;
+  if (alive <= 1) return "";
+  std::string report;
+  for (const Thread& thread : threads_) {
+    if (thread.status == Status::finished || thread.status == Status::reserved) continue;
+    report += "  thread " + std::to_string(thread.id) + ": ";
+    if (&thread == t_self)
+      report += std::string(doing);
+    else if (thread.status == Status::blocked)
+      report += describe_wait(thread);
+    else if (thread.status == Status::escaped)
+      report += "running outside the harness";
+    else
+      report += "waiting for its turn";
+    report += "\n";
+  }
+  return report;
 }
 
 void Scheduler::report_deadlock() {

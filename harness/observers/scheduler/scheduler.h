@@ -36,6 +36,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace verbfault::scheduler {
@@ -82,6 +83,9 @@ struct Wait {
   int fd = -1;                              // fd: readable wakes it
   std::uint64_t deadline_ns = kNoDeadline;  // virtual time; a timed wait
   const char* call = "";                    // the call it is blocked in
+  // fd: what it is ("channel#0"), named by the waiter (a report may be
+  // made where the world cannot be asked); empty: World::fd_name.
+  char fd_name[40] = {};
 };
 
 // What the scheduler asks of the rest of the harness (the interposer).
@@ -156,6 +160,11 @@ class Scheduler {
   // the device has work themselves. Asks the World nothing (the checks
   // call it under the interposer's lock).
   bool others_idle();
+  // For a run the checks end while other threads exist: one line per
+  // thread that has not ended ("  thread 1: pthread_join of thread 2"),
+  // the calling one described by `doing`; empty with one thread. Asks the
+  // World nothing.
+  std::string threads_report(std::string_view doing);
 
   // The program's virtual clock, in ns since the run started; every read
   // moves it by the quantum, so a loop that reads it ends.

@@ -1,0 +1,157 @@
+// The loopback pair the field-failure programs share
+// (scenarios/field_failures): one RC QP pair on the first device, both QPs
+// completing into one CQ that reports to a completion channel. Plain
+// libibverbs, so it runs on any RC-capable device, real or simulated.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace field_failures {
+
+// A verb failed: the program says which, as "PROGRAM: VERB failed: ERROR",
+// and ends with exit status 1.
+[[noreturn]] inline void fail(const char* what, int err) {
+  std::fprintf(stderr, "%s: %s failed: %s\n", program_invocation_short_name, what,
+               std::strerror(err));
+  std::exit(1);
+}
+
+// One RC QP pair in loopback, a (sender) -> b (receiver), both completing
+// into `cq`, which reports to `channel`.
+struct Pair {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* channel = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_cq* other_cq = nullptr;  // a second CQ on the same channel (F07)
+  ibv_qp* a = nullptr;
+  ibv_qp* b = nullptr;
+  ibv_mr* mr = nullptr;
+  char buffer[4096] = {};
+
+  explicit Pair(int cqe = 64, uint32_t depth = 8) {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (list == nullptr || n == 0) fail("ibv_get_device_list", ENODEV);
+    ctx = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
+    if (ctx == nullptr) fail("ibv_open_device", errno);
+    pd = ibv_alloc_pd(ctx);
+    channel = ibv_create_comp_channel(ctx);
+    cq = ibv_create_cq(ctx, cqe, nullptr, channel, 0);
+    other_cq = ibv_create_cq(ctx, 16, nullptr, channel, 0);
+    if (!pd || !channel || !cq || !other_cq) fail("setup", errno);
+    a = make_qp(depth);
+    b = make_qp(depth);
+    mr = ibv_reg_mr(pd, buffer, sizeof buffer, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!mr) fail("ibv_reg_mr", errno);
+    ibv_port_attr port{};
+    if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
+    connect(a, b->qp_num, port.lid);
+    connect(b, a->qp_num, port.lid);
+  }
+
+  ibv_qp* make_qp(uint32_t depth) {
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = depth;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(pd, &init);
+    if (!qp) fail("ibv_create_qp", errno);
+    return qp;
+  }
+
+  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+      fail("ibv_modify_qp(INIT)", errno);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = remote;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.dlid = lid;
+    a.ah_attr.port_num = 1;
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+      fail("ibv_modify_qp(RTR)", errno);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+      fail("ibv_modify_qp(RTS)", errno);
+  }
+
+  // A signaled 8-byte RDMA WRITE from a: one completion on cq.
+  int write(uint64_t wr_id, uint32_t length = 8) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), length, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buffer + 2048);
+    wr.wr.rdma.rkey = mr->rkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(a, &wr, &bad);
+  }
+
+  void arm(ibv_cq* which) {
+    if (int rc = ibv_req_notify_cq(which, 0)) fail("ibv_req_notify_cq", rc);
+  }
+
+  ibv_cq* wait() {
+    ibv_cq* got = nullptr;
+    void* context = nullptr;
+    if (ibv_get_cq_event(channel, &got, &context)) fail("ibv_get_cq_event", errno);
+    return got;
+  }
+
+  int poll(int max, ibv_wc* wc = nullptr) {
+    ibv_wc local[16];
+    const int n = ibv_poll_cq(cq, max, wc != nullptr ? wc : local);
+    if (n < 0) fail("ibv_poll_cq", EIO);
+    return n;
+  }
+
+  // One full, correct round: arm, write, event, ack, re-arm, drain.
+  void round(uint64_t wr_id) {
+    arm(cq);
+    if (write(wr_id)) fail("ibv_post_send", errno);
+    ibv_ack_cq_events(wait(), 1);
+    arm(cq);
+    while (poll(16) > 0) {
+    }
+  }
+
+  void teardown() {
+    ibv_destroy_qp(a);
+    ibv_destroy_qp(b);
+    ibv_dereg_mr(mr);
+    if (int rc = ibv_destroy_cq(cq)) fail("ibv_destroy_cq", rc);
+    if (int rc = ibv_destroy_cq(other_cq)) fail("ibv_destroy_cq", rc);
+    ibv_destroy_comp_channel(channel);
+    ibv_dealloc_pd(pd);
+    ibv_close_device(ctx);
+  }
+};
+
+}  // namespace field_failures
