@@ -83,6 +83,10 @@ INSTANTIATE_TEST_SUITE_P(
         Scenario{"unsignaled", "", "resource.unsignaled_sends_fill_queue", 121},
         Scenario{"destroy_order", "", "resource.destroy_order", 121},
         Scenario{"spin", "", "liveness.spinning", 122},
+        // Two CQs on a channel, the send CQ armed only while sends are out:
+        // the fixed program is right (its wait can end), the buggy one arms
+        // neither.
+        Scenario{"arm_on_demand", "", "event.not_rearmed", 122},
         Scenario{"retry_forever", "--fault 'completion_error(rem_access_err) qp#0 nth=1'",
                  "liveness.posting_to_qp_in_err", 122}),
     [](const ::testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });

@@ -129,6 +129,74 @@ void f13(bool fixed) {
   p.teardown();
 }
 
+// Two CQs on one channel, armed on demand, as event loops do: the send CQ
+// is armed only while sends are outstanding, the receive CQ always. The
+// fixed program waits for a receive with its send CQ rightly unarmed (the
+// wait can be ended by the armed receive CQ); the buggy one forgets to arm
+// the receive CQ too, so no CQ of the channel can end the wait.
+void arm_on_demand(bool fixed) {
+  Pair p;
+  // c sends on its own send CQ (other_cq) to d, whose receives complete on cq.
+  auto make = [&](ibv_cq* send_cq) {
+    ibv_qp_init_attr init{};
+    init.send_cq = send_cq;
+    init.recv_cq = p.cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 8;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(p.pd, &init);
+    if (!qp) fail("ibv_create_qp", errno);
+    return qp;
+  };
+  ibv_qp* c = make(p.other_cq);
+  ibv_qp* d = make(p.cq);
+  ibv_port_attr port{};
+  if (ibv_query_port(p.ctx, 1, &port)) fail("ibv_query_port", errno);
+  Pair::connect(c, d->qp_num, port.lid);
+  Pair::connect(d, c->qp_num, port.lid);
+  auto send = [&](uint64_t wr_id, unsigned flags) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(p.buffer), 8, p.mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = flags;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(c, &wr, &bad)) fail("ibv_post_send", errno);
+  };
+  auto receive = [&](uint64_t wr_id) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(p.buffer + 1024), 64, p.mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(d, &wr, &bad)) fail("ibv_post_recv", errno);
+  };
+  ibv_wc wc[4];
+  // A signaled send: arm its CQ while it is outstanding, take its event.
+  receive(1);
+  p.arm(p.other_cq);
+  send(1, IBV_SEND_SIGNALED);
+  ibv_ack_cq_events(p.wait(), 1);
+  while (ibv_poll_cq(p.other_cq, 4, wc) > 0) {
+  }
+  while (p.poll(4) > 0) {
+  }
+  // Nothing outstanding on the send side: its CQ stays unarmed. Wait for
+  // the next receive.
+  receive(2);
+  if (fixed) p.arm(p.cq);
+  send(2, 0);
+  ibv_ack_cq_events(p.wait(), 1);
+  while (p.poll(4) > 0) {
+  }
+  ibv_destroy_qp(c);
+  ibv_destroy_qp(d);
+  p.teardown();
+}
+
 // F16: a CQ smaller than what its QPs can have outstanding.
 void f16(bool fixed) {
   Pair p(fixed ? 64 : 8, 8);  // two QPs x (8 send + 8 receive) = 32
@@ -280,6 +348,7 @@ void leak(bool fixed) {
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(bool)>> scenarios = {
       {"retry_forever", retry_forever},
+      {"arm_on_demand", arm_on_demand},
       {"F02", f02},
       {"F07", f07},
       {"F08", f08},

@@ -125,12 +125,12 @@ class Checkers {
   bool on(std::string_view id) const { return selection_.enabled(id); }
   void report(Host& host, std::string_view id, const Object& object, std::string message);
   // Reports a hang and ends the run (exit status kHangExit); returns only
-  // when that check is switched off.
-  // Reports `id` and ends the run with 122; with other threads, lists what
-  // each does, the calling one `doing` ("ibv_get_cq_event on channel#0").
+  // when that check is switched off. With other threads, lists what each
+  // does, the calling one `doing` ("ibv_get_cq_event on channel#0").
   void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message,
                     std::string_view doing);
-  void check_cq_before_wait(Host& host, const Object& cq);
+  // `another_armed`: a CQ of the same channel is armed.
+  void check_cq_before_wait(Host& host, const Object& cq, bool another_armed);
   void check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,
                       std::uint32_t opcode);
   // One more WR posted to `qp` (F18 counts the ones after an error).
