@@ -166,7 +166,23 @@ Scheduler& scheduler() {
   return *instance;
 }
 
+void Scheduler::update_solo() {
+  std::size_t alive = 0;
+  for (const Thread& thread : threads_) alive += thread.status != Status::finished;
+  solo_.store(alive == 1 && holder_ != nullptr && holder_->status == Status::runnable,
+              std::memory_order_relaxed);
+}
+
 Scheduler::Thread& Scheduler::add_thread() {
+  if (solo_.load(std::memory_order_relaxed)) {
+    // The change points the fast path passed drop the one thread that ran.
+    const std::uint64_t steps = steps_.load(std::memory_order_relaxed);
+    for (; options_.strategy == Strategy::pct && next_change_ < change_points_.size() &&
+           steps >= change_points_[next_change_];
+         ++next_change_)
+      holder_->priority = next_change_ + 1;
+    solo_.store(false, std::memory_order_relaxed);
+  }
   Thread& thread = threads_.emplace_back();
   thread.id = static_cast<ThreadId>(threads_.size() - 1);
   // PCT: distinct initial priorities above every change point's (1..d-1):
@@ -180,6 +196,8 @@ void Scheduler::start(const Options& options, World& world) {
   std::unique_lock lock(lock_);
   options_ = options;
   world_ = &world;
+  solo_.store(false, std::memory_order_relaxed);
+  holder_ = nullptr;
   threads_.clear();
   change_points_.clear();
   for (std::uint32_t i = 0; i + 1 < options_.depth; ++i)
@@ -187,14 +205,15 @@ void Scheduler::start(const Options& options, World& world) {
         1 + engine::below(draw(options_.seed, i, kChangePointStream), options_.steps));
   std::sort(change_points_.begin(), change_points_.end());
   next_change_ = 0;
-  steps_ = 0;
-  now_ns_ = 0;
+  steps_.store(0, std::memory_order_relaxed);
+  now_ns_.store(0, std::memory_order_relaxed);
   Thread& main = add_thread();
   main.status = Status::runnable;
   main.handle = pthread_self();
   main.has_handle = true;
   main.tid = gettid();
   holder_ = &main;
+  solo_.store(true, std::memory_order_relaxed);
   watched_steps_ = 0;
   watched_since_ns_ = 0;
   t_self = &main;
@@ -224,7 +243,8 @@ void Scheduler::refresh_waiters() {
     if (thread.wait.kind == WaitKind::fd && world_->fd_readable(thread.wait.fd)) {
       thread.status = Status::runnable;
       thread.woken = true;
-    } else if (thread.wait.deadline_ns != kNoDeadline && thread.wait.deadline_ns <= now_ns_) {
+    } else if (thread.wait.deadline_ns != kNoDeadline &&
+               thread.wait.deadline_ns <= now_ns_.load(std::memory_order_relaxed)) {
       thread.status = Status::runnable;
       thread.woken = false;
     }
@@ -239,7 +259,8 @@ Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
   if (skip_self) --runnable;
   if (runnable == 0) return nullptr;
   if (options_.strategy == Strategy::random_walk) {
-    std::uint64_t pick = engine::below(draw(options_.seed, steps_, kWalkStream), runnable);
+    std::uint64_t pick = engine::below(
+        draw(options_.seed, steps_.load(std::memory_order_relaxed), kWalkStream), runnable);
     for (Thread& thread : threads_) {
       if (thread.status != Status::runnable || (skip_self && &thread == self)) continue;
       if (pick-- == 0) return &thread;
@@ -274,7 +295,7 @@ bool Scheduler::unblock_by_time() {
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
   if (next == kNoDeadline) return false;
-  now_ns_ = std::max(now_ns_, next);
+  now_ns_.store(std::max(now_ns_.load(std::memory_order_relaxed), next), std::memory_order_relaxed);
   return true;
 }
 
@@ -297,12 +318,13 @@ void Scheduler::switch_from(Thread& self, bool yielding) {
   // The PCT change point of this step: the running thread drops below
   // every other.
   if (options_.strategy == Strategy::pct && next_change_ < change_points_.size() &&
-      steps_ >= change_points_[next_change_]) {
+      steps_.load(std::memory_order_relaxed) >= change_points_[next_change_]) {
     self.priority = next_change_ + 1;
     ++next_change_;
   }
   Thread* next = next_to_run(&self, yielding);
   holder_ = next;
+  update_solo();
   if (next == &self) {
     lock_.unlock();
     return;
@@ -330,9 +352,16 @@ bool Scheduler::rejoin(Thread& self) {
 void Scheduler::point(bool yielding) {
   auto* self = static_cast<Thread*>(t_self);
   if (self == nullptr || !running()) return;
+  if (solo_.load(std::memory_order_relaxed)) {
+    // Nobody to switch to; only this thread writes the counters now.
+    steps_.store(steps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    now_ns_.store(now_ns_.load(std::memory_order_relaxed) + options_.quantum_ns,
+                  std::memory_order_relaxed);
+    return;
+  }
   lock_.lock();
-  ++steps_;
-  now_ns_ += options_.quantum_ns;
+  steps_.fetch_add(1, std::memory_order_relaxed);
+  now_ns_.fetch_add(options_.quantum_ns, std::memory_order_relaxed);
   if (!rejoin(*self)) {
     lock_.unlock();
     wait_for_turn(*self);
@@ -345,7 +374,7 @@ bool Scheduler::block(const Wait& wait) {
   auto* self = static_cast<Thread*>(t_self);
   if (self == nullptr || !running()) return true;
   lock_.lock();
-  ++steps_;
+  steps_.fetch_add(1, std::memory_order_relaxed);
   const bool holding = rejoin(*self);
   self->status = Status::blocked;
   self->wait = wait;
@@ -401,6 +430,7 @@ void Scheduler::created(ThreadId id, pthread_t handle) {
 void Scheduler::creation_failed(ThreadId id) {
   std::unique_lock lock(lock_);
   threads_[id].status = Status::finished;  // ids stay dense: it never ran
+  update_solo();
 }
 
 void Scheduler::enter_thread(ThreadId id) {
@@ -420,7 +450,7 @@ void Scheduler::exit_thread() {
   t_self = nullptr;  // what the thread does after (TLS destructors) is not scheduled
   if (!running()) return;
   lock_.lock();
-  ++steps_;
+  steps_.fetch_add(1, std::memory_order_relaxed);
   const bool holding = rejoin(*self);
   self->status = Status::finished;
   for (Thread& thread : threads_)
@@ -429,10 +459,12 @@ void Scheduler::exit_thread() {
       thread.status = Status::runnable;
       thread.woken = true;
     }
-  if (holding)
+  if (holding) {
     switch_from(*self, false);
-  else
+  } else {
+    update_solo();
     lock_.unlock();
+  }
 }
 
 std::optional<ThreadId> Scheduler::thread_of(pthread_t handle) {
@@ -449,8 +481,9 @@ bool Scheduler::finished(ThreadId id) {
 
 std::uint64_t Scheduler::now_ns() {
   std::unique_lock lock(lock_);
-  now_ns_ += options_.quantum_ns;
-  return now_ns_;
+  const std::uint64_t now = now_ns_.load(std::memory_order_relaxed) + options_.quantum_ns;
+  now_ns_.store(now, std::memory_order_relaxed);
+  return now;
 }
 
 void Scheduler::sleep_until(std::uint64_t deadline_ns, const char* call) {
@@ -493,8 +526,9 @@ bool Scheduler::others_idle() {
 std::optional<Escape> Scheduler::watch(std::uint64_t wall_ns) {
   if (!running()) return std::nullopt;
   std::unique_lock lock(lock_);
-  if (steps_ != watched_steps_ || watched_since_ns_ == 0) {
-    watched_steps_ = steps_;
+  const std::uint64_t steps = steps_.load(std::memory_order_relaxed);
+  if (steps != watched_steps_ || watched_since_ns_ == 0) {
+    watched_steps_ = steps;
     watched_since_ns_ = wall_ns;
     return std::nullopt;
   }

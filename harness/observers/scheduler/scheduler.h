@@ -185,7 +185,7 @@ class Scheduler {
   // rejoins the schedule at its next scheduling point.
   std::optional<Escape> watch(std::uint64_t wall_ns);
 
-  std::uint64_t steps() const { return steps_; }
+  std::uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
 
  private:
   // escaped: released by the watchdog, running outside the schedule.
@@ -216,6 +216,8 @@ class Scheduler {
   // whether it holds the baton now (nobody held it) or must wait its turn.
   bool rejoin(Thread& self);
   bool any_escaped() const;
+  // With lock_ held, after a thread was added, ended or the baton moved.
+  void update_solo();
   // What thread `tid` is doing, from /proc/self/task/<tid>/syscall.
   static std::string activity_of(pid_t tid);
   // Nobody can run: let virtual time or the device move. False: deadlock.
@@ -233,9 +235,15 @@ class Scheduler {
   std::deque<Thread> threads_;                // by id; stable addresses
   std::vector<std::uint64_t> change_points_;  // PCT, sorted
   std::size_t next_change_ = 0;
-  std::uint64_t steps_ = 0;
+  // Written under lock_, or by the only thread alive (solo_) without it;
+  // the watchdog reads steps_ under lock_.
+  std::atomic<std::uint64_t> steps_{0};
   std::uint64_t wait_orders_ = 0;
-  std::uint64_t now_ns_ = 0;
+  std::atomic<std::uint64_t> now_ns_{0};
+  // Exactly one thread is alive and it holds the baton: a scheduling point
+  // has nobody to switch to, and takes the fast path (no lock; a program
+  // with one thread pays a few loads and stores per verbs call).
+  std::atomic<bool> solo_{false};
   // The thread holding the baton (nullptr: nobody, while only escaped
   // threads can make progress).
   Thread* holder_ = nullptr;
