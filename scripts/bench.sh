@@ -4,8 +4,12 @@
 # (libverbfault.so reads its configuration once, when it loads):
 #   no-plan  nothing set: every call passes through the interposer;
 #   active   a seed and rules that match every poll, post and arm but never
-#            fire: the hooks, the fault decisions and every runtime check
-#            run, and nothing is injected;
+#            fire: the hooks, the fault decisions, every runtime check and
+#            the thread scheduler (on under a seed) run, and nothing is
+#            injected;
+#   free     the same with VERBFAULT_THREADS=free: no thread scheduler. The
+#            table's last column divides active's ratio by this one's: what
+#            the scheduler costs a verbs call of a one-thread program;
 #   trace    the same, writing the trace file out/bench-trace.jsonl (some
 #            GB: every benchmarked call is a record; deleted once measured
 #            unless BENCH_KEEP_TRACE=1). BENCH_TRACE=PATH writes it there
@@ -35,10 +39,11 @@ mkdir -p out
 bench="$build_dir/bench/interposer_overhead"
 trace="${BENCH_TRACE:-out/bench-trace.jsonl}"
 never='partial_poll nth=1000000000000; completion_error(rem_access_err) nth=1000000000000; spurious_cq_event nth=1000000000000'
-modes=(no-plan active trace)
+modes=(no-plan active free trace)
 declare -A mode_env=(
   [no-plan]=""
   [active]="VERBFAULT_SEED=1|VERBFAULT_FAULTS=$never"
+  [free]="VERBFAULT_SEED=1|VERBFAULT_FAULTS=$never|VERBFAULT_THREADS=free"
   [trace]="VERBFAULT_SEED=1|VERBFAULT_FAULTS=$never|VERBFAULT_TRACE=$trace"
 )
 
@@ -54,7 +59,7 @@ for mode in "${modes[@]}"; do
   [ -z "${mode_env[$mode]}" ] || IFS='|' read -r -a vars <<<"${mode_env[$mode]}"
   args=(--benchmark_out="out/bench-$mode.json" --benchmark_out_format=json
     --benchmark_repetitions="${REPETITIONS:-5}" --benchmark_report_aggregates_only=true "$@")
-  line="env -u VERBFAULT_SEED -u VERBFAULT_PLAN -u VERBFAULT_FAULTS -u VERBFAULT_TRACE -u VERBFAULT_CHECKS"
+  line="env -u VERBFAULT_SEED -u VERBFAULT_PLAN -u VERBFAULT_FAULTS -u VERBFAULT_TRACE -u VERBFAULT_CHECKS -u VERBFAULT_THREADS"
   for word in "${vars[@]}" "$bench" "${args[@]}"; do
     if [[ "$word" == *=* && "$word" != -* ]]; then
       line+=" ${word%%=*}=$(quote "${word#*=}")"
@@ -66,7 +71,7 @@ for mode in "${modes[@]}"; do
   echo "== $mode: $line"
   [ "$mode" != trace ] || rm -f "$trace"
   env -u VERBFAULT_SEED -u VERBFAULT_PLAN -u VERBFAULT_FAULTS -u VERBFAULT_TRACE \
-    -u VERBFAULT_CHECKS "${vars[@]}" "$bench" "${args[@]}" 2>&1 | tee "out/bench-$mode.log"
+    -u VERBFAULT_CHECKS -u VERBFAULT_THREADS "${vars[@]}" "$bench" "${args[@]}" 2>&1 | tee "out/bench-$mode.log"
 done
 
 # ratio lines: "ratio NAME (MODE): X"; the mode is the column.
@@ -92,26 +97,29 @@ echo "Commands:"
 echo
 for line in "${commands[@]}"; do echo "    $line"; done
 echo
-echo "| ratio | no plan | harness active | harness active, trace file | goal |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| ratio | no plan | harness active | harness active, trace file | goal | scheduler: active / free |"
+echo "| --- | --- | --- | --- | --- | --- |"
 for name in BM_PollCqEmpty BM_PostSendAndPoll BM_SendRecvRoundTrip64 BM_RdmaWrite64K; do
   what="$name interposed/direct"
   a=$(ratio no-plan "$what")
   b=$(ratio active "$what")
   c=$(ratio trace "$what")
+  f=$(ratio free "$what")
+  s=-
+  [ "$b" = - ] || [ "$f" = - ] || s=$(awk -v b="$b" -v f="$f" 'BEGIN { printf "%.2f", b / f }')
   if [ "$name" = BM_RdmaWrite64K ]; then
     # The active and trace goals are the fast paths'; a 64 KiB write is
     # the copy, which the harness does not touch.
-    echo "| $what | $a$(verdict "$a" '<=' 1.1) | $b | $c | no plan <= 1.1 |"
+    echo "| $what | $a$(verdict "$a" '<=' 1.1) | $b | $c | no plan <= 1.1 | $s |"
   else
-    echo "| $what | $a$(verdict "$a" '<=' 1.1) | $b$(verdict "$b" '<=' 2) | $c$(verdict "$c" '<=' 3) | no plan <= 1.1, active <= 2, trace <= 3 |"
+    echo "| $what | $a$(verdict "$a" '<=' 1.1) | $b$(verdict "$b" '<=' 2) | $c$(verdict "$c" '<=' 3) | no plan <= 1.1, active <= 2, trace <= 3 | $s |"
   fi
 done
 what="BM_RdmaWrite64K/BM_Memcpy64K throughput"
 a=$(ratio no-plan "$what")
 b=$(ratio active "$what")
 c=$(ratio trace "$what")
-echo "| RDMA WRITE 64K / memcpy 64K throughput (direct) | $a$(verdict "$a" '>=' 0.5) | $b$(verdict "$b" '>=' 0.5) | $c$(verdict "$c" '>=' 0.5) | >= 0.5 |"
+echo "| RDMA WRITE 64K / memcpy 64K throughput (direct) | $a$(verdict "$a" '>=' 0.5) | $b$(verdict "$b" '>=' 0.5) | $c$(verdict "$c" '>=' 0.5) | >= 0.5 | |"
 
 # The library's last line at exit: "verbfault: seed N, trace hash H (R records)".
 records=$(sed -nE 's/^verbfault: seed .*, trace hash .* \(([0-9]+) records\)$/\1/p' out/bench-trace.log |
