@@ -347,6 +347,18 @@ TEST(VerbfaultRun, TheSchedulerMakesAThreadedProgramReplayBySeed) {
   EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
 }
 
+TEST(VerbfaultRun, AThreadBeforeMainSignalsForkAndExitWithThreadsRunningReplay) {
+  for (int seed = 1; seed <= 10; ++seed) {
+    ProcessResult r = run_shell(verbfault_run(
+        "--seed " + std::to_string(seed) + " --check-determinism", THREADS_LIFECYCLE));
+    EXPECT_EQ(r.status, 0) << "seed " << seed << "\n" << r.output;
+    EXPECT_TRUE(
+        contains(r.output, "threads_lifecycle: early thread done 1, signals 1, child exit 0"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "determinism check passed")) << r.output;
+  }
+}
+
 TEST(VerbfaultRun, AClockBoundedDrainLoopReplaysOnTheVirtualClock) {
   // Empty polls until 2 ms passed since the last completion, usleep(50)
   // between them: on the real clock their count changes from run to run.

@@ -23,6 +23,8 @@ namespace {
 
 // The thread's place in the schedule (nullptr: not scheduled).
 thread_local void* t_self = nullptr;
+// The thread holds the scheduler's lock, or waits for its turn.
+thread_local bool t_inside = false;
 
 // The scheduler's draws are engine::draw's (engine/plan/decision.h: a pure
 // function of the seed and a tuple), each in a stream of its own.
@@ -180,15 +182,16 @@ Scheduler::Thread& Scheduler::add_thread() {
     for (; options_.strategy == Strategy::pct && next_change_ < change_points_.size() &&
            steps >= change_points_[next_change_];
          ++next_change_)
-      holder_->priority = next_change_ + 1;
+      holder_->priority = static_cast<std::int64_t>(next_change_ + 1);
     solo_.store(false, std::memory_order_relaxed);
   }
   Thread& thread = threads_.emplace_back();
   thread.id = static_cast<ThreadId>(threads_.size() - 1);
   // PCT: distinct initial priorities above every change point's (1..d-1):
   // a random high part and the id below it.
-  thread.priority = options_.depth + 1 +
-                    ((draw(options_.seed, thread.id, kPriorityStream) >> 24) << 20 | thread.id);
+  thread.priority = static_cast<std::int64_t>(
+      options_.depth + 1 +
+      ((draw(options_.seed, thread.id, kPriorityStream) >> 24) << 20 | thread.id));
   return thread;
 }
 
@@ -205,6 +208,8 @@ void Scheduler::start(const Options& options, World& world) {
         1 + engine::below(draw(options_.seed, i, kChangePointStream), options_.steps));
   std::sort(change_points_.begin(), change_points_.end());
   next_change_ = 0;
+  holder_since_ = 0;
+  floor_ = 0;
   steps_.store(0, std::memory_order_relaxed);
   now_ns_.store(0, std::memory_order_relaxed);
   Thread& main = add_thread();
@@ -221,7 +226,21 @@ void Scheduler::start(const Options& options, World& world) {
 }
 
 bool Scheduler::manages_this_thread() const {
-  return running() && t_self != nullptr;
+  return running() && t_self != nullptr && !t_inside;
+}
+
+bool Scheduler::inside() {
+  return t_inside;
+}
+
+void Scheduler::Lock::lock() noexcept {
+  t_inside = true;
+  lock_.lock();
+}
+
+void Scheduler::Lock::unlock() noexcept {
+  lock_.unlock();
+  t_inside = false;
 }
 
 ThreadId Scheduler::current() const {
@@ -234,7 +253,9 @@ void Scheduler::hand_to(Thread& next) {
 }
 
 void Scheduler::wait_for_turn(Thread& self) {
+  t_inside = true;  // a signal handler that runs meanwhile is not scheduled
   while (self.go.exchange(0, std::memory_order_acquire) == 0) futex_wait(self.go, 0);
+  t_inside = false;
 }
 
 void Scheduler::refresh_waiters() {
@@ -319,10 +340,21 @@ void Scheduler::switch_from(Thread& self, bool yielding) {
   // every other.
   if (options_.strategy == Strategy::pct && next_change_ < change_points_.size() &&
       steps_.load(std::memory_order_relaxed) >= change_points_[next_change_]) {
-    self.priority = next_change_ + 1;
+    self.priority = static_cast<std::int64_t>(next_change_ + 1);
     ++next_change_;
   }
   Thread* next = next_to_run(&self, yielding);
+  if (next == &self &&
+      steps_.load(std::memory_order_relaxed) - holder_since_ >= options_.fairness_steps &&
+      std::any_of(threads_.begin(), threads_.end(), [&](const Thread& other) {
+        return &other != &self && other.status == Status::runnable;
+      })) {
+    // The fairness bound: self moves below every other thread, and another
+    // runs.
+    self.priority = --floor_;
+    next = next_to_run(&self, false);
+  }
+  if (next != holder_) holder_since_ = steps_.load(std::memory_order_relaxed);
   holder_ = next;
   update_solo();
   if (next == &self) {
@@ -351,7 +383,7 @@ bool Scheduler::rejoin(Thread& self) {
 
 void Scheduler::point(bool yielding) {
   auto* self = static_cast<Thread*>(t_self);
-  if (self == nullptr || !running()) return;
+  if (self == nullptr || !running() || t_inside) return;
   if (solo_.load(std::memory_order_relaxed)) {
     // Nobody to switch to; only this thread writes the counters now.
     steps_.store(steps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -372,7 +404,7 @@ void Scheduler::point(bool yielding) {
 
 bool Scheduler::block(const Wait& wait) {
   auto* self = static_cast<Thread*>(t_self);
-  if (self == nullptr || !running()) return true;
+  if (self == nullptr || !running() || t_inside) return true;
   lock_.lock();
   steps_.fetch_add(1, std::memory_order_relaxed);
   const bool holding = rejoin(*self);
@@ -497,7 +529,8 @@ void Scheduler::sleep_until(std::uint64_t deadline_ns, const char* call) {
 void Scheduler::after_fork_in_child() {
   if (!running()) return;
   // The lock may have been held by a thread that does not exist here.
-  new (&lock_) record::RunLock();
+  new (&lock_) Lock();
+  t_inside = false;
   auto* self = static_cast<Thread*>(t_self);
   const Options options = options_;
   World* world = world_;

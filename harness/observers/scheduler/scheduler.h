@@ -56,6 +56,11 @@ struct Options {
   // Virtual time a scheduling point moves the program's clock by (a verbs
   // call, a clock read): a loop that waits "5 ms" for something ends.
   std::uint64_t quantum_ns = 1000;
+  // Scheduling points a thread may run in a row while another thread could
+  // run, before it moves below every other: PCT alone lets a thread that
+  // never waits starve the rest forever (a worker looping until main, asleep,
+  // tells it to stop); the kernel would have preempted it.
+  std::uint64_t fairness_steps = 10000;
   // Wall-clock time the running thread may go without a scheduling point
   // while another could run, before it is released to run outside the
   // schedule (it waits in a call the harness does not model, or computes).
@@ -125,6 +130,9 @@ class Scheduler {
   // Whether the calling thread takes part (started by the program while
   // the scheduler runs, or the one that started it).
   bool manages_this_thread() const;
+  // Whether the calling thread is inside the scheduler (a signal handler
+  // ran in the middle of it): its calls must pass through.
+  static bool inside();
   const Options& options() const { return options_; }
 
   // A scheduling point of the calling thread. `yielding`: it made no
@@ -198,7 +206,9 @@ class Scheduler {
     Wait wait;
     std::uint64_t wait_order = 0;  // FIFO among waiters
     bool woken = false;            // woken by a wake, not by its deadline
-    std::uint64_t priority = 0;
+    // PCT's: d+1.. at the start, 1..d-1 after a change point, below 0
+    // after the fairness bound moved it below every other.
+    std::int64_t priority = 0;
     pthread_t handle{};
     bool has_handle = false;
   };
@@ -228,7 +238,19 @@ class Scheduler {
   static void wait_for_turn(Thread& self);
   static void hand_to(Thread& next);
 
-  record::RunLock lock_;
+  // RunLock that marks its holder (a thread-local flag): a signal handler
+  // that interrupts the scheduler and calls a function the front door
+  // interposes (clock_gettime is async-signal-safe) passes through instead
+  // of taking the lock its thread holds.
+  class Lock {
+   public:
+    void lock() noexcept;
+    void unlock() noexcept;
+
+   private:
+    record::RunLock lock_;
+  };
+  Lock lock_;
   std::atomic<bool> running_{false};
   Options options_;
   World* world_ = nullptr;
@@ -244,6 +266,10 @@ class Scheduler {
   // has nobody to switch to, and takes the fast path (no lock; a program
   // with one thread pays a few loads and stores per verbs call).
   std::atomic<bool> solo_{false};
+  // The fairness bound: the step the holder took the baton at, and the
+  // priority the last thread moved below every other got.
+  std::uint64_t holder_since_ = 0;
+  std::int64_t floor_ = 0;
   // The thread holding the baton (nullptr: nobody, while only escaped
   // threads can make progress).
   Thread* holder_ = nullptr;

@@ -276,6 +276,33 @@ TEST(Scheduler, TheWatchdogReleasesAThreadThatReachesNoPointWhileAnotherWaitsIts
   EXPECT_EQ(after_release, 1);
 }
 
+TEST(Scheduler, AThreadThatNeverWaitsCannotStarveTheOthers) {
+  // A worker loops until main, asleep for 5 ms of virtual time, tells it to
+  // stop. With the higher priority and no change point left, PCT alone
+  // would run the worker forever; the fairness bound moves it below main.
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    Options options;
+    options.seed = seed;
+    options.depth = 1;  // no change points: only the fairness bound helps
+    scheduler().start(options, world);
+    bool stop = false;
+    std::uint64_t loops = 0;
+    run_threads({[&] {
+                   while (!stop) {
+                     ++loops;
+                     scheduler().point();
+                   }
+                 },
+                 [&] {
+                   scheduler().sleep_until(scheduler().now_ns() + 5'000'000, "usleep");
+                   stop = true;
+                 }});
+    scheduler().stop();
+    EXPECT_TRUE(stop) << "seed " << seed;
+    EXPECT_LE(loops, 5000u + 2 * options.fairness_steps) << "seed " << seed;
+  }
+}
+
 TEST(Scheduler, ThreadsOptionsParse) {
   EXPECT_FALSE(parse_threads("free").has_value());
   EXPECT_EQ(describe(*parse_threads("pct")), "pct:depth=3:steps=20000");
