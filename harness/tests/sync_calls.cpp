@@ -14,10 +14,12 @@
 //                         pthread_mutex_timedlock, sem_timedwait, and the
 //                         EINVAL cases of the man pages
 //   sync_calls deadlock   two threads take two rwlocks in opposite order
+//   sync_calls forever    the event loop polls with no timeout, and nobody
+//                         posts
 //
-// Under `verbfault run --seed S` every mode but the last ends with status 0
-// and "sync_calls <mode>: OK", its trace a function of the seed
-// (test_verbfault_run.cpp); the last ends with the scheduler's deadlock
+// Under `verbfault run --seed S` every mode but the last two ends with
+// status 0 and "sync_calls <mode>: OK", its trace a function of the seed
+// (test_verbfault_run.cpp); the last two end with the scheduler's deadlock
 // report (status 122).
 #include "verbfault_testing/rc_connect.h"
 
@@ -233,7 +235,7 @@ bool semaphore_mode() {
 
 // ---- poll, epoll, select ----------------------------------------------------
 
-enum class Waiter { poll, epoll, select };
+enum class Waiter { poll, epoll, select, poll_forever };
 Waiter waiter = Waiter::poll;
 int timeouts = 0;
 
@@ -245,6 +247,10 @@ int wait_for_channel(int epoll_fd) {
     case Waiter::poll: {
       pollfd p{fd, POLLIN, 0};
       return poll(&p, 1, 1000);
+    }
+    case Waiter::poll_forever: {
+      pollfd p{fd, POLLIN, 0};
+      return poll(&p, 1, -1);
     }
     case Waiter::epoll: {
       epoll_event event{};
@@ -314,7 +320,8 @@ void* poster(void*) {
 }
 
 void* event_role(void* raw) {
-  return *static_cast<long*>(raw) == 0 ? event_loop(raw) : poster(raw);
+  if (*static_cast<long*>(raw) == 0) return event_loop(raw);
+  return waiter == Waiter::poll_forever ? nullptr : poster(raw);
 }
 
 bool event_mode(Waiter how) {
@@ -455,6 +462,8 @@ int main(int argc, char** argv) {
     ok = timed_mode();
   else if (mode == "deadlock")
     ok = deadlock_mode();
+  else if (mode == "forever")
+    ok = event_mode(Waiter::poll_forever);
   else
     return 2;
   std::printf("sync_calls %s: %s\n", mode.c_str(), ok ? "OK" : "FAILED");

@@ -511,4 +511,13 @@ TEST(VerbfaultRun, TwoRwlocksTakenInOppositeOrderAreADeadlock) {
   }
 }
 
+// An event loop that polls its channel with no timeout while nothing can
+// raise an event: the wait is the scheduler's, so it is a deadlock, named
+// by the channel (not a hang until the watchdog gives up determinism).
+TEST(VerbfaultRun, APollOnAChannelNothingCanFeedIsADeadlock) {
+  ProcessResult r = run_twice_by_seed(5, "", std::string(SYNC_CALLS) + " forever");
+  EXPECT_EQ(r.status, 122) << r.output;
+  EXPECT_TRUE(contains(r.output, "thread 1: poll on channel#0, with nothing pending")) << r.output;
+}
+
 }  // namespace verbfault::testing
