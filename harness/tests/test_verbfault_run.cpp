@@ -520,4 +520,20 @@ TEST(VerbfaultRun, APollOnAChannelNothingCanFeedIsADeadlock) {
   EXPECT_TRUE(contains(r.output, "thread 1: poll on channel#0, with nothing pending")) << r.output;
 }
 
+// delayed_completion holds completions back until the application waits on
+// their CQ's channel: a wait in poll(2) or epoll_wait(2) is such a wait
+// (the completions become visible, with an event: no wait times out).
+TEST(VerbfaultRun, HeldCompletionsEndAPollOrEpollWaitOnTheirChannel) {
+  for (const std::string mode : {"poll", "epoll"}) {
+    const std::string trace = scratch("held_" + mode + ".jsonl");
+    ProcessResult r =
+        run_twice_by_seed(1, " --fault 'delayed_completion(50) p=0.5' --trace " + trace,
+                          std::string(SYNC_CALLS) + " " + mode);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls: 0 waits timed out")) << r.output;
+    EXPECT_TRUE(contains(read_file(trace), R"("visible":"waiter")")) << mode;
+    std::remove(trace.c_str());
+  }
+}
+
 }  // namespace verbfault::testing
