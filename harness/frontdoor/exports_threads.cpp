@@ -240,4 +240,25 @@ ssize_t read(int fd, void* buffer, size_t count) {
   return thread_calls::read(fd, buffer, count, VERBFAULT_CALLER);
 }
 
+// What a program built with _FORTIFY_SOURCE calls instead of poll, ppoll
+// and read: glibc's size checks (debug/poll_chk.c, debug/read_chk.c), then
+// the same as the plain calls.
+[[noreturn]] void __chk_fail();
+
+int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fds_length) {
+  if (fds_length / sizeof *fds < n) __chk_fail();
+  return thread_calls::poll(fds, n, timeout, VERBFAULT_CALLER);
+}
+
+int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
+                size_t fds_length) {
+  if (fds_length / sizeof *fds < n) __chk_fail();
+  return thread_calls::ppoll(fds, n, timeout, sigmask, VERBFAULT_CALLER);
+}
+
+ssize_t __read_chk(int fd, void* buffer, size_t count, size_t buffer_length) {
+  if (count > buffer_length) __chk_fail();
+  return thread_calls::read(fd, buffer, count, VERBFAULT_CALLER);
+}
+
 }  // extern "C"

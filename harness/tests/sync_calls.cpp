@@ -245,8 +245,11 @@ int wait_for_channel(int epoll_fd) {
   const int fd = verbs.channel->fd;
   switch (waiter) {
     case Waiter::poll: {
+      // nfds the compiler cannot bound: built with _FORTIFY_SOURCE
+      // (sync_calls_fortified) this calls __poll_chk.
+      static volatile nfds_t one = 1;
       pollfd p{fd, POLLIN, 0};
-      return poll(&p, 1, 1000);
+      return poll(&p, one, 1000);
     }
     case Waiter::poll_forever: {
       pollfd p{fd, POLLIN, 0};

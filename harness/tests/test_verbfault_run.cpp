@@ -471,6 +471,16 @@ TEST(VerbfaultRun, AnEventLoopPollingTheChannelFdReplaysBySeed) {
   sync_calls_by_seed("poll");
 }
 
+// Built with _FORTIFY_SOURCE, the program calls __poll_chk: the same wait.
+TEST(VerbfaultRun, AFortifiedEventLoopPollingTheChannelFdReplaysBySeed) {
+  for (int seed : {1, 2}) {
+    ProcessResult r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS_FORTIFIED) + " poll");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls poll: OK")) << r.output;
+    EXPECT_FALSE(contains(r.output, "not deterministic")) << r.output;
+  }
+}
+
 TEST(VerbfaultRun, AnEventLoopInEpollWaitReplaysBySeed) {
   sync_calls_by_seed("epoll");
 }
