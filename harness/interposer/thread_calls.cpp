@@ -546,6 +546,23 @@ void epoll_members(int epfd, FdList& watched, FdList& waited) {
   }
 }
 
+// epoll_wait and epoll_pwait of a scheduled thread. The set's members are
+// read from /proc only when nothing is ready (the check comes first).
+int epoll_scheduled(int epfd, epoll_event* events, int max_events, int timeout_ms,
+                    const sigset_t* sigmask, const char* call) {
+  auto check = [&] { return libc::real().epoll_pwait(epfd, events, max_events, 0, sigmask); };
+  if (const int ready = check(); ready != 0) return ready;
+  FdList watched, waited;
+  epoll_members(epfd, watched, waited);
+  if (!waited.fits()) {
+    waited = FdList{};
+    waited.add(epfd);
+  }
+  return wait_on_fds(watched, waited, ns_of_ms(timeout_ms), call, check, [&] {
+    return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
+  });
+}
+
 }  // namespace
 
 bool scheduled(const void* caller) {
@@ -916,26 +933,15 @@ int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmas
 }
 
 int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller) {
-  return epoll_pwait(epfd, events, max_events, timeout_ms, nullptr, caller);
+  if (!scheduled(caller)) return libc::real().epoll_wait(epfd, events, max_events, timeout_ms);
+  return epoll_scheduled(epfd, events, max_events, timeout_ms, nullptr, "epoll_wait");
 }
 
 int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
                 const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller) || timeout_ms == 0)
+  if (!scheduled(caller))
     return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
-  const char* call = sigmask == nullptr ? "epoll_wait" : "epoll_pwait";
-  auto check = [&] { return libc::real().epoll_pwait(epfd, events, max_events, 0, sigmask); };
-  // The set's members are read from /proc only when the call would wait.
-  if (const int ready = check(); ready != 0) return ready;
-  FdList watched, waited;
-  epoll_members(epfd, watched, waited);
-  if (!waited.fits()) {
-    waited = FdList{};
-    waited.add(epfd);
-  }
-  return wait_on_fds(watched, waited, ns_of_ms(timeout_ms), call, check, [&] {
-    return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
-  });
+  return epoll_scheduled(epfd, events, max_events, timeout_ms, sigmask, "epoll_pwait");
 }
 
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,

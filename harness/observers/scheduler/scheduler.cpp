@@ -493,7 +493,6 @@ bool Scheduler::others_idle() {
     // are asked, not the world (which takes that lock); by the system call,
     // not poll(), which the front door exports.
     if (thread.wait.kind == WaitKind::fd) {
-      if (thread.wait.external) return false;
       pollfd polled[kMaxWaitFds];
       for (std::size_t i = 0; i < thread.wait.fd_count; ++i)
         polled[i] = {thread.wait.fds[i], POLLIN, 0};
