@@ -16,11 +16,13 @@
 //   sync_calls deadlock   two threads take two rwlocks in opposite order
 //   sync_calls forever    the event loop polls with no timeout, and nobody
 //                         posts
+//   sync_calls read       a thread reads the context's (blocking) async fd,
+//                         and no async event ever comes
 //
-// Under `verbfault run --seed S` every mode but the last two ends with
+// Under `verbfault run --seed S` every mode but the last three ends with
 // status 0 and "sync_calls <mode>: OK", its trace a function of the seed
-// (test_verbfault_run.cpp); the last two end with the scheduler's deadlock
-// report (status 122).
+// (test_verbfault_run.cpp); the last three end with the scheduler's
+// deadlock report (status 122).
 #include "verbfault_testing/rc_connect.h"
 
 #include <fcntl.h>
@@ -357,16 +359,24 @@ bool check(bool condition, const char* what) {
 }
 
 void* timed_role(void* raw) {
-  if (*static_cast<long*>(raw) == 0) {  // holds `held` for 10 ms
+  if (*static_cast<long*>(raw) == 0) {  // holds `held` and `table_lock` for 10 ms
+    pthread_rwlock_wrlock(&table_lock);
     pthread_mutex_lock(&held);
     sem_post(&holding);
     usleep(10'000);
     if (!post_write(0) || !reap_one()) failed = true;
     pthread_mutex_unlock(&held);
+    pthread_rwlock_unlock(&table_lock);
     return nullptr;
   }
   sem_wait(&holding);
   bool ok = true;
+  // A read lock against the writer: ETIMEDOUT after 1 ms.
+  timespec soon = at(CLOCK_REALTIME, 1'000'000);
+  ok &= check(pthread_rwlock_timedrdlock(&table_lock, &soon) == ETIMEDOUT, "timedrdlock");
+  soon = at(CLOCK_MONOTONIC, 1'000'000);
+  ok &= check(pthread_rwlock_clockwrlock(&table_lock, CLOCK_MONOTONIC, &soon) == ETIMEDOUT,
+              "clockwrlock");
   // 2 ms: the holder keeps it for 10, so the wait ends on the virtual clock.
   std::uint64_t start = now_ns(CLOCK_REALTIME);
   timespec deadline = at(CLOCK_REALTIME, 2'000'000);
@@ -390,10 +400,18 @@ void* timed_role(void* raw) {
   deadline = at(CLOCK_MONOTONIC, 1'000'000);
   ok &= check(sem_clockwait(&never, CLOCK_MONOTONIC, &deadline) == -1 && errno == ETIMEDOUT,
               "sem_clockwait");
-  // EINVAL: tv_nsec out of range when the call would wait (sem_timedwait(3),
-  // pthread_mutex_timedlock(3p)); a clock the clock* calls do not take.
+  // EINVAL: tv_nsec out of range, a clock the clock* calls do not take.
+  // glibc checks a semaphore's or rwlock's timeout even when the call need
+  // not wait (POSIX allows either), a mutex's only when it must wait
+  // (pthread_mutex_timedlock(3p)): the same with the harness as without.
   timespec bad{deadline.tv_sec, 1'000'000'000};
   ok &= check(sem_timedwait(&never, &bad) == -1 && errno == EINVAL, "sem_timedwait: EINVAL");
+  sem_post(&never);
+  ok &= check(sem_timedwait(&never, &bad) == -1 && errno == EINVAL, "sem_timedwait: EINVAL now");
+  ok &= check(sem_trywait(&never) == 0, "sem_trywait");
+  ok &= check(pthread_rwlock_timedrdlock(&table_lock, &bad) == EINVAL, "timedrdlock: EINVAL");
+  ok &= check(pthread_mutex_timedlock(&held, &bad) == 0, "timedlock: free, not checked");
+  pthread_mutex_unlock(&held);
   ok &= check(pthread_mutex_clocklock(&held, CLOCK_PROCESS_CPUTIME_ID, &deadline) == EINVAL,
               "clocklock: EINVAL");
   pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -443,6 +461,13 @@ bool deadlock_mode() {
   return run_threads(2, deadlock_role);
 }
 
+// ---- read -------------------------------------------------------------------
+
+void* read_async_fd(void*) {
+  char event[64];
+  return read(verbs.context->async_fd, event, sizeof event) > 0 ? nullptr : &failed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -467,6 +492,8 @@ int main(int argc, char** argv) {
     ok = deadlock_mode();
   else if (mode == "forever")
     ok = event_mode(Waiter::poll_forever);
+  else if (mode == "read")
+    ok = run_threads(1, read_async_fd);
   else
     return 2;
   std::printf("sync_calls %s: %s\n", mode.c_str(), ok ? "OK" : "FAILED");

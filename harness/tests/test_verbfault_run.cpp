@@ -530,6 +530,13 @@ TEST(VerbfaultRun, APollOnAChannelNothingCanFeedIsADeadlock) {
   EXPECT_TRUE(contains(r.output, "thread 1: poll on channel#0, with nothing pending")) << r.output;
 }
 
+// The same for a blocking read(2) of a context's async fd.
+TEST(VerbfaultRun, AReadOfAnAsyncFdNothingCanFeedIsADeadlock) {
+  ProcessResult r = run_twice_by_seed(5, "", std::string(SYNC_CALLS) + " read");
+  EXPECT_EQ(r.status, 122) << r.output;
+  EXPECT_TRUE(contains(r.output, "thread 1: read on the async events of context#0")) << r.output;
+}
+
 // delayed_completion holds completions back until the application waits on
 // their CQ's channel: a wait in poll(2) or epoll_wait(2) is such a wait
 // (the completions become visible, with an event: no wait times out).
