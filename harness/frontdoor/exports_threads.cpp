@@ -226,6 +226,11 @@ int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout,
   return thread_calls::epoll_pwait(epfd, events, max_events, timeout, sigmask, VERBFAULT_CALLER);
 }
 
+int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
+                 const sigset_t* sigmask) {
+  return thread_calls::epoll_pwait2(epfd, events, max_events, timeout, sigmask, VERBFAULT_CALLER);
+}
+
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout) {
   return thread_calls::select(nfds, readfds, writefds, exceptfds, timeout, VERBFAULT_CALLER);
 }

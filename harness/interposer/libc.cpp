@@ -50,6 +50,7 @@ Functions resolve() {
   find(f.ppoll, "ppoll", "GLIBC_2.4");
   find(f.epoll_wait, "epoll_wait", "GLIBC_2.3.2");
   find(f.epoll_pwait, "epoll_pwait", "GLIBC_2.6");
+  find(f.epoll_pwait2, "epoll_pwait2", "GLIBC_2.35");
   find(f.select, "select", "GLIBC_2.2.5");
   find(f.pselect, "pselect", "GLIBC_2.2.5");
   find(f.read, "read", "GLIBC_2.2.5");

@@ -44,6 +44,7 @@ struct Functions {
   int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
   int (*epoll_wait)(int, epoll_event*, int, int);
   int (*epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);
+  int (*epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
   int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);
   int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
   ssize_t (*read)(int, void*, size_t);

@@ -544,10 +544,12 @@ void epoll_members(int epfd, FdList& watched, FdList& waited) {
   }
 }
 
-// epoll_wait and epoll_pwait of a scheduled thread. The set's members are
-// read from /proc only when nothing is ready (the check comes first).
-int epoll_scheduled(int epfd, epoll_event* events, int max_events, int timeout_ms,
-                    const sigset_t* sigmask, const char* call) {
+// epoll_wait, epoll_pwait and epoll_pwait2 of a scheduled thread; `pass`
+// is the real call as the program made it. The set's members are read from
+// /proc only when nothing is ready (the check comes first).
+template <class Pass>
+int epoll_scheduled(int epfd, epoll_event* events, int max_events, std::uint64_t timeout_ns,
+                    const sigset_t* sigmask, const char* call, const Pass& pass) {
   auto check = [&] { return libc::real().epoll_pwait(epfd, events, max_events, 0, sigmask); };
   if (const int ready = check(); ready != 0) return ready;
   FdList watched, waited;
@@ -556,9 +558,7 @@ int epoll_scheduled(int epfd, epoll_event* events, int max_events, int timeout_m
     waited = FdList{};
     waited.add(epfd);
   }
-  return wait_on_fds(watched, waited, ns_of_ms(timeout_ms), call, check, [&] {
-    return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
-  });
+  return wait_on_fds(watched, waited, timeout_ns, call, check, pass);
 }
 
 }  // namespace
@@ -926,14 +926,27 @@ int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmas
 
 int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller) {
   if (!scheduled(caller)) return libc::real().epoll_wait(epfd, events, max_events, timeout_ms);
-  return epoll_scheduled(epfd, events, max_events, timeout_ms, nullptr, "epoll_wait");
+  return epoll_scheduled(
+      epfd, events, max_events, ns_of_ms(timeout_ms), nullptr, "epoll_wait",
+      [&] { return libc::real().epoll_wait(epfd, events, max_events, timeout_ms); });
 }
 
 int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
                 const sigset_t* sigmask, const void* caller) {
   if (!scheduled(caller))
     return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
-  return epoll_scheduled(epfd, events, max_events, timeout_ms, sigmask, "epoll_pwait");
+  return epoll_scheduled(
+      epfd, events, max_events, ns_of_ms(timeout_ms), sigmask, "epoll_pwait",
+      [&] { return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask); });
+}
+
+int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
+                 const sigset_t* sigmask, const void* caller) {
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
+    return libc::real().epoll_pwait2(epfd, events, max_events, timeout, sigmask);
+  return epoll_scheduled(
+      epfd, events, max_events, ns_of_timeout(timeout), sigmask, "epoll_pwait2",
+      [&] { return libc::real().epoll_pwait2(epfd, events, max_events, timeout, sigmask); });
 }
 
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,

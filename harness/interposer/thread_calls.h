@@ -92,6 +92,8 @@ int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmas
 int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller);
 int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
                 const sigset_t* sigmask, const void* caller);
+int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
+                 const sigset_t* sigmask, const void* caller);
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,
            const void* caller);
 int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,

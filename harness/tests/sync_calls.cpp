@@ -6,13 +6,14 @@
 //                         counts under a read lock (rdlock and tryrdlock)
 //   sync_calls semaphore  a producer and two consumers around a bounded
 //                         buffer of two semaphores (sem_wait/sem_post)
-//   sync_calls poll       an event-loop thread waits for completion events
-//   sync_calls epoll      with poll(2), epoll_wait(2) or select(2) on the
-//   sync_calls select     channel's non-blocking fd, then ibv_get_cq_event;
-//                         a worker posts, sleeping between posts
+//   sync_calls poll          an event-loop thread waits for completion
+//   sync_calls epoll         events with poll(2), epoll_wait(2),
+//   sync_calls epoll_pwait2  epoll_pwait2 or select(2) on the channel's
+//   sync_calls select        non-blocking fd, then ibv_get_cq_event; a
+//                            worker posts, sleeping between posts
 //   sync_calls timed      timed waits that end on the virtual clock:
-//                         pthread_mutex_timedlock, sem_timedwait, and the
-//                         EINVAL cases of the man pages
+//                         pthread_mutex_timedlock, sem_timedwait, rwlocks,
+//                         and the EINVAL cases, as glibc has them
 //   sync_calls deadlock   two threads take two rwlocks in opposite order
 //   sync_calls forever    the event loop polls with no timeout, and nobody
 //                         posts
@@ -237,7 +238,7 @@ bool semaphore_mode() {
 
 // ---- poll, epoll, select ----------------------------------------------------
 
-enum class Waiter { poll, epoll, select, poll_forever };
+enum class Waiter { poll, epoll, epoll_pwait2, select, poll_forever };
 Waiter waiter = Waiter::poll;
 int timeouts = 0;
 
@@ -261,6 +262,11 @@ int wait_for_channel(int epoll_fd) {
       epoll_event event{};
       return epoll_wait(epoll_fd, &event, 1, 1000);
     }
+    case Waiter::epoll_pwait2: {
+      epoll_event event{};
+      const timespec second{1, 0};
+      return epoll_pwait2(epoll_fd, &event, 1, &second, nullptr);
+    }
     case Waiter::select: {
       fd_set readable;
       FD_ZERO(&readable);
@@ -281,7 +287,7 @@ void* event_loop(void*) {
   const int flags = fcntl(verbs.channel->fd, F_GETFL);
   if (fcntl(verbs.channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) failed = true;
   int epoll_fd = -1;
-  if (waiter == Waiter::epoll) {
+  if (waiter == Waiter::epoll || waiter == Waiter::epoll_pwait2) {
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     epoll_event event{};
     event.events = EPOLLIN;
@@ -484,6 +490,8 @@ int main(int argc, char** argv) {
     ok = event_mode(Waiter::poll);
   else if (mode == "epoll")
     ok = event_mode(Waiter::epoll);
+  else if (mode == "epoll_pwait2")
+    ok = event_mode(Waiter::epoll_pwait2);
   else if (mode == "select")
     ok = event_mode(Waiter::select);
   else if (mode == "timed")

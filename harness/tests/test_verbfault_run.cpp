@@ -483,6 +483,7 @@ TEST(VerbfaultRun, AFortifiedEventLoopPollingTheChannelFdReplaysBySeed) {
 
 TEST(VerbfaultRun, AnEventLoopInEpollWaitReplaysBySeed) {
   sync_calls_by_seed("epoll");
+  sync_calls_by_seed("epoll_pwait2");
 }
 
 TEST(VerbfaultRun, AnEventLoopInSelectReplaysBySeed) {
