@@ -102,4 +102,168 @@ time_t time(time_t* now) {
   return thread_calls::time(now, VERBFAULT_CALLER);
 }
 
+// Timed locks and waits (glibc 2.30 added the clock* variants; 2.34 moved
+// all of them into libc under a new version).
+__attribute__((symver("pthread_mutex_timedlock@@GLIBC_2.34"),
+               symver("pthread_mutex_timedlock@GLIBC_2.2.5"))) int
+verbfault_pthread_mutex_timedlock(pthread_mutex_t* mutex, const timespec* abstime) {
+  return thread_calls::mutex_timedlock(mutex, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_mutex_clocklock@@GLIBC_2.34"),
+               symver("pthread_mutex_clocklock@GLIBC_2.30"))) int
+verbfault_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
+                                  const timespec* abstime) {
+  return thread_calls::mutex_clocklock(mutex, clock, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_cond_clockwait@@GLIBC_2.34"),
+               symver("pthread_cond_clockwait@GLIBC_2.30"))) int
+verbfault_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                                 const timespec* abstime) {
+  return thread_calls::cond_clockwait(cond, mutex, clock, abstime, VERBFAULT_CALLER);
+}
+
+// Read-write locks: GLIBC_2.34 and the older GLIBC_2.2.5 (GLIBC_2.30 for
+// the clock* variants) name one function in glibc 2.36.
+__attribute__((symver("pthread_rwlock_rdlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_rdlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_rdlock(pthread_rwlock_t* rwlock) {
+  return thread_calls::rwlock_rdlock(rwlock, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_wrlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_wrlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_wrlock(pthread_rwlock_t* rwlock) {
+  return thread_calls::rwlock_wrlock(rwlock, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_tryrdlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_tryrdlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_tryrdlock(pthread_rwlock_t* rwlock) {
+  return thread_calls::rwlock_tryrdlock(rwlock, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_trywrlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_trywrlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_trywrlock(pthread_rwlock_t* rwlock) {
+  return thread_calls::rwlock_trywrlock(rwlock, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_timedrdlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_timedrdlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_timedrdlock(pthread_rwlock_t* rwlock, const timespec* abstime) {
+  return thread_calls::rwlock_timedrdlock(rwlock, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_timedwrlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_timedwrlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_timedwrlock(pthread_rwlock_t* rwlock, const timespec* abstime) {
+  return thread_calls::rwlock_timedwrlock(rwlock, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_clockrdlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_clockrdlock@GLIBC_2.30"))) int
+verbfault_pthread_rwlock_clockrdlock(pthread_rwlock_t* rwlock, clockid_t clock,
+                                     const timespec* abstime) {
+  return thread_calls::rwlock_clockrdlock(rwlock, clock, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_clockwrlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_clockwrlock@GLIBC_2.30"))) int
+verbfault_pthread_rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock,
+                                     const timespec* abstime) {
+  return thread_calls::rwlock_clockwrlock(rwlock, clock, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_rwlock_unlock@@GLIBC_2.34"),
+               symver("pthread_rwlock_unlock@GLIBC_2.2.5"))) int
+verbfault_pthread_rwlock_unlock(pthread_rwlock_t* rwlock) {
+  return thread_calls::rwlock_unlock(rwlock, VERBFAULT_CALLER);
+}
+
+// Semaphores: the same, GLIBC_2.34 and GLIBC_2.2.5 (sem_clockwait: 2.30).
+__attribute__((symver("sem_wait@@GLIBC_2.34"), symver("sem_wait@GLIBC_2.2.5"))) int
+verbfault_sem_wait(sem_t* sem) {
+  return thread_calls::sem_wait(sem, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("sem_trywait@@GLIBC_2.34"), symver("sem_trywait@GLIBC_2.2.5"))) int
+verbfault_sem_trywait(sem_t* sem) {
+  return thread_calls::sem_trywait(sem, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("sem_timedwait@@GLIBC_2.34"), symver("sem_timedwait@GLIBC_2.2.5"))) int
+verbfault_sem_timedwait(sem_t* sem, const timespec* abstime) {
+  return thread_calls::sem_timedwait(sem, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("sem_clockwait@@GLIBC_2.34"), symver("sem_clockwait@GLIBC_2.30"))) int
+verbfault_sem_clockwait(sem_t* sem, clockid_t clock, const timespec* abstime) {
+  return thread_calls::sem_clockwait(sem, clock, abstime, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("sem_post@@GLIBC_2.34"), symver("sem_post@GLIBC_2.2.5"))) int
+verbfault_sem_post(sem_t* sem) {
+  return thread_calls::sem_post(sem, VERBFAULT_CALLER);
+}
+
+// Waits on fds, each under its one glibc version (libibverbs.map).
+int poll(pollfd* fds, nfds_t n, int timeout) {
+  return thread_calls::poll(fds, n, timeout, VERBFAULT_CALLER);
+}
+
+int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask) {
+  return thread_calls::ppoll(fds, n, timeout, sigmask, VERBFAULT_CALLER);
+}
+
+int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout) {
+  return thread_calls::epoll_wait(epfd, events, max_events, timeout, VERBFAULT_CALLER);
+}
+
+int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout,
+                const sigset_t* sigmask) {
+  return thread_calls::epoll_pwait(epfd, events, max_events, timeout, sigmask, VERBFAULT_CALLER);
+}
+
+int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
+                 const sigset_t* sigmask) {
+  return thread_calls::epoll_pwait2(epfd, events, max_events, timeout, sigmask, VERBFAULT_CALLER);
+}
+
+int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout) {
+  return thread_calls::select(nfds, readfds, writefds, exceptfds, timeout, VERBFAULT_CALLER);
+}
+
+int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
+            const sigset_t* sigmask) {
+  return thread_calls::pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask,
+                               VERBFAULT_CALLER);
+}
+
+ssize_t read(int fd, void* buffer, size_t count) {
+  return thread_calls::read(fd, buffer, count, VERBFAULT_CALLER);
+}
+
+// What a program built with _FORTIFY_SOURCE calls instead of poll, ppoll
+// and read: glibc's size checks (debug/poll_chk.c, debug/read_chk.c), then
+// the same as the plain calls.
+[[noreturn]] void __chk_fail();
+
+int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fds_length) {
+  if (fds_length / sizeof *fds < n) __chk_fail();
+  return thread_calls::poll(fds, n, timeout, VERBFAULT_CALLER);
+}
+
+int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
+                size_t fds_length) {
+  if (fds_length / sizeof *fds < n) __chk_fail();
+  return thread_calls::ppoll(fds, n, timeout, sigmask, VERBFAULT_CALLER);
+}
+
+ssize_t __read_chk(int fd, void* buffer, size_t count, size_t buffer_length) {
+  if (count > buffer_length) __chk_fail();
+  return thread_calls::read(fd, buffer, count, VERBFAULT_CALLER);
+}
+
 }  // extern "C"

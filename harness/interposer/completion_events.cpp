@@ -74,6 +74,20 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
 
 }  // namespace
 
+void release_held_for_waiter(int fd) {
+  State& state = State::get();
+  ibv_comp_channel* channel = nullptr;
+  {
+    std::lock_guard lock(state.mutex);
+    if (!state.engine.holds_completions()) return;
+    for (Tracked* tracked : state.registry.all(ObjectKind::channel)) {
+      auto* candidate = static_cast<ibv_comp_channel*>(const_cast<void*>(tracked->handle));
+      if (candidate->fd == fd) channel = candidate;
+    }
+  }
+  if (channel != nullptr) release_held_completions(state, channel);
+}
+
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context);
   State& state = State::get();

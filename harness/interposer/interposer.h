@@ -94,6 +94,12 @@ void traced(const void* object, std::string_view call, Fields fields);
 // events, dropped and coalesced events, trace records).
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
 void ack_cq_events(ibv_cq* cq, unsigned int nevents);
+// A thread of the program waits on `fd` in poll(2), select(2), epoll_wait(2)
+// or read(2), and the scheduler ended the wait for completions the harness
+// holds back on the CQs of the channel whose fd it is (delayed_completion):
+// they become visible, as before ibv_get_cq_event. Nothing when `fd` is no
+// channel's.
+void release_held_for_waiter(int fd);
 int get_async_event(ibv_context* context, ibv_async_event* event);
 void ack_async_event(ibv_async_event* event);
 

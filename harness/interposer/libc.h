@@ -3,7 +3,12 @@
 // harness reaches the real ones only through here.
 #pragma once
 
+#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,10 +19,35 @@ struct Functions {
   int (*mutex_lock)(pthread_mutex_t*);
   int (*mutex_trylock)(pthread_mutex_t*);
   int (*mutex_unlock)(pthread_mutex_t*);
+  int (*mutex_timedlock)(pthread_mutex_t*, const timespec*);
+  int (*mutex_clocklock)(pthread_mutex_t*, clockid_t, const timespec*);
   int (*cond_wait)(pthread_cond_t*, pthread_mutex_t*);
   int (*cond_timedwait)(pthread_cond_t*, pthread_mutex_t*, const timespec*);
   int (*cond_signal)(pthread_cond_t*);
   int (*cond_broadcast)(pthread_cond_t*);
+  int (*cond_clockwait)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
+  int (*rwlock_rdlock)(pthread_rwlock_t*);
+  int (*rwlock_wrlock)(pthread_rwlock_t*);
+  int (*rwlock_tryrdlock)(pthread_rwlock_t*);
+  int (*rwlock_trywrlock)(pthread_rwlock_t*);
+  int (*rwlock_unlock)(pthread_rwlock_t*);
+  int (*rwlock_timedrdlock)(pthread_rwlock_t*, const timespec*);
+  int (*rwlock_timedwrlock)(pthread_rwlock_t*, const timespec*);
+  int (*rwlock_clockrdlock)(pthread_rwlock_t*, clockid_t, const timespec*);
+  int (*rwlock_clockwrlock)(pthread_rwlock_t*, clockid_t, const timespec*);
+  int (*sem_wait)(sem_t*);
+  int (*sem_trywait)(sem_t*);
+  int (*sem_timedwait)(sem_t*, const timespec*);
+  int (*sem_clockwait)(sem_t*, clockid_t, const timespec*);
+  int (*sem_post)(sem_t*);
+  int (*poll)(pollfd*, nfds_t, int);
+  int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
+  int (*epoll_wait)(int, epoll_event*, int, int);
+  int (*epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);
+  int (*epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
+  int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);
+  int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
+  ssize_t (*read)(int, void*, size_t);
   int (*create)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   int (*join)(pthread_t, void**);
   [[noreturn]] void (*exit)(void*);

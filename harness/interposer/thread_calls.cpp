@@ -1,6 +1,7 @@
 #include "thread_calls.h"
 
 #include "callers.h"
+#include "interposer.h"
 #include "libc.h"
 #include "observation.h"
 #include "scheduler.h"
@@ -8,10 +9,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -70,26 +74,25 @@ class HarnessWorld final : public scheduler::World {
     }
     return false;
   }
-  bool fd_external(int fd) override {
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
-    const Tracked* owner = owner_of(state, fd);
-    return owner != nullptr && !owner->simulated;
-  }
-  void wait_external(const std::vector<int>& fds) override {
+  bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) override {
     std::vector<pollfd> polled;
     for (int fd : fds) polled.push_back({fd, POLLIN, 0});
-    while (::poll(polled.data(), polled.size(), -1) < 0 && errno == EINTR) {
+    const int timeout_ms = timeout_ns == scheduler::kNoDeadline
+                               ? -1
+                               : static_cast<int>(std::min<std::uint64_t>(
+                                     (timeout_ns + 999'999) / 1'000'000, 1'000'000));
+    int result;
+    while ((result = libc::real().poll(polled.data(), polled.size(), timeout_ms)) < 0 &&
+           errno == EINTR) {
     }
+    return result > 0;
   }
   std::string fd_name(int fd) override {
     State& state = State::get();
     std::lock_guard lock(state.mutex);
     const Tracked* owner = owner_of(state, fd);
     if (owner == nullptr) return "fd " + std::to_string(fd);
-    const std::string name =
-        std::string(to_string(owner->ref.kind)) + "#" + std::to_string(owner->ref.index);
-    return owner->ref.kind == ObjectKind::context ? "the async events of " + name : name;
+    return name_of(*owner);
   }
   bool advance_device() override { return provider::advance_device_clock(); }
   [[noreturn]] void deadlock(const std::string& report) override {
@@ -102,10 +105,41 @@ class HarnessWorld final : public scheduler::World {
 
   static bool poll_readable(int fd) {
     pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+    return libc::real().poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+  }
+
+  // Which of `fds` are verbs event fds (a channel's, a context's async
+  // fd): a wait is modelled only when one is (issue 11; the others are
+  // the program's own business). `external`: one is fed from outside the
+  // process (a real provider's, or any fd that is not a verbs event fd: a
+  // socket, a pipe, an epoll set).
+  struct EventFds {
+    bool any = false;
+    bool external = false;
+    char name[40] = {};  // the first one's, for a report
+  };
+  EventFds event_fds(const int* fds, std::size_t count) {
+    EventFds found;
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    for (std::size_t i = 0; i < count; ++i) {
+      const Tracked* owner = owner_of(state, fds[i]);
+      found.external |= owner == nullptr || !owner->simulated;
+      if (owner == nullptr || found.any) continue;
+      found.any = true;
+      const std::string name = name_of(*owner);
+      std::snprintf(found.name, sizeof found.name, "%s", name.c_str());
+    }
+    return found;
   }
 
  private:
+  static std::string name_of(const Tracked& owner) {
+    const std::string name =
+        std::string(to_string(owner.ref.kind)) + "#" + std::to_string(owner.ref.index);
+    return owner.ref.kind == ObjectKind::context ? "the async events of " + name : name;
+  }
+
   // The channel or context whose fd (as the application sees it) is `fd`.
   static const Tracked* owner_of(State& state, int fd) {
     for (Tracked* tracked : state.registry.all(ObjectKind::channel))
@@ -189,8 +223,10 @@ void* start_scheduled(void* raw) {
 }
 
 // Takes `mutex` for a scheduled thread: a held mutex blocks the thread in
-// the scheduler, never in the kernel.
-int lock_scheduled(pthread_mutex_t* mutex, const char* call) {
+// the scheduler, never in the kernel. With a deadline on the virtual clock
+// (pthread_mutex_timedlock): ETIMEDOUT once it passed.
+int lock_scheduled(pthread_mutex_t* mutex, const char* call,
+                   std::uint64_t deadline = scheduler::kNoDeadline) {
   for (;;) {
     const int result = libc::real().mutex_trylock(mutex);
     if (result != EBUSY) return result;
@@ -202,8 +238,9 @@ int lock_scheduled(pthread_mutex_t* mutex, const char* call) {
     Wait wait;
     wait.kind = WaitKind::mutex;
     wait.object = mutex;
+    wait.deadline_ns = deadline;
     wait.call = call;
-    sched().block(wait);
+    if (!sched().block(wait)) return ETIMEDOUT;
   }
 }
 
@@ -211,14 +248,44 @@ void unlocked(pthread_mutex_t* mutex) {
   sched().wake_all(WaitKind::mutex, mutex);
 }
 
+// The virtual deadline of an absolute timeout on `clock`.
+std::uint64_t deadline_of(clockid_t clock, const timespec& abstime) {
+  const std::uint64_t at = ns_of(abstime);
+  const std::uint64_t origin = origin_of(clock);
+  return at > origin ? at - origin : 0;
+}
+
 // The virtual deadline of a condition's absolute timeout: its clock is
 // CLOCK_REALTIME unless pthread_condattr_setclock chose CLOCK_MONOTONIC
 // (glibc keeps the choice in bit 1 of __wrefs).
 std::uint64_t cond_deadline(const pthread_cond_t* cond, const timespec& abstime) {
-  const clockid_t clock = (cond->__data.__wrefs & 2) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
-  const std::uint64_t at = ns_of(abstime);
-  const std::uint64_t origin = origin_of(clock);
-  return at > origin ? at - origin : 0;
+  return deadline_of((cond->__data.__wrefs & 2) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME, abstime);
+}
+
+// An absolute timeout with tv_nsec out of 0..999999999: EINVAL
+// (pthread_mutex_timedlock(3p), sem_timedwait(3), pthread_rwlock_timedrdlock(3p)).
+bool valid(const timespec& abstime) {
+  return abstime.tv_nsec >= 0 && abstime.tv_nsec < static_cast<long>(kNs);
+}
+
+// The clocks the clock* variants accept (pthread_mutex_clocklock,
+// pthread_cond_clockwait, sem_clockwait, pthread_rwlock_clockrdlock:
+// glibc's futex_abstimed_supported_clockid); any other is EINVAL.
+bool supported_clock(clockid_t clock) {
+  return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+// pthread_mutex_timedlock and pthread_mutex_clocklock: "The validity of
+// the abstime parameter need not be checked if the mutex can be locked
+// immediately." (pthread_mutex_timedlock(3p)); EINVAL when it is checked
+// and wrong, ETIMEDOUT at the deadline on the virtual clock.
+int mutex_lock_until(pthread_mutex_t* mutex, clockid_t clock, const timespec& abstime,
+                     const char* call) {
+  sched().point();
+  const int result = libc::real().mutex_trylock(mutex);
+  if (result != EBUSY) return result;
+  if (!valid(abstime)) return EINVAL;
+  return lock_scheduled(mutex, call, deadline_of(clock, abstime));
 }
 
 int wait_on_cond(pthread_cond_t* cond, pthread_mutex_t* mutex, std::uint64_t deadline,
@@ -239,6 +306,259 @@ int wait_on_cond(pthread_cond_t* cond, pthread_mutex_t* mutex, std::uint64_t dea
 
 void sleep_for(std::uint64_t ns, const char* call) {
   sched().sleep_until(sched().now_ns() + ns, call);
+}
+
+// ---- rwlocks and semaphores -------------------------------------------------
+
+// A rwlock shared between processes (pthread_rwlockattr_setpshared): the
+// other process is outside the schedule, so its calls are glibc's.
+bool shared_between_processes(const pthread_rwlock_t* rwlock) {
+  return rwlock->__data.__shared != 0;
+}
+
+// glibc's sem_t on 64-bit targets is struct new_sem { uint64_t data; int
+// private; int pad; }: `private` is 0 for sem_init(sem, 0, n), FUTEX_SHARED
+// for a semaphore shared between processes (sem_init with pshared != 0,
+// sem_open): those stay glibc's.
+bool shared_between_processes(const sem_t* sem) {
+  int futex_private = 0;
+  std::memcpy(&futex_private, reinterpret_cast<const char*>(sem) + sizeof(std::uint64_t),
+              sizeof futex_private);
+  return futex_private != 0;
+}
+
+// Takes `rwlock` with `try_lock` (the real tryrdlock or trywrlock) for a
+// scheduled thread: a lock held against it blocks the thread in the
+// scheduler; pthread_rwlock_unlock wakes every waiter, and the first the
+// scheduler runs gets it (pthread_rwlock_unlock(3p): which one is
+// unspecified). Waiting writers are not in glibc's lock, so readers may
+// overtake them: glibc's default PTHREAD_RWLOCK_PREFER_READER_NP lets them
+// too.
+int rwlock_scheduled(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*),
+                     std::uint64_t deadline, const char* call) {
+  for (;;) {
+    const int result = try_lock(rwlock);
+    if (result != EBUSY) return result;
+    // Held for writing by the calling thread: EDEADLK, as glibc's rdlock
+    // and wrlock say (pthread_rwlock_wrlock(3p) allows it).
+    if (rwlock->__data.__cur_writer == gettid()) return EDEADLK;
+    Wait wait;
+    wait.kind = WaitKind::rwlock;
+    wait.object = rwlock;
+    wait.deadline_ns = deadline;
+    wait.call = call;
+    if (!sched().block(wait)) return ETIMEDOUT;
+  }
+}
+
+// A timed rdlock or wrlock. glibc checks the timeout first, whether or not
+// the lock is free (nptl/pthread_rwlock_common.c; pthread_rwlock_timedrdlock(3p)
+// allows either): so does the harness, so that a program behaves the same
+// under it.
+int rwlock_until(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*), clockid_t clock,
+                 const timespec& abstime, const char* call) {
+  if (!supported_clock(clock) || !valid(abstime)) return EINVAL;
+  sched().point();
+  return rwlock_scheduled(rwlock, try_lock, deadline_of(clock, abstime), call);
+}
+
+// sem_wait for a scheduled thread: a semaphore at zero blocks the thread
+// in the scheduler until a sem_post wakes it (sem_wait(3)), or the
+// deadline passes (-1, ETIMEDOUT).
+int sem_wait_scheduled(sem_t* sem, std::uint64_t deadline, const char* call) {
+  for (;;) {
+    if (libc::real().sem_trywait(sem) == 0) return 0;
+    if (errno != EAGAIN) return -1;
+    Wait wait;
+    wait.kind = WaitKind::semaphore;
+    wait.object = sem;
+    wait.deadline_ns = deadline;
+    wait.call = call;
+    if (!sched().block(wait)) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+  }
+}
+
+// sem_timedwait and sem_clockwait. sem_timedwait(3) says the timeout is
+// not checked when the semaphore can be taken at once, but glibc checks it
+// first (nptl/sem_timedwait.c, as POSIX allows): the harness does as the
+// program's C library does.
+int sem_until(sem_t* sem, clockid_t clock, const timespec& abstime, const char* call) {
+  if (!supported_clock(clock) || !valid(abstime)) {
+    errno = EINVAL;
+    return -1;
+  }
+  sched().point();
+  return sem_wait_scheduled(sem, deadline_of(clock, abstime), call);
+}
+
+// ---- waits on fds: poll(2), select(2), epoll_wait(2), read(2) ---------------
+//
+// Modelled only when the fds include a verbs event fd (a channel's, a
+// context's async fd) and the call waits only to read: then the thread
+// waits in the scheduler, on the virtual clock, and other threads run
+// meanwhile. Any other such call (sockets, pipes, writes) passes through
+// to the C library: the watchdog releases a thread blocked in it.
+
+// Read interest only: the scheduler wakes a waiter when an fd is readable
+// (or has an error or a hang-up, which poll(2) reports whatever was asked).
+constexpr short kReadEvents = POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND | POLLRDHUP;
+constexpr std::uint32_t kEpollReadEvents = EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND |
+                                           EPOLLRDHUP | EPOLLERR | EPOLLHUP | EPOLLET |
+                                           EPOLLONESHOT | EPOLLWAKEUP | EPOLLEXCLUSIVE;
+
+// The fds a call waits on, as far as a Wait can hold them (kMaxWaitFds; one
+// more means "too many").
+struct FdList {
+  int fds[scheduler::kMaxWaitFds + 1];
+  std::size_t count = 0;
+  bool read_only = true;
+  void add(int fd) {
+    for (std::size_t i = 0; i < count; ++i)
+      if (fds[i] == fd) return;
+    if (count <= scheduler::kMaxWaitFds) fds[count++] = fd;
+  }
+  bool fits() const { return count <= scheduler::kMaxWaitFds; }
+};
+
+// A relative timeout in ns (kNoDeadline: none) as a virtual deadline.
+std::uint64_t deadline_after(std::uint64_t timeout_ns) {
+  return timeout_ns == scheduler::kNoDeadline ? timeout_ns : sched().now_ns() + timeout_ns;
+}
+
+std::uint64_t ns_of_ms(int timeout_ms) {
+  return timeout_ms < 0 ? scheduler::kNoDeadline : std::uint64_t(timeout_ms) * 1'000'000;
+}
+
+std::uint64_t ns_of_timeout(const timespec* timeout) {
+  return timeout == nullptr ? scheduler::kNoDeadline : ns_of(*timeout);
+}
+
+// Whether a wait on `watched` is modelled (one is a verbs event fd); fills
+// `wait` then with `waited` (the fds whose readability ends it), whether one
+// is fed from outside, and the name of the first event fd.
+bool model(Wait& wait, const FdList& watched, const FdList& waited, const char* call) {
+  if (!watched.read_only || !watched.fits() || !waited.fits() || watched.count == 0) return false;
+  const HarnessWorld::EventFds found = world.event_fds(watched.fds, watched.count);
+  if (!found.any) return false;
+  wait.kind = WaitKind::fd;
+  for (std::size_t i = 0; i < waited.count; ++i) wait.add_fd(waited.fds[i]);
+  wait.external = found.external;
+  wait.call = call;
+  std::snprintf(wait.fd_name, sizeof wait.fd_name, "%s", found.name);
+  return true;
+}
+
+// A wait on fds by a scheduled thread. `check` is the real call with a zero
+// timeout (it fills in the caller's results); `pass` the real call as the
+// program made it. Nothing ready and a modelled wait: the thread waits in
+// the scheduler until one of the fds is readable or the virtual deadline
+// passes, then `check` says what came (0: the timeout).
+template <class Check, class Pass>
+int wait_on_fds(const FdList& watched, const FdList& waited, std::uint64_t timeout_ns,
+                const char* call, const Check& check, const Pass& pass) {
+  const int ready = check();
+  if (ready != 0) return ready;  // ready, or an error (EBADF, EINTR, EINVAL)
+  Wait wait;
+  if (!model(wait, watched, waited, call)) return timeout_ns == 0 ? 0 : pass();
+  if (timeout_ns == 0) {
+    // A loop that polls with a zero timeout lets the others run.
+    sched().point(/*yielding=*/true);
+    return 0;
+  }
+  wait.deadline_ns = deadline_after(timeout_ns);
+  for (;;) {
+    const bool woken = sched().block(wait);
+    const int result = check();
+    if (result != 0 || !woken) return result;
+    // Woken with nothing for the call: completions the harness holds back
+    // on a channel's CQs (delayed_completion) end a wait, as before
+    // ibv_get_cq_event, and become visible now. The yield moves the
+    // virtual clock: a wait that keeps waking for nothing still ends at
+    // its deadline.
+    for (std::size_t i = 0; i < wait.fd_count; ++i) release_held_for_waiter(wait.fds[i]);
+    sched().point(/*yielding=*/true);
+  }
+}
+
+// The fds of a poll(2) set (negative ones are ignored, as poll does).
+FdList fds_of(const pollfd* fds, nfds_t n) {
+  FdList list;
+  for (nfds_t i = 0; i < n; ++i) {
+    if (fds[i].fd < 0) continue;
+    list.add(fds[i].fd);
+    list.read_only &= (fds[i].events & ~kReadEvents) == 0;
+  }
+  return list;
+}
+
+// The fds of a select(2): those of `readfds`; any in `writefds` or
+// `exceptfds` makes it a wait the scheduler does not model.
+FdList fds_of(int nfds, const fd_set* readfds, const fd_set* writefds, const fd_set* exceptfds) {
+  FdList list;
+  if (nfds < 0 || nfds > FD_SETSIZE) {
+    list.read_only = false;
+    return list;
+  }
+  for (int fd = 0; fd < nfds; ++fd) {
+    if (readfds != nullptr && FD_ISSET(fd, readfds)) list.add(fd);
+    if ((writefds != nullptr && FD_ISSET(fd, writefds)) ||
+        (exceptfds != nullptr && FD_ISSET(fd, exceptfds)))
+      list.read_only = false;
+  }
+  return list;
+}
+
+// The members of the epoll set `epfd` (`watched`), from
+// /proc/self/fdinfo/<epfd>, which has a "tfd: <fd> events: <mask>" line
+// per member (proc(5)); the wait is on `epfd` itself, readable when a
+// member is ready (epoll(7)), and on the members that are level-triggered
+// (a channel with held completions ends the wait). Too many members, or an
+// unreadable fdinfo: not modelled.
+void epoll_members(int epfd, FdList& watched, FdList& waited) {
+  waited.add(epfd);
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  char text[4096];
+  ssize_t size = -1;
+  if (fd >= 0) {
+    size = libc::real().read(fd, text, sizeof text - 1);
+    ::close(fd);
+  }
+  if (size <= 0 || size == static_cast<ssize_t>(sizeof text - 1)) {
+    watched.read_only = false;
+    return;
+  }
+  text[size] = '\0';
+  for (const char* line = std::strstr(text, "tfd:"); line != nullptr;
+       line = std::strstr(line + 4, "tfd:")) {
+    int member = -1;
+    unsigned events = 0;
+    if (std::sscanf(line, "tfd: %d events: %x", &member, &events) != 2) continue;
+    watched.add(member);
+    watched.read_only &= (events & ~kEpollReadEvents) == 0;
+    if ((events & (EPOLLET | EPOLLONESHOT)) == 0) waited.add(member);
+  }
+}
+
+// epoll_wait, epoll_pwait and epoll_pwait2 of a scheduled thread; `pass`
+// is the real call as the program made it. The set's members are read from
+// /proc only when nothing is ready (the check comes first).
+template <class Pass>
+int epoll_scheduled(int epfd, epoll_event* events, int max_events, std::uint64_t timeout_ns,
+                    const sigset_t* sigmask, const char* call, const Pass& pass) {
+  auto check = [&] { return libc::real().epoll_pwait(epfd, events, max_events, 0, sigmask); };
+  if (const int ready = check(); ready != 0) return ready;
+  FdList watched, waited;
+  epoll_members(epfd, watched, waited);
+  if (!waited.fits()) {
+    waited = FdList{};
+    waited.add(epfd);
+  }
+  return wait_on_fds(watched, waited, timeout_ns, call, check, pass);
 }
 
 }  // namespace
@@ -280,12 +600,13 @@ bool wait_readable(int fd, const char* call) {
   if (HarnessWorld::poll_readable(fd)) return true;
   Wait wait;
   wait.kind = WaitKind::fd;
-  wait.fd = fd;
+  wait.add_fd(fd);
   wait.call = call;
   // Named here, where the registry can be asked: a report may be made
   // under the interposer's lock.
-  const std::string name = world.fd_name(fd);
-  std::snprintf(wait.fd_name, sizeof wait.fd_name, "%s", name.c_str());
+  const HarnessWorld::EventFds found = world.event_fds(&fd, 1);
+  wait.external = found.external;
+  std::snprintf(wait.fd_name, sizeof wait.fd_name, "%s", found.name);
   sched().block(wait);
   return HarnessWorld::poll_readable(fd);
 }
@@ -448,6 +769,250 @@ time_t time(time_t* now, const void* caller) {
   const auto seconds = static_cast<time_t>((kRealtimeOrigin + sched().now_ns()) / kNs);
   if (now != nullptr) *now = seconds;
   return seconds;
+}
+
+int mutex_timedlock(pthread_mutex_t* mutex, const timespec* abstime, const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr) return libc::real().mutex_timedlock(mutex, abstime);
+  return mutex_lock_until(mutex, CLOCK_REALTIME, *abstime, "pthread_mutex_timedlock");
+}
+
+int mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const timespec* abstime,
+                    const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr)
+    return libc::real().mutex_clocklock(mutex, clock, abstime);
+  if (!supported_clock(clock)) return EINVAL;
+  return mutex_lock_until(mutex, clock, *abstime, "pthread_mutex_clocklock");
+}
+
+int cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                   const timespec* abstime, const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr)
+    return libc::real().cond_clockwait(cond, mutex, clock, abstime);
+  if (!supported_clock(clock) || !valid(*abstime)) return EINVAL;
+  sched().point();
+  return wait_on_cond(cond, mutex, deadline_of(clock, *abstime), "pthread_cond_clockwait");
+}
+
+int rwlock_rdlock(pthread_rwlock_t* rwlock, const void* caller) {
+  if (!scheduled(caller) || shared_between_processes(rwlock))
+    return libc::real().rwlock_rdlock(rwlock);
+  sched().point();
+  return rwlock_scheduled(rwlock, libc::real().rwlock_tryrdlock, scheduler::kNoDeadline,
+                          "pthread_rwlock_rdlock");
+}
+
+int rwlock_wrlock(pthread_rwlock_t* rwlock, const void* caller) {
+  if (!scheduled(caller) || shared_between_processes(rwlock))
+    return libc::real().rwlock_wrlock(rwlock);
+  sched().point();
+  return rwlock_scheduled(rwlock, libc::real().rwlock_trywrlock, scheduler::kNoDeadline,
+                          "pthread_rwlock_wrlock");
+}
+
+int rwlock_tryrdlock(pthread_rwlock_t* rwlock, const void* caller) {
+  if (!scheduled(caller)) return libc::real().rwlock_tryrdlock(rwlock);
+  sched().point();
+  const int result = libc::real().rwlock_tryrdlock(rwlock);
+  if (result == EBUSY) sched().point(/*yielding=*/true);  // a spin lets others run
+  return result;
+}
+
+int rwlock_trywrlock(pthread_rwlock_t* rwlock, const void* caller) {
+  if (!scheduled(caller)) return libc::real().rwlock_trywrlock(rwlock);
+  sched().point();
+  const int result = libc::real().rwlock_trywrlock(rwlock);
+  if (result == EBUSY) sched().point(/*yielding=*/true);
+  return result;
+}
+
+int rwlock_timedrdlock(pthread_rwlock_t* rwlock, const timespec* abstime, const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
+    return libc::real().rwlock_timedrdlock(rwlock, abstime);
+  return rwlock_until(rwlock, libc::real().rwlock_tryrdlock, CLOCK_REALTIME, *abstime,
+                      "pthread_rwlock_timedrdlock");
+}
+
+int rwlock_timedwrlock(pthread_rwlock_t* rwlock, const timespec* abstime, const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
+    return libc::real().rwlock_timedwrlock(rwlock, abstime);
+  return rwlock_until(rwlock, libc::real().rwlock_trywrlock, CLOCK_REALTIME, *abstime,
+                      "pthread_rwlock_timedwrlock");
+}
+
+int rwlock_clockrdlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec* abstime,
+                       const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
+    return libc::real().rwlock_clockrdlock(rwlock, clock, abstime);
+  return rwlock_until(rwlock, libc::real().rwlock_tryrdlock, clock, *abstime,
+                      "pthread_rwlock_clockrdlock");
+}
+
+int rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec* abstime,
+                       const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
+    return libc::real().rwlock_clockwrlock(rwlock, clock, abstime);
+  return rwlock_until(rwlock, libc::real().rwlock_trywrlock, clock, *abstime,
+                      "pthread_rwlock_clockwrlock");
+}
+
+int rwlock_unlock(pthread_rwlock_t* rwlock, const void* caller) {
+  const int result = libc::real().rwlock_unlock(rwlock);
+  if (result != 0 || !scheduled(caller) || shared_between_processes(rwlock)) return result;
+  // A reader's unlock may leave others reading: every waiter tries again,
+  // and those that still cannot take it wait again.
+  sched().wake_all(WaitKind::rwlock, rwlock);
+  sched().point();
+  return 0;
+}
+
+int sem_wait(sem_t* sem, const void* caller) {
+  if (!scheduled(caller) || shared_between_processes(sem)) return libc::real().sem_wait(sem);
+  sched().point();
+  return sem_wait_scheduled(sem, scheduler::kNoDeadline, "sem_wait");
+}
+
+int sem_trywait(sem_t* sem, const void* caller) {
+  if (!scheduled(caller) || shared_between_processes(sem)) return libc::real().sem_trywait(sem);
+  sched().point();
+  const int result = libc::real().sem_trywait(sem);
+  if (result != 0 && errno == EAGAIN) {
+    sched().point(/*yielding=*/true);  // a spin on trywait lets others run
+    errno = EAGAIN;
+  }
+  return result;
+}
+
+int sem_timedwait(sem_t* sem, const timespec* abstime, const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr || shared_between_processes(sem))
+    return libc::real().sem_timedwait(sem, abstime);
+  return sem_until(sem, CLOCK_REALTIME, *abstime, "sem_timedwait");
+}
+
+int sem_clockwait(sem_t* sem, clockid_t clock, const timespec* abstime, const void* caller) {
+  if (!scheduled(caller) || abstime == nullptr || shared_between_processes(sem))
+    return libc::real().sem_clockwait(sem, clock, abstime);
+  return sem_until(sem, clock, *abstime, "sem_clockwait");
+}
+
+int sem_post(sem_t* sem, const void* caller) {
+  const int result = libc::real().sem_post(sem);
+  if (result != 0 || !scheduled(caller) || shared_between_processes(sem)) return result;
+  // One more unit: the earliest waiter tries again (sem_post(3): "another
+  // process or thread blocked in a sem_wait(3) call will be woken up").
+  sched().wake_one(WaitKind::semaphore, sem);
+  sched().point();
+  return 0;
+}
+
+int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller) {
+  if (!scheduled(caller)) return libc::real().poll(fds, n, timeout_ms);
+  const FdList watched = fds_of(fds, n);
+  return wait_on_fds(
+      watched, watched, ns_of_ms(timeout_ms), "poll", [&] { return libc::real().poll(fds, n, 0); },
+      [&] { return libc::real().poll(fds, n, timeout_ms); });
+}
+
+int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
+          const void* caller) {
+  if (!scheduled(caller) || (timeout != nullptr && !valid(*timeout)))
+    return libc::real().ppoll(fds, n, timeout, sigmask);
+  const FdList watched = fds_of(fds, n);
+  const timespec zero{0, 0};
+  return wait_on_fds(
+      watched, watched, ns_of_timeout(timeout), "ppoll",
+      [&] { return libc::real().ppoll(fds, n, &zero, sigmask); },
+      [&] { return libc::real().ppoll(fds, n, timeout, sigmask); });
+}
+
+int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller) {
+  if (!scheduled(caller)) return libc::real().epoll_wait(epfd, events, max_events, timeout_ms);
+  return epoll_scheduled(
+      epfd, events, max_events, ns_of_ms(timeout_ms), nullptr, "epoll_wait",
+      [&] { return libc::real().epoll_wait(epfd, events, max_events, timeout_ms); });
+}
+
+int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
+                const sigset_t* sigmask, const void* caller) {
+  if (!scheduled(caller))
+    return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
+  return epoll_scheduled(
+      epfd, events, max_events, ns_of_ms(timeout_ms), sigmask, "epoll_pwait",
+      [&] { return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask); });
+}
+
+int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
+                 const sigset_t* sigmask, const void* caller) {
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
+    return libc::real().epoll_pwait2(epfd, events, max_events, timeout, sigmask);
+  return epoll_scheduled(
+      epfd, events, max_events, ns_of_timeout(timeout), sigmask, "epoll_pwait2",
+      [&] { return libc::real().epoll_pwait2(epfd, events, max_events, timeout, sigmask); });
+}
+
+int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,
+           const void* caller) {
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0)))
+    return libc::real().select(nfds, readfds, writefds, exceptfds, timeout);
+  const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
+  if (!watched.read_only) return libc::real().select(nfds, readfds, writefds, exceptfds, timeout);
+  // Every check starts from the sets the program asked with: select(2)
+  // leaves only the ready fds in them.
+  fd_set asked;
+  FD_ZERO(&asked);
+  if (readfds != nullptr) asked = *readfds;
+  const std::uint64_t timeout_ns = timeout == nullptr ? scheduler::kNoDeadline
+                                                      : std::uint64_t(timeout->tv_sec) * kNs +
+                                                            std::uint64_t(timeout->tv_usec) * 1000;
+  return wait_on_fds(
+      watched, watched, timeout_ns, "select",
+      [&] {
+        if (readfds != nullptr) *readfds = asked;
+        timeval zero{0, 0};
+        return libc::real().select(nfds, readfds, writefds, exceptfds, &zero);
+      },
+      [&] {
+        if (readfds != nullptr) *readfds = asked;
+        return libc::real().select(nfds, readfds, writefds, exceptfds, timeout);
+      });
+}
+
+int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
+            const sigset_t* sigmask, const void* caller) {
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
+    return libc::real().pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+  const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
+  if (!watched.read_only)
+    return libc::real().pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+  fd_set asked;
+  FD_ZERO(&asked);
+  if (readfds != nullptr) asked = *readfds;
+  const timespec zero{0, 0};
+  return wait_on_fds(
+      watched, watched, ns_of_timeout(timeout), "pselect",
+      [&] {
+        if (readfds != nullptr) *readfds = asked;
+        return libc::real().pselect(nfds, readfds, writefds, exceptfds, &zero, sigmask);
+      },
+      [&] {
+        if (readfds != nullptr) *readfds = asked;
+        return libc::real().pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+      });
+}
+
+ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
+  // Only a read that would block is looked at: a non-blocking fd, or one
+  // with something to read, is the C library's at once. The registry is
+  // asked last, and must be: the harness itself reads files through
+  // libstdc++ (a caller outside the RDMA stack) while it holds the
+  // interposer's lock (State::replay_line), and a file is always readable.
+  // The poll costs a system call (a 1-byte read of /dev/zero by a
+  // scheduled thread: 615 ns, 240 ns without the scheduler).
+  if (scheduled(caller) && !HarnessWorld::poll_readable(fd)) {
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0 && (flags & O_NONBLOCK) == 0 && world.event_fds(&fd, 1).any)
+      while (!wait_readable(fd, "read")) release_held_for_waiter(fd);
+  }
+  return libc::real().read(fd, buffer, count);
 }
 
 }  // namespace verbfault::interposer::thread_calls

@@ -7,7 +7,12 @@
 
 #include "scheduler.h"
 
+#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +56,49 @@ unsigned sleep(unsigned seconds, const void* caller);
 int clock_gettime(clockid_t clock, timespec* now, const void* caller);
 int gettimeofday(timeval* now, void* zone, const void* caller);
 time_t time(time_t* now, const void* caller);
+
+// Timed locks and waits: their deadlines are on the virtual clock.
+int mutex_timedlock(pthread_mutex_t* mutex, const timespec* abstime, const void* caller);
+int mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const timespec* abstime,
+                    const void* caller);
+int cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                   const timespec* abstime, const void* caller);
+
+// Read-write locks and semaphores (WaitKind::rwlock, WaitKind::semaphore);
+// those shared between processes stay the C library's.
+int rwlock_rdlock(pthread_rwlock_t* rwlock, const void* caller);
+int rwlock_wrlock(pthread_rwlock_t* rwlock, const void* caller);
+int rwlock_tryrdlock(pthread_rwlock_t* rwlock, const void* caller);
+int rwlock_trywrlock(pthread_rwlock_t* rwlock, const void* caller);
+int rwlock_timedrdlock(pthread_rwlock_t* rwlock, const timespec* abstime, const void* caller);
+int rwlock_timedwrlock(pthread_rwlock_t* rwlock, const timespec* abstime, const void* caller);
+int rwlock_clockrdlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec* abstime,
+                       const void* caller);
+int rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec* abstime,
+                       const void* caller);
+int rwlock_unlock(pthread_rwlock_t* rwlock, const void* caller);
+int sem_wait(sem_t* sem, const void* caller);
+int sem_trywait(sem_t* sem, const void* caller);
+int sem_timedwait(sem_t* sem, const timespec* abstime, const void* caller);
+int sem_clockwait(sem_t* sem, clockid_t clock, const timespec* abstime, const void* caller);
+int sem_post(sem_t* sem, const void* caller);
+
+// Waits on fds: modelled (WaitKind::fd, on the virtual clock) when they
+// include a verbs channel's or async fd and only wait to read; any other
+// passes through.
+int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller);
+int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
+          const void* caller);
+int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller);
+int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
+                const sigset_t* sigmask, const void* caller);
+int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
+                 const sigset_t* sigmask, const void* caller);
+int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,
+           const void* caller);
+int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
+            const sigset_t* sigmask, const void* caller);
+ssize_t read(int fd, void* buffer, size_t count, const void* caller);
 
 // Whether the calling thread is scheduled and the call comes from the
 // program: the calls that are scheduling points.

@@ -473,4 +473,123 @@ TEST(VerbfaultRun, EightThreadsCompleteAndReplayBySeed) {
   EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
 }
 
+// The synchronization calls besides mutexes and conditions (sync_calls.cpp):
+// `mode` under seeds 1..`seeds`, each run twice. Every run completes with the
+// same trace as the other of its seed, and no thread leaves the schedule
+// (a wait passed through to the kernel would be released by the
+// watchdog, and the run would say it is no longer deterministic).
+std::set<std::string> sync_calls_by_seed(const std::string& mode, int seeds = 4) {
+  std::set<std::string> hashes;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    ProcessResult r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS) + " " + mode);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls " + mode + ": OK")) << r.output;
+    EXPECT_FALSE(contains(r.output, "not deterministic")) << r.output;
+    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+    hashes.insert(trace_hash_of(r.output));
+  }
+  return hashes;
+}
+
+// The writers' order changes with few seeds (measured: seeds 1-5 give one
+// trace, 6 another): PCT runs the writer of the higher priority until a
+// change point.
+TEST(VerbfaultRun, ReadersAndWritersOfAnRwlockReplayBySeed) {
+  EXPECT_GE(sync_calls_by_seed("rwlock", 8).size(), 2u) << "every seed gave the same interleaving";
+}
+
+TEST(VerbfaultRun, AProducerAndConsumersOnSemaphoresReplayBySeed) {
+  EXPECT_GE(sync_calls_by_seed("semaphore").size(), 2u) << "every seed gave the same interleaving";
+}
+
+// An event loop waits for the channel's fd in poll(2), epoll_wait(2) or
+// select(2) while a worker posts: the wait is the scheduler's (its real
+// calls all have a zero timeout), so the worker runs meanwhile.
+TEST(VerbfaultRun, AnEventLoopPollingTheChannelFdReplaysBySeed) {
+  sync_calls_by_seed("poll");
+}
+
+// Built with _FORTIFY_SOURCE, the program calls __poll_chk: the same wait.
+TEST(VerbfaultRun, AFortifiedEventLoopPollingTheChannelFdReplaysBySeed) {
+  for (int seed : {1, 2}) {
+    ProcessResult r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS_FORTIFIED) + " poll");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls poll: OK")) << r.output;
+    EXPECT_FALSE(contains(r.output, "not deterministic")) << r.output;
+  }
+}
+
+TEST(VerbfaultRun, AnEventLoopInEpollWaitReplaysBySeed) {
+  sync_calls_by_seed("epoll");
+  sync_calls_by_seed("epoll_pwait2");
+}
+
+TEST(VerbfaultRun, AnEventLoopInSelectReplaysBySeed) {
+  sync_calls_by_seed("select");
+}
+
+// pthread_mutex_timedlock and sem_timedwait time out on the virtual clock:
+// after exactly the time asked (plus the quanta of the clock reads), the
+// same every run, in no time of the wall clock.
+TEST(VerbfaultRun, TimedWaitsTimeOutOnTheVirtualClock) {
+  std::set<std::string> waited;
+  for (int seed : {1, 2, 3}) {
+    ProcessResult r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS) + " timed");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls timed: OK")) << r.output;
+    const auto at = r.output.find("timedlock waited ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    waited.insert(r.output.substr(at, r.output.find('\n', at) - at));
+  }
+  EXPECT_EQ(waited.size(), 1u) << "the waits took other virtual times";
+}
+
+// Two threads take two rwlocks in opposite order: the scheduler reports
+// the deadlock, naming both waits and who holds each lock.
+TEST(VerbfaultRun, TwoRwlocksTakenInOppositeOrderAreADeadlock) {
+  for (int seed : {1, 2}) {
+    ProcessResult r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS) + " deadlock");
+    EXPECT_EQ(r.status, 122) << r.output;
+    EXPECT_TRUE(contains(r.output, "deadlock: every thread waits")) << r.output;
+    EXPECT_TRUE(contains(r.output, "thread 0: pthread_join of thread 1")) << r.output;
+    for (const char* wait : {"thread 1: pthread_rwlock_wrlock of rwlock 0x",
+                             "thread 2: pthread_rwlock_wrlock of rwlock 0x"})
+      EXPECT_TRUE(contains(r.output, wait)) << r.output;
+    EXPECT_TRUE(contains(r.output, ", write-locked by thread 2\n")) << r.output;
+    EXPECT_TRUE(contains(r.output, ", write-locked by thread 1\n")) << r.output;
+  }
+}
+
+// An event loop that polls its channel with no timeout while nothing can
+// raise an event: the wait is the scheduler's, so it is a deadlock, named
+// by the channel (not a hang until the watchdog gives up determinism).
+TEST(VerbfaultRun, APollOnAChannelNothingCanFeedIsADeadlock) {
+  ProcessResult r = run_twice_by_seed(5, "", std::string(SYNC_CALLS) + " forever");
+  EXPECT_EQ(r.status, 122) << r.output;
+  EXPECT_TRUE(contains(r.output, "thread 1: poll on channel#0, with nothing pending")) << r.output;
+}
+
+// The same for a blocking read(2) of a context's async fd.
+TEST(VerbfaultRun, AReadOfAnAsyncFdNothingCanFeedIsADeadlock) {
+  ProcessResult r = run_twice_by_seed(5, "", std::string(SYNC_CALLS) + " read");
+  EXPECT_EQ(r.status, 122) << r.output;
+  EXPECT_TRUE(contains(r.output, "thread 1: read on the async events of context#0")) << r.output;
+}
+
+// delayed_completion holds completions back until the application waits on
+// their CQ's channel: a wait in poll(2) or epoll_wait(2) is such a wait
+// (the completions become visible, with an event: no wait times out).
+TEST(VerbfaultRun, HeldCompletionsEndAPollOrEpollWaitOnTheirChannel) {
+  for (const std::string mode : {"poll", "epoll"}) {
+    const std::string trace = scratch("held_" + mode + ".jsonl");
+    ProcessResult r =
+        run_twice_by_seed(1, " --fault 'delayed_completion(50) p=0.5' --trace " + trace,
+                          std::string(SYNC_CALLS) + " " + mode);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls: 0 waits timed out")) << r.output;
+    EXPECT_TRUE(contains(read_file(trace), R"("visible":"waiter")")) << mode;
+    std::remove(trace.c_str());
+  }
+}
+
 }  // namespace verbfault::testing

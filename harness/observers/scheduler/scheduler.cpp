@@ -258,10 +258,16 @@ void Scheduler::wait_for_turn(Thread& self) {
   t_inside = false;
 }
 
+bool Scheduler::any_fd_readable(const Wait& wait) {
+  for (std::size_t i = 0; i < wait.fd_count; ++i)
+    if (world_->fd_readable(wait.fds[i])) return true;
+  return false;
+}
+
 void Scheduler::refresh_waiters() {
   for (Thread& thread : threads_) {
     if (thread.status != Status::blocked) continue;
-    if (thread.wait.kind == WaitKind::fd && world_->fd_readable(thread.wait.fd)) {
+    if (thread.wait.kind == WaitKind::fd && any_fd_readable(thread.wait)) {
       thread.status = Status::runnable;
       thread.woken = true;
     } else if (thread.wait.deadline_ns != kNoDeadline &&
@@ -299,22 +305,25 @@ Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
 bool Scheduler::unblock_by_time() {
   // The device's next deadline first: its retries run on its own clock.
   if (world_->advance_device()) return true;
-  // A real device's events come in real time: wait for them (the run is as
-  // deterministic as the device).
-  std::vector<int> external;
-  for (const Thread& thread : threads_)
-    if (thread.status == Status::blocked && thread.wait.kind == WaitKind::fd &&
-        world_->fd_external(thread.wait.fd))
-      external.push_back(thread.wait.fd);
-  if (!external.empty()) {
-    lock_.unlock();
-    world_->wait_external(external);
-    lock_.lock();
-    return true;
-  }
   std::uint64_t next = kNoDeadline;
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
+  // A real device's events (and a socket's bytes) come in real time: wait
+  // for them (the run is as deterministic as the world outside). While a
+  // deadline is due on the virtual clock, no longer than the escape time:
+  // a socket may never speak, and the sleeper must still wake.
+  std::vector<int> external;
+  for (const Thread& thread : threads_)
+    if (thread.status == Status::blocked && thread.wait.kind == WaitKind::fd &&
+        thread.wait.external)
+      external.insert(external.end(), thread.wait.fds, thread.wait.fds + thread.wait.fd_count);
+  if (!external.empty()) {
+    lock_.unlock();
+    const bool readable =
+        world_->wait_external(external, next == kNoDeadline ? kNoDeadline : options_.escape_ns);
+    lock_.lock();
+    if (readable || next == kNoDeadline) return true;
+  }
   if (next == kNoDeadline) return false;
   now_ns_.store(std::max(now_ns_.load(std::memory_order_relaxed), next), std::memory_order_relaxed);
   return true;
@@ -546,11 +555,15 @@ bool Scheduler::others_idle() {
   for (const Thread& thread : threads_) {
     if (&thread == self || thread.status == Status::finished) continue;
     if (thread.status != Status::blocked || thread.wait.deadline_ns != kNoDeadline) return false;
-    // Called by the checks under the interposer's lock: the fd itself is
-    // asked, not the world (which takes that lock).
+    // Called by the checks under the interposer's lock: the fds themselves
+    // are asked, not the world (which takes that lock); by the system call,
+    // not poll(), which the front door exports.
     if (thread.wait.kind == WaitKind::fd) {
-      pollfd p{thread.wait.fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) != 0) return false;
+      pollfd polled[kMaxWaitFds];
+      for (std::size_t i = 0; i < thread.wait.fd_count; ++i)
+        polled[i] = {thread.wait.fds[i], POLLIN, 0};
+      const timespec now{0, 0};
+      if (syscall(SYS_ppoll, polled, thread.wait.fd_count, &now, nullptr, 0) != 0) return false;
     }
   }
   return true;
@@ -637,12 +650,20 @@ std::string Scheduler::describe_wait(const Thread& thread) {
     case WaitKind::semaphore:
       text += std::string(" on semaphore ") + address;
       break;
-    case WaitKind::rwlock:
+    case WaitKind::rwlock: {
       text += std::string(" of rwlock ") + address;
+      // glibc keeps the writer's kernel thread id in the rwlock (readers
+      // are only counted).
+      const int writer = static_cast<const pthread_rwlock_t*>(wait.object)->__data.__cur_writer;
+      for (const Thread& other : threads_)
+        if (writer != 0 && other.tid == writer && other.status != Status::finished)
+          text += ", write-locked by thread " + std::to_string(other.id);
       break;
+    }
     case WaitKind::fd:
       text += " on " +
-              (wait.fd_name[0] != '\0' ? std::string(wait.fd_name) : world_->fd_name(wait.fd)) +
+              (wait.fd_name[0] != '\0' ? std::string(wait.fd_name)
+                                       : world_->fd_name(wait.fd_count > 0 ? wait.fds[0] : -1)) +
               ", with nothing pending that can raise an event";
       break;
     case WaitKind::sleep:

@@ -81,16 +81,35 @@ std::optional<Options> parse_threads(const std::string& text);
 // report says of it.
 enum class WaitKind : std::uint8_t { mutex, cond, join, semaphore, rwlock, fd, sleep };
 
+// The fds one wait may name: a poll(2) or select(2) of a few fds (an event
+// loop's channel, its async fd, a pipe or two). A call with more passes
+// through to the C library (thread_calls.cpp), so a Wait stays a fixed size.
+inline constexpr std::size_t kMaxWaitFds = 8;
+
 struct Wait {
   WaitKind kind = WaitKind::sleep;
   const void* object = nullptr;             // the mutex, condition, semaphore or rwlock
   ThreadId thread = 0;                      // join: the thread joined
-  int fd = -1;                              // fd: readable wakes it
   std::uint64_t deadline_ns = kNoDeadline;  // virtual time; a timed wait
   const char* call = "";                    // the call it is blocked in
-  // fd: what it is ("channel#0"), named by the waiter (a report may be
-  // made where the world cannot be asked); empty: World::fd_name.
+  // fd: any of fds[0 .. fd_count) readable wakes it.
+  int fds[kMaxWaitFds] = {};
+  std::uint8_t fd_count = 0;
+  // fd: one of the fds may become readable from outside the process (a
+  // real provider's channel, a socket): the wait may end in real time, and
+  // is never a deadlock. Said by the waiter, who knows what the fds are.
+  bool external = false;
+  // fd: what it waits on ("channel#0"), named by the waiter (a report may
+  // be made where the world cannot be asked); empty: World::fd_name of
+  // the first fd.
   char fd_name[40] = {};
+
+  // Adds `fd` to the fds of the wait; false when it holds kMaxWaitFds.
+  bool add_fd(int fd) {
+    if (fd_count == kMaxWaitFds) return false;
+    fds[fd_count++] = fd;
+    return true;
+  }
 };
 
 // What the scheduler asks of the rest of the harness (the interposer).
@@ -100,12 +119,9 @@ class World {
   // Whether a wait for `fd` ends now: it can be read without blocking, or
   // the harness holds something back that a wait on it releases.
   virtual bool fd_readable(int fd) = 0;
-  // Whether `fd` is fed from outside the process (a real provider's
-  // channel or async fd): a wait on it may end in real time, never a
-  // deadlock.
-  virtual bool fd_external(int fd) = 0;
-  // Blocks (in real time) until one of `fds` is readable.
-  virtual void wait_external(const std::vector<int>& fds) = 0;
+  // Blocks (in real time) until one of `fds` is readable, or `timeout_ns`
+  // of real time passed (kNoDeadline: no limit); whether one is.
+  virtual bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) = 0;
   // What `fd` is, for a report ("channel#0").
   virtual std::string fd_name(int fd) = 0;
   // Moves the device's own clock to its next deadline (a retry, a timer),
@@ -233,6 +249,7 @@ class Scheduler {
   // Nobody can run: let virtual time or the device move. False: deadlock.
   bool unblock_by_time();
   void refresh_waiters();
+  bool any_fd_readable(const Wait& wait);
   [[noreturn]] void report_deadlock();
   std::string describe_wait(const Thread& thread);
   static void wait_for_turn(Thread& self);

@@ -3,6 +3,8 @@
 #include "scheduler.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +14,6 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace verbfault::scheduler {
@@ -23,8 +24,7 @@ namespace {
 class QuietWorld : public World {
  public:
   bool fd_readable(int) override { return false; }
-  bool fd_external(int) override { return false; }
-  void wait_external(const std::vector<int>&) override {}
+  bool wait_external(const std::vector<int>&, std::uint64_t) override { return false; }
   std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
   bool advance_device() override { return false; }
   [[noreturn]] void deadlock(const std::string& report) override {
@@ -202,6 +202,112 @@ TEST(Scheduler, VirtualTimeJumpsToTheNextDeadlineWhenEveryThreadWaits) {
   scheduler().stop();
   EXPECT_GE(woke_at, 5'000'000u);
   EXPECT_LT(woke_at, 5'100'000u);
+}
+
+// A world whose fds are real pipes: readable when a byte waits. Its
+// "outside" (wait_external) writes into `outside_fd` when asked to wait
+// without a limit, as a peer process or a real device would.
+class PipeWorld : public QuietWorld {
+ public:
+  bool fd_readable(int fd) override {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+  bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) override {
+    timeouts.push_back(timeout_ns);
+    if (timeout_ns != kNoDeadline || outside_fd < 0) return false;
+    EXPECT_EQ(write(outside_fd, "x", 1), 1);
+    return fd_readable(fds.front());
+  }
+  int outside_fd = -1;
+  std::vector<std::uint64_t> timeouts;
+};
+
+struct Pipe {
+  int fds[2];
+  Pipe() { EXPECT_EQ(pipe(fds), 0); }
+  ~Pipe() {
+    close(fds[0]);
+    close(fds[1]);
+  }
+};
+
+TEST(Scheduler, AWaitOnSeveralFdsEndsWhenAnyIsReadable) {
+  PipeWorld pipes;
+  Pipe first, second;
+  Options options;
+  options.seed = 4;
+  scheduler().start(options, pipes);
+  bool woken = false;
+  run_threads({[&] {
+                 Wait wait;
+                 wait.kind = WaitKind::fd;
+                 wait.add_fd(first.fds[0]);
+                 wait.add_fd(second.fds[0]);
+                 wait.call = "poll";
+                 woken = scheduler().block(wait);
+               },
+               [&] {
+                 for (int i = 0; i < 3; ++i) scheduler().point();
+                 EXPECT_EQ(write(second.fds[1], "x", 1), 1);  // the second fd only
+               }});
+  scheduler().stop();
+  EXPECT_TRUE(woken);
+}
+
+TEST(Scheduler, AnFdWaitWithADeadlineEndsOnTheVirtualClock) {
+  PipeWorld pipes;
+  Pipe quiet;
+  Options options;
+  options.seed = 2;
+  scheduler().start(options, pipes);
+  bool woken = true;
+  std::uint64_t ended_at = 0;
+  run_threads({[&] {
+    Wait wait;
+    wait.kind = WaitKind::fd;
+    wait.add_fd(quiet.fds[0]);
+    wait.deadline_ns = scheduler().now_ns() + 3'000'000;
+    wait.call = "poll";
+    woken = scheduler().block(wait);
+    ended_at = scheduler().now_ns();
+  }});
+  scheduler().stop();
+  EXPECT_FALSE(woken);
+  EXPECT_GE(ended_at, 3'000'000u);
+  EXPECT_LT(ended_at, 3'100'000u);
+}
+
+// A wait on an fd fed from outside is no deadlock: the scheduler waits in
+// real time, without a limit when nothing is due on the virtual clock, at
+// most the escape time while a sleeper is (then the sleeper wakes first).
+TEST(Scheduler, AnExternalFdWaitsInRealTimeAndLetsASleeperWake) {
+  PipeWorld pipes;
+  Pipe socket;
+  pipes.outside_fd = socket.fds[1];
+  Options options;
+  options.seed = 6;
+  options.escape_ns = 2'000'000;
+  scheduler().start(options, pipes);
+  std::vector<int> order;
+  run_threads({[&] {
+                 Wait wait;
+                 wait.kind = WaitKind::fd;
+                 wait.add_fd(socket.fds[0]);
+                 wait.external = true;
+                 wait.call = "poll";
+                 EXPECT_TRUE(scheduler().block(wait));
+                 order.push_back(1);
+               },
+               [&] {
+                 scheduler().sleep_until(scheduler().now_ns() + 1'000'000, "usleep");
+                 order.push_back(2);
+               }});
+  scheduler().stop();
+  EXPECT_EQ(order, (std::vector<int>{2, 1}));
+  ASSERT_GE(pipes.timeouts.size(), 2u);
+  EXPECT_EQ(pipes.timeouts.front(), 2'000'000u) << "bounded while the sleeper is due";
+  EXPECT_EQ(pipes.timeouts.back(), kNoDeadline) << "unbounded once only the fd is left";
 }
 
 TEST(SchedulerDeathTest, ADeadlockIsReportedWithWhatEachThreadWaitsFor) {
