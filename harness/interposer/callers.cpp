@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -24,6 +25,11 @@ struct Range {
 // Guarded by `ranges_lock` (a spin lock: this runs inside pthread_mutex_lock).
 record::RunLock ranges_lock;
 std::vector<Range>* ranges = nullptr;  // sorted by begin; never freed
+// The executable range of this library, empty until learnt: begin is
+// stored before end (release), end read before begin (acquire), so a reader
+// that sees the new end sees the new begin.
+std::atomic<std::uintptr_t> own_begin{1};
+std::atomic<std::uintptr_t> own_end{0};
 
 bool is_rdma_stack(std::string_view path) {
   const std::string_view base = path.substr(path.rfind('/') + 1);
@@ -66,8 +72,19 @@ const Range* lookup(std::uintptr_t address) {
 
 bool called_from_rdma_stack(const void* return_address) {
   const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+  // The usual caller is libverbfault itself (the simulated device's locks):
+  // its own code range, learnt once, answers without the lock.
+  const std::uintptr_t end = own_end.load(std::memory_order_acquire);
+  if (address < end && address >= own_begin.load(std::memory_order_relaxed)) return true;
   std::unique_lock lock(ranges_lock);
-  if (ranges == nullptr) learn();
+  if (ranges == nullptr) {
+    learn();
+    const Range* own = lookup(reinterpret_cast<std::uintptr_t>(&called_from_rdma_stack));
+    if (own != nullptr) {
+      own_begin.store(own->begin, std::memory_order_relaxed);
+      own_end.store(own->end, std::memory_order_release);  // after begin: see above
+    }
+  }
   const Range* range = lookup(address);
   if (range == nullptr) {
     learn();  // loaded since (dlopen)

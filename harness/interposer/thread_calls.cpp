@@ -155,7 +155,8 @@ scheduler::Scheduler& sched() {
 }
 
 HarnessWorld world;
-thread_local bool t_last_poll_empty = false;
+// initial-exec: see scheduler.cpp (t_self).
+__attribute__((tls_model("initial-exec"))) thread_local bool t_last_poll_empty = false;
 
 // A thread released by the watchdog: the trace and stderr say from where
 // the run is no longer a function of the seed.

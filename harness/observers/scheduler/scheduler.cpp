@@ -21,10 +21,15 @@ namespace verbfault::scheduler {
 
 namespace {
 
+// initial-exec: libverbfault.so is loaded with the program (preloaded or
+// linked), so its thread-locals sit in the static TLS block and a read is
+// one load off %fs, not a __tls_get_addr call; every pthread call of the
+// program and of the device reads them.
+#define VERBFAULT_TLS __attribute__((tls_model("initial-exec"))) thread_local
 // The thread's place in the schedule (nullptr: not scheduled).
-thread_local void* t_self = nullptr;
+VERBFAULT_TLS void* t_self = nullptr;
 // The thread holds the scheduler's lock, or waits for its turn.
-thread_local bool t_inside = false;
+VERBFAULT_TLS bool t_inside = false;
 
 // The scheduler's draws are engine::draw's (engine/plan/decision.h: a pure
 // function of the seed and a tuple), each in a stream of its own.
