@@ -30,4 +30,10 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// The trace hash `verbfault run` printed, or "" when none.
+inline std::string trace_hash_of(const std::string& output) {
+  const std::size_t at = output.find("trace hash ");
+  return at == std::string::npos ? "" : output.substr(at + 11, 16);
+}
+
 }  // namespace verbfault::testing

@@ -53,12 +53,6 @@ std::ostream& operator<<(std::ostream& out, const Scenario& s) {
   return out << s.name;
 }
 
-// The trace hash `verbfault run` printed, or "" when none.
-std::string trace_hash_of(const std::string& output) {
-  const std::size_t at = output.find("trace hash ");
-  return at == std::string::npos ? "" : output.substr(at + 11, 16);
-}
-
 class ThreadedFailures : public ::testing::TestWithParam<Scenario> {
  protected:
   static ProcessResult run(const char* variant, int seed) {

@@ -324,11 +324,6 @@ TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {
 }
 
 }  // namespace
-// The trace hash `verbfault run` printed, or "" when none.
-std::string trace_hash_of(const std::string& output) {
-  const std::size_t at = output.find("trace hash ");
-  return at == std::string::npos ? "" : output.substr(at + 11, 16);
-}
 
 TEST(VerbfaultRun, TheSchedulerMakesAThreadedProgramReplayBySeed) {
   std::set<std::string> hashes;
