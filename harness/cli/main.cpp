@@ -2,6 +2,9 @@
 //
 //   verbfault run [--seed N] [--plan FILE] [--fault RULE]... [--trace FILE]
 //                 [--check-determinism] [--library PATH] -- CMD ARGS
+//   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
+//                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
+//                   -- CMD ARGS   (sweep.h)
 //   verbfault plan FILE         check a plan file and print it canonically
 //   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
 //                               print a trace for people, one line a record
@@ -13,6 +16,7 @@
 // command cannot be executed / is not found (the convention of env(1)).
 #include "process.h"
 #include "run.h"
+#include "sweep.h"
 #include "trace_view.h"
 #include "verbfault/plan.h"
 
@@ -63,6 +67,32 @@ int main(int argc, char** argv) {
   run->add_option("--library", options.library, "libverbfault.so to preload");
   run->footer("Everything after -- is the program and its arguments, passed on untouched.");
 
+  verbfault::cli::SweepOptions sweep_options;
+  std::string seeds_text, shard_text;
+  CLI::App* sweep = app.add_subcommand("sweep",
+                                       "run a program once per seed, in parallel, and "
+                                       "group the failures by signature");
+  sweep->add_option("--seeds", seeds_text, "the seeds, A..B")->required();
+  sweep->add_option("--plan", sweep_options.plan_file, "YAML plan file")->check(CLI::ExistingFile);
+  sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)");
+  sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")
+      ->check(CLI::Range(1u, 1024u));
+  sweep->add_option("--shard", shard_text,
+                    "I/N: only every N-th seed from the I-th (the shards of a range partition it)");
+  sweep->add_option("--max-failures", sweep_options.max_failures,
+                    "stop starting runs after K failures (default: no limit)");
+  sweep
+      ->add_option("--timeout", sweep_options.timeout_seconds,
+                   "seconds of wall clock per run before it is killed (default 300)")
+      ->check(CLI::PositiveNumber);
+  sweep->add_option("--out", sweep_options.out,
+                    "keep each run's output and trace here (DIR/seed-S.log, .jsonl)");
+  sweep->add_option("--threads", sweep_options.threads, "as for run");
+  sweep->add_option("--library", sweep_options.library, "libverbfault.so to preload");
+  sweep->footer(
+      "Everything after -- is the program and its arguments. Exit status 0 when no "
+      "seed failed, 1 when some did.");
+
   std::string plan_file;
   CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
   plan->add_option("file", plan_file, "YAML plan file")->required();
@@ -80,21 +110,33 @@ int main(int argc, char** argv) {
     if (std::string_view(argv[i]) != "--") continue;
     own_argc = i;
     options.command.assign(argv + i + 1, argv + argc);
+    sweep_options.command = options.command;
     break;
   }
   try {
     app.parse(own_argc, argv);
     if (!seed_text.empty()) options.seed = verbfault::parse_seed(seed_text, "--seed");
-    if (*run && options.command.empty())
-      throw CLI::ValidationError("run", "expected the program to run after --");
+    if ((*run || *sweep) && options.command.empty())
+      throw CLI::ValidationError(*run ? "run" : "sweep", "expected the program to run after --");
+    if (*sweep) {
+      verbfault::cli::parse_seed_range(seeds_text, sweep_options);
+      if (!shard_text.empty()) verbfault::cli::parse_shard(shard_text, sweep_options);
+    }
   } catch (const CLI::ParseError& error) {
     const int status = app.exit(error);
     return status == 0 ? 0 : verbfault::cli::kExitUsage;
   } catch (const verbfault::PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return verbfault::cli::kExitUsage;
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    return verbfault::cli::kExitUsage;
   }
 
+  if (*sweep) {
+    if (sweep_options.library.empty()) sweep_options.library = default_library();
+    return verbfault::cli::sweep(sweep_options);
+  }
   if (*plan) {
     try {
       std::fputs(verbfault::to_yaml(verbfault::parse_plan_file(plan_file)).c_str(), stdout);

@@ -1,0 +1,44 @@
+// `verbfault sweep --seeds A..B [--plan FILE | --fault RULE ...] [--jobs N]
+//                  [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
+//                  [--threads MODE] -- CMD ARGS`
+// runs the command once per seed, in parallel, each under `verbfault run`
+// (its oracle: the program's exit status, the checks' findings, hangs the
+// harness ended, crashes by signal; a wall-clock timeout as the last
+// resort), and groups the failures by signature: exit status, the checks
+// that fired, the first fault that fired. So forty seeds failing the same
+// way read as one bug, each with the line that reproduces it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace verbfault::cli {
+
+struct SweepOptions {
+  std::uint64_t first_seed = 1;
+  std::uint64_t last_seed = 1;
+  std::optional<std::string> plan_file;
+  std::vector<std::string> faults;
+  std::optional<std::string> threads;
+  unsigned jobs = 0;         // 0: the number of cores
+  unsigned shard_index = 1;  // 1..shard_count: seeds first + (index-1) + k*count
+  unsigned shard_count = 1;
+  unsigned max_failures = 0;       // 0: no limit
+  double timeout_seconds = 300;    // per run, wall clock
+  std::optional<std::string> out;  // each run's output and trace: DIR/seed-S.{log,jsonl}
+  std::string library;
+  std::vector<std::string> command;
+};
+
+// Parses "A..B" (or one seed "A") into the options; throws
+// std::invalid_argument naming what was expected.
+void parse_seed_range(const std::string& text, SweepOptions& options);
+// Parses "I/N" (1 <= I <= N); throws std::invalid_argument.
+void parse_shard(const std::string& text, SweepOptions& options);
+
+// Returns 0 when no seed failed, 1 when some did, kExitUsage for bad input.
+int sweep(const SweepOptions& options);
+
+}  // namespace verbfault::cli
