@@ -1,6 +1,8 @@
 #include "sweep.h"
 
+#include "plan_names.h"
 #include "process.h"
+#include "verbfault/plan.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -27,16 +29,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::uint64_t parse_unsigned(const std::string& text, const std::string& what) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw std::invalid_argument(what + ": expected a decimal number, not '" + text + "'");
-  try {
-    return std::stoull(text);
-  } catch (const std::out_of_range&) {
-    throw std::invalid_argument(what + ": '" + text + "' is out of range");
-  }
-}
 
 // What one seed's run came to.
 struct Outcome {
@@ -122,22 +114,26 @@ void parse_seed_range(const std::string& text, SweepOptions& options) {
   const std::size_t dots = text.find("..");
   const std::string first = text.substr(0, dots);
   const std::string last = dots == std::string::npos ? first : text.substr(dots + 2);
-  options.first_seed = parse_unsigned(first, "--seeds '" + text + "' (expected A..B)");
-  options.last_seed = parse_unsigned(last, "--seeds '" + text + "' (expected A..B)");
+  try {
+    options.first_seed = parse_seed(first, "--seeds " + text + ": A");
+    options.last_seed = parse_seed(last, "--seeds " + text + ": B");
+  } catch (const PlanError& error) {
+    throw std::invalid_argument(error.what());
+  }
   if (options.last_seed < options.first_seed)
     throw std::invalid_argument("--seeds '" + text + "': expected A..B with A <= B");
 }
 
 void parse_shard(const std::string& text, SweepOptions& options) {
   const std::size_t slash = text.find('/');
-  if (slash == std::string::npos)
+  const std::optional<std::uint64_t> index =
+      slash == std::string::npos ? std::nullopt : engine::parse_number(text.substr(0, slash));
+  const std::optional<std::uint64_t> count =
+      slash == std::string::npos ? std::nullopt : engine::parse_number(text.substr(slash + 1));
+  if (!index || !count || *index < 1 || *index > *count || *count > 1'000'000)
     throw std::invalid_argument("--shard '" + text + "': expected I/N with 1 <= I <= N");
-  const std::uint64_t index = parse_unsigned(text.substr(0, slash), "--shard '" + text + "'");
-  const std::uint64_t count = parse_unsigned(text.substr(slash + 1), "--shard '" + text + "'");
-  if (index < 1 || count < 1 || index > count || count > 1'000'000)
-    throw std::invalid_argument("--shard '" + text + "': expected I/N with 1 <= I <= N");
-  options.shard_index = static_cast<unsigned>(index);
-  options.shard_count = static_cast<unsigned>(count);
+  options.shard_index = static_cast<unsigned>(*index);
+  options.shard_count = static_cast<unsigned>(*count);
 }
 
 int sweep(const SweepOptions& options) {

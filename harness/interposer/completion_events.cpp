@@ -74,16 +74,39 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
 
 }  // namespace
 
+namespace {
+
+// The channel whose fd is `fd`, when completions are held back on any CQ
+// (lock held); nullptr otherwise.
+ibv_comp_channel* channel_holding_for(State& state, int fd) {
+  if (!state.engine.holds_completions()) return nullptr;
+  for (Tracked* tracked : state.registry.all(ObjectKind::channel)) {
+    auto* channel = static_cast<ibv_comp_channel*>(const_cast<void*>(tracked->handle));
+    if (channel->fd == fd) return channel;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool holds_for_waiter(int fd) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  const ibv_comp_channel* channel = channel_holding_for(state, fd);
+  if (channel == nullptr) return false;
+  for (Tracked* tracked : state.registry.all(ObjectKind::cq))
+    if (static_cast<const ibv_cq*>(tracked->handle)->channel == channel &&
+        !tracked->faults->held.empty())
+      return true;
+  return false;
+}
+
 void release_held_for_waiter(int fd) {
   State& state = State::get();
   ibv_comp_channel* channel = nullptr;
   {
     std::lock_guard lock(state.mutex);
-    if (!state.engine.holds_completions()) return;
-    for (Tracked* tracked : state.registry.all(ObjectKind::channel)) {
-      auto* candidate = static_cast<ibv_comp_channel*>(const_cast<void*>(tracked->handle));
-      if (candidate->fd == fd) channel = candidate;
-    }
+    channel = channel_holding_for(state, fd);
   }
   if (channel != nullptr) release_held_completions(state, channel);
 }

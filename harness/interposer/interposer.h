@@ -100,6 +100,9 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents);
 // they become visible, as before ibv_get_cq_event. Nothing when `fd` is no
 // channel's.
 void release_held_for_waiter(int fd);
+// Whether such a wait on `fd` ends for held completions (the scheduler
+// asks, to know the waiter can run).
+bool holds_for_waiter(int fd);
 int get_async_event(ibv_context* context, ibv_async_event* event);
 void ack_async_event(ibv_async_event* event);
 

@@ -61,18 +61,9 @@ timespec timespec_of(std::uint64_t ns) {
 class HarnessWorld final : public scheduler::World {
  public:
   bool fd_readable(int fd) override {
-    if (poll_readable(fd)) return true;
     // delayed_completion holds completions back until the application waits
     // on their CQ's channel (completion_events.cpp): such a wait ends.
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
-    if (!state.engine.holds_completions()) return false;
-    for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
-      const auto* cq = static_cast<const ibv_cq*>(tracked->handle);
-      if (cq->channel != nullptr && cq->channel->fd == fd && !tracked->faults->held.empty())
-        return true;
-    }
-    return false;
+    return poll_readable(fd) || holds_for_waiter(fd);
   }
   bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) override {
     std::vector<pollfd> polled;
