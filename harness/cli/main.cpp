@@ -5,6 +5,7 @@
 //   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
 //                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
 //                   -- CMD ARGS   (sweep.h)
+//   verbfault replay FILE [--out DIR] [--timeout S]   (replay_command.h)
 //   verbfault plan FILE         check a plan file and print it canonically
 //   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
 //                               print a trace for people, one line a record
@@ -15,6 +16,7 @@
 // two runs differ; 125 for a usage or plan error; 126 / 127 when the
 // command cannot be executed / is not found (the convention of env(1)).
 #include "process.h"
+#include "replay_command.h"
 #include "run.h"
 #include "sweep.h"
 #include "trace_view.h"
@@ -88,10 +90,27 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", sweep_options.out,
                     "keep each run's output and trace here (DIR/seed-S.log, .jsonl)");
   sweep->add_option("--threads", sweep_options.threads, "as for run");
+  sweep
+      ->add_option("--pass-status", sweep_options.pass_statuses,
+                   "exit statuses that pass when no check reported, e.g. 0,1 (default 0)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 255));
   sweep->add_option("--library", sweep_options.library, "libverbfault.so to preload");
   sweep->footer(
       "Everything after -- is the program and its arguments. Exit status 0 when no "
       "seed failed, 1 when some did.");
+
+  verbfault::cli::ReplayOptions replay_options;
+  CLI::App* replay = app.add_subcommand(
+      "replay", "run a replay file again and say whether its outcome and trace reproduce");
+  replay->add_option("file", replay_options.file, "a replay file (verbfault sweep, minimize)")
+      ->required();
+  replay->add_option("--out", replay_options.out, "keep the run's output and trace here");
+  replay
+      ->add_option("--timeout", replay_options.timeout_seconds,
+                   "seconds of wall clock before the run is killed (default 300)")
+      ->check(CLI::PositiveNumber);
+  replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
 
   std::string plan_file;
   CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
@@ -136,6 +155,10 @@ int main(int argc, char** argv) {
   if (*sweep) {
     if (sweep_options.library.empty()) sweep_options.library = default_library();
     return verbfault::cli::sweep(sweep_options);
+  }
+  if (*replay) {
+    if (replay_options.library.empty()) replay_options.library = default_library();
+    return verbfault::cli::replay(replay_options);
   }
   if (*plan) {
     try {

@@ -2,6 +2,8 @@
 
 #include "plan_names.h"
 #include "process.h"
+#include "replay_file.h"
+#include "seed_run.h"
 #include "verbfault/plan.h"
 
 #include <fcntl.h>
@@ -30,82 +32,37 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What one seed's run came to.
-struct Outcome {
-  std::uint64_t seed = 0;
-  int status = 0;
-  bool timed_out = false;
-  std::string signature;
-  std::string reproduce;
-};
-
-// The failure's signature: exit status (or the signal, or the timeout),
-// the checks that reported, in order of id, and the first fault that fired.
-Outcome judge(std::uint64_t seed, int status, bool timed_out, const fs::path& log,
-              const fs::path& trace) {
-  Outcome outcome{seed, status, timed_out, "", ""};
-  std::set<std::string> checks;
-  std::ifstream in(log);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("verbfault: check ", 0) == 0) {
-      const std::size_t end = line.find(' ', 17);
-      checks.insert(line.substr(17, end == std::string::npos ? std::string::npos : end - 17));
-    } else if (line.rfind("verbfault: reproduce: ", 0) == 0) {
-      outcome.reproduce = line.substr(22);
-    }
-  }
-  std::string first_fault;
-  std::ifstream records(trace);
-  for (std::string line; first_fault.empty() && std::getline(records, line);) {
-    const std::size_t at = line.find("\"fault\":\"");
-    if (at == std::string::npos) continue;
-    const std::size_t end = line.find('"', at + 9);
-    first_fault = line.substr(at + 9, end - at - 9);
-  }
-  std::string& s = outcome.signature;
-  if (timed_out)
-    s = "timeout";
-  else if (status > 128 && status < 128 + 65)
-    s = std::string("signal ") + strsignal(status - 128);
-  else
-    s = "exit " + std::to_string(status);
-  if (!checks.empty()) {
-    s += ", checks ";
-    for (const std::string& check : checks) s += (s.back() == ' ' ? "" : ",") + check;
-  }
-  s += first_fault.empty() ? ", no fault fired" : ", first fault " + first_fault;
-  return outcome;
+// The run of one seed, as `verbfault run` is given it.
+SeedRun seed_run(const SweepOptions& options, std::uint64_t seed) {
+  SeedRun run;
+  run.seed = seed;
+  run.plan_file = options.plan_file;
+  run.faults = options.faults;
+  run.threads = options.threads;
+  run.library = options.library;
+  run.command = options.command;
+  run.timeout_seconds = options.timeout_seconds;
+  return run;
 }
 
-std::string self_executable() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? "verbfault" : self.string();
-}
-
-// Starts `verbfault run` for one seed, its output into `log`, in a process
-// group of its own (a timeout ends the whole group).
-pid_t start(const SweepOptions& options, std::uint64_t seed, const fs::path& log,
-            const fs::path& trace) {
-  std::vector<std::string> args = {self_executable(), "run", "--seed", std::to_string(seed)};
-  if (options.plan_file) args.insert(args.end(), {"--plan", *options.plan_file});
-  for (const std::string& fault : options.faults) args.insert(args.end(), {"--fault", fault});
-  if (options.threads) args.insert(args.end(), {"--threads", *options.threads});
-  args.insert(args.end(), {"--library", options.library, "--trace", trace.string(), "--"});
-  args.insert(args.end(), options.command.begin(), options.command.end());
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  setpgid(0, 0);
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-  }
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  _exit(kExitCannotExecute);
+// The replay file of a failed seed: its run with every knob, the builds it
+// ran with, and what it came to.
+ReplayFile replay_of(const SweepOptions& options, const Outcome& outcome) {
+  ReplayFile replay;
+  replay.verbfault_version = verbfault_version();
+  replay.library = binary_of(fs::absolute(options.library).string());
+  replay.program = binary_of(resolve_program(options.command.front()));
+  replay.command = options.command;
+  replay.seed = outcome.seed;
+  replay.threads = options.threads ? options.threads : engine::threads_setting();
+  replay.settings = engine::replay_settings();
+  if (options.plan_file) replay.plan_file = fs::absolute(*options.plan_file).string();
+  replay.faults = options.faults;
+  replay.expect.fails = true;
+  replay.expect.status = outcome.status;
+  replay.expect.signature = outcome.signature;
+  replay.expect.trace_hash = outcome.trace_hash;
+  return replay;
 }
 
 }  // namespace
@@ -178,10 +135,6 @@ int sweep(const SweepOptions& options) {
   std::size_t done = 0;
   const Clock::time_point began = Clock::now();
   const bool terminal = isatty(STDERR_FILENO) != 0;
-  auto paths = [&](std::uint64_t seed) {
-    const std::string stem = "seed-" + std::to_string(seed);
-    return std::pair{dir / (stem + ".log"), dir / (stem + ".jsonl")};
-  };
   auto stop_launching = [&] {
     return options.max_failures != 0 && failures.size() >= options.max_failures;
   };
@@ -190,8 +143,8 @@ int sweep(const SweepOptions& options) {
     while (running.size() < jobs && !pending.empty() && !stop_launching()) {
       const std::uint64_t seed = pending.front();
       pending.pop_front();
-      const auto [log, trace] = paths(seed);
-      const pid_t pid = start(options, seed, log, trace);
+      const pid_t pid =
+          start_seed_run(seed_run(options, seed), log_path(dir, seed), trace_path(dir, seed));
       if (pid < 0) {
         std::fprintf(stderr, "verbfault: sweep: fork: %s\n", std::strerror(errno));
         return kExitUsage;
@@ -218,14 +171,26 @@ int sweep(const SweepOptions& options) {
     running.erase(found);
     ++done;
     const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    if (status != 0 || run.killed) {
-      const auto [log, trace] = paths(run.seed);
-      Outcome outcome = judge(run.seed, status, run.killed, log, trace);
+    Outcome outcome = judge_seed_run(run.seed, status, run.killed, log_path(dir, run.seed),
+                                     trace_path(dir, run.seed), options.pass_statuses);
+    if (outcome.failed) {
+      const fs::path replay_file = dir / ("seed-" + std::to_string(run.seed) + ".replay");
+      try {
+        write_replay_file(replay_file, replay_of(options, outcome));
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "verbfault: sweep: %s\n", error.what());
+      }
       if (terminal) std::fputs("\r\033[K", stderr);
-      std::fprintf(stderr, "verbfault: seed %llu failed: %s\nverbfault:   reproduce: %s\n",
+      std::fprintf(stderr,
+                   "verbfault: seed %llu failed: %s\nverbfault:   reproduce: %s\n"
+                   "verbfault:   replay file: %s\n",
                    static_cast<unsigned long long>(run.seed), outcome.signature.c_str(),
-                   outcome.reproduce.c_str());
+                   outcome.reproduce.c_str(), replay_file.c_str());
       failures.push_back(std::move(outcome));
+    } else if (temporary) {
+      // Without --out only the failures' files are kept.
+      fs::remove(log_path(dir, run.seed), error);
+      fs::remove(trace_path(dir, run.seed), error);
     }
     if (terminal) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
@@ -253,7 +218,11 @@ int sweep(const SweepOptions& options) {
     std::fprintf(stderr, "verbfault:   %zu seed%s: %s (seeds %s)\n", seeds.size(),
                  seeds.size() == 1 ? "" : "s", signature.c_str(), list.c_str());
   }
-  if (temporary) fs::remove_all(dir, error);
+  if (temporary && failures.empty())
+    fs::remove_all(dir, error);
+  else if (temporary)
+    std::fprintf(stderr, "verbfault: sweep: the failed runs' output, traces and replay files: %s\n",
+                 dir.c_str());
   return failures.empty() ? 0 : 1;
 }
 

@@ -25,8 +25,11 @@ struct SweepOptions {
   unsigned jobs = 0;         // 0: the number of cores
   unsigned shard_index = 1;  // 1..shard_count: seeds first + (index-1) + k*count
   unsigned shard_count = 1;
-  unsigned max_failures = 0;       // 0: no limit
-  double timeout_seconds = 300;    // per run, wall clock
+  unsigned max_failures = 0;     // 0: no limit
+  double timeout_seconds = 300;  // per run, wall clock
+  // Exit statuses that count as a pass when no check reported: a program
+  // that reports an injected fault cleanly (exit 1) can be told to pass.
+  std::vector<int> pass_statuses = {0};
   std::optional<std::string> out;  // each run's output and trace: DIR/seed-S.{log,jsonl}
   std::string library;
   std::vector<std::string> command;

@@ -53,7 +53,7 @@ TEST(VerbfaultTrace, PrintsRecordsForPeopleFilteredByObjectAndKind) {
   ProcessResult faults = run_shell(cli + " --kind fault");
   EXPECT_EQ(faults.status, 0) << faults.output;
   EXPECT_TRUE(contains(faults.output, "qp#1 #")) << faults.output;
-  EXPECT_TRUE(contains(faults.output, "fault flush rule=0 level=cause wr=0")) << faults.output;
+  EXPECT_TRUE(contains(faults.output, "fault flush rule=0 level=cause nth=2 wr=0")) << faults.output;
   EXPECT_FALSE(contains(faults.output, "poll_cq")) << "calls are not faults\n" << faults.output;
 
   ProcessResult qp0 = run_shell(cli + " --object qp#0");

@@ -122,7 +122,11 @@ void FaultEngine::record_fault(const record::Object& object, const Decision& dec
   record::CallRecord fault(object.id());
   fault.add("fault", to_string(decision.rule->kind))
       .add("rule", decision.rule_index)
-      .add("level", level);
+      .add("level", level)
+      .add("nth", decision.opportunity);
+  // The firing as an explicit rule needs the object the rule counted on
+  // when it is not the record's own (a context's rule fired on its QP).
+  if (!(decision.counted == object.ref)) fault.add("per", decision.counted);
   for (const record::Field& field : detail) fault.add(field.key, field.value);
   recorder_.record(fault);
 }
@@ -191,7 +195,7 @@ std::optional<Decision> FaultEngine::decide(const Opportunity& at,
     if (engine::fires(rule, entry.index, seed_, key, opportunity, count.fired)) [[unlikely]] {
       ++count.fired;
       ++fired_total_[entry.index];
-      decision = Decision{&rule, entry.index, key, opportunity};
+      decision = Decision{&rule, entry.index, key, opportunity, counted};
     }
   }
   return decision;

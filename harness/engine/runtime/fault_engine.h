@@ -57,6 +57,10 @@ struct Decision {
   std::uint32_t rule_index = 0;
   std::uint64_t object_key = 0;   // the object the rule counted on
   std::uint64_t opportunity = 0;  // its opportunity number there
+  // The object counted on: the one the selector names, or else the
+  // opportunity's own. (counted, opportunity) make the firing an explicit
+  // rule `KIND counted nth=opportunity` (verbfault minimize).
+  ObjectRef counted{};
 };
 
 // Where the engine's records go (the interposer: to the observers).

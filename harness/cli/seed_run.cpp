@@ -1,0 +1,155 @@
+#include "seed_run.h"
+
+#include "process.h"
+
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace verbfault::cli {
+
+namespace fs = std::filesystem;
+
+fs::path log_path(const fs::path& dir, std::uint64_t seed) {
+  return dir / ("seed-" + std::to_string(seed) + ".log");
+}
+
+fs::path trace_path(const fs::path& dir, std::uint64_t seed) {
+  return dir / ("seed-" + std::to_string(seed) + ".jsonl");
+}
+
+std::string self_executable() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? "verbfault" : self.string();
+}
+
+fs::path make_temporary_directory(const char* what) {
+  std::string templ = (fs::temp_directory_path() / (std::string("verbfault-") + what + "-XXXXXX"));
+  if (mkdtemp(templ.data()) == nullptr)
+    throw fs::filesystem_error("cannot make a temporary directory", templ,
+                               std::error_code(errno, std::generic_category()));
+  return templ;
+}
+
+pid_t start_seed_run(const SeedRun& run, const fs::path& log, const fs::path& trace) {
+  std::vector<std::string> args = {self_executable(), "run", "--seed", std::to_string(run.seed)};
+  if (run.plan_file) args.insert(args.end(), {"--plan", *run.plan_file});
+  for (const std::string& fault : run.faults) args.insert(args.end(), {"--fault", fault});
+  if (run.threads) args.insert(args.end(), {"--threads", *run.threads});
+  args.insert(args.end(), {"--library", run.library, "--trace", trace.string(), "--"});
+  args.insert(args.end(), run.command.begin(), run.command.end());
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  setpgid(0, 0);
+  for (const auto& [name, value] : run.settings) setenv(name.c_str(), value.c_str(), 1);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+  }
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(kExitCannotExecute);
+}
+
+Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs::path& log,
+                       const fs::path& trace, const std::vector<int>& pass_statuses) {
+  Outcome outcome;
+  outcome.seed = seed;
+  outcome.status = status;
+  outcome.timed_out = timed_out;
+  // Findings that fail a run (`verbfault run` counts them; a leak at exit
+  // is reported but left to judgement, and not counted).
+  bool findings = false;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("verbfault: ", 0) == 0 &&
+        line.find(" runtime check finding") != std::string::npos &&
+        line.find("(listed above)") != std::string::npos) {
+      findings = true;
+    } else if (line.rfind("verbfault: check ", 0) == 0) {
+      const std::size_t end = line.find(' ', 17);
+      outcome.checks.insert(
+          line.substr(17, end == std::string::npos ? std::string::npos : end - 17));
+    } else if (line.rfind("verbfault: reproduce: ", 0) == 0) {
+      outcome.reproduce = line.substr(22);
+    } else if (const std::size_t at = line.find(", trace hash ");
+               line.rfind("verbfault: seed ", 0) == 0 && at != std::string::npos) {
+      outcome.trace_hash = line.substr(at + 13, 16);
+    }
+  }
+  // The faults that fired: {"obj":..,"fault":"flush","rule":0,..,"nth":3[,"per":"context#0"]}.
+  std::ifstream records(trace);
+  for (std::string line; std::getline(records, line);) {
+    if (line.find("\"fault\":\"") == std::string::npos) continue;
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.contains("fault")) continue;
+    FiredFault fired;
+    fired.kind = record.value("fault", std::string());
+    fired.rule = record.value("rule", std::size_t{0});
+    fired.object = record.value("per", record.value("obj", std::string()));
+    fired.nth = record.value("nth", std::uint64_t{0});
+    outcome.fired.push_back(std::move(fired));
+  }
+  const bool pass_status =
+      std::find(pass_statuses.begin(), pass_statuses.end(), status) != pass_statuses.end();
+  outcome.failed = timed_out || findings || !pass_status;
+
+  std::string& s = outcome.signature;
+  if (timed_out)
+    s = "timeout";
+  else if (status > 128 && status < 128 + 65)
+    s = std::string("signal ") + sigabbrev_np(status - 128);
+  else
+    s = "exit " + std::to_string(status);
+  if (!outcome.checks.empty()) {
+    s += ", checks ";
+    bool first = true;
+    for (const std::string& check : outcome.checks) {
+      s += (first ? "" : ",") + check;
+      first = false;
+    }
+  }
+  s += outcome.fired.empty() ? ", no fault fired" : ", first fault " + outcome.fired.front().kind;
+  return outcome;
+}
+
+Outcome run_seed(const SeedRun& run, const fs::path& dir, const std::vector<int>& pass_statuses) {
+  using Clock = std::chrono::steady_clock;
+  const fs::path log = log_path(dir, run.seed), trace = trace_path(dir, run.seed);
+  const pid_t pid = start_seed_run(run, log, trace);
+  if (pid < 0) return judge_seed_run(run.seed, kExitCannotExecute, false, log, trace);
+  const Clock::time_point started = Clock::now();
+  bool killed = false;
+  int raw = 0;
+  // A run takes milliseconds to minutes: poll its end, backing off to 10 ms.
+  auto nap = std::chrono::microseconds(200);
+  for (;;) {
+    const pid_t ended = waitpid(pid, &raw, WNOHANG);
+    if (ended == pid || (ended < 0 && errno != EINTR)) break;
+    if (!killed &&
+        std::chrono::duration<double>(Clock::now() - started).count() > run.timeout_seconds) {
+      kill(-pid, SIGKILL);
+      killed = true;
+    }
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(10'000));
+  }
+  const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return judge_seed_run(run.seed, status, killed, log, trace, pass_statuses);
+}
+
+}  // namespace verbfault::cli
