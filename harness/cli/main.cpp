@@ -5,6 +5,7 @@
 //   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
 //                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
 //                   -- CMD ARGS   (sweep.h)
+//   verbfault swarm [--palette FILE] [--seed N]      (swarm.h)
 //   verbfault replay FILE [--out DIR] [--timeout S]   (replay_command.h)
 //   verbfault plan FILE         check a plan file and print it canonically
 //   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
@@ -19,6 +20,7 @@
 #include "replay_command.h"
 #include "run.h"
 #include "sweep.h"
+#include "swarm.h"
 #include "trace_view.h"
 #include "verbfault/plan.h"
 
@@ -75,7 +77,13 @@ int main(int argc, char** argv) {
                                        "run a program once per seed, in parallel, and "
                                        "group the failures by signature");
   sweep->add_option("--seeds", seeds_text, "the seeds, A..B")->required();
-  sweep->add_option("--plan", sweep_options.plan_file, "YAML plan file")->check(CLI::ExistingFile);
+  sweep
+      ->add_option("--plan", sweep_options.plan_file,
+                   "YAML plan file (with --swarm: the palette to draw from)")
+      ->check(CLI::ExistingFile);
+  sweep->add_flag("--swarm", sweep_options.swarm,
+                  "each seed also draws which fault kinds are enabled and at what rates, from "
+                  "the default palette or the --plan palette");
   sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)");
   sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")
       ->check(CLI::Range(1u, 1024u));
@@ -111,6 +119,14 @@ int main(int argc, char** argv) {
                    "seconds of wall clock before the run is killed (default 300)")
       ->check(CLI::PositiveNumber);
   replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
+
+  std::optional<std::string> palette_file;
+  std::string swarm_seed_text;
+  CLI::App* swarm = app.add_subcommand(
+      "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
+  swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
+      ->check(CLI::ExistingFile);
+  swarm->add_option("--seed", swarm_seed_text, "print the plan this seed draws");
 
   std::string plan_file;
   CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
@@ -155,6 +171,24 @@ int main(int argc, char** argv) {
   if (*sweep) {
     if (sweep_options.library.empty()) sweep_options.library = default_library();
     return verbfault::cli::sweep(sweep_options);
+  }
+  if (*swarm) {
+    try {
+      const verbfault::cli::Palette palette =
+          palette_file ? verbfault::cli::Palette::from_file(*palette_file)
+                       : verbfault::cli::Palette::standard();
+      if (swarm_seed_text.empty())
+        std::fputs(palette.text().c_str(), stdout);
+      else
+        std::fputs(
+            verbfault::to_yaml(palette.draw(verbfault::parse_seed(swarm_seed_text, "--seed")))
+                .c_str(),
+            stdout);
+      return 0;
+    } catch (const verbfault::PlanError& error) {
+      std::fprintf(stderr, "verbfault: %s\n", error.what());
+      return verbfault::cli::kExitUsage;
+    }
   }
   if (*replay) {
     if (replay_options.library.empty()) replay_options.library = default_library();

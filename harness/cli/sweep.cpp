@@ -4,6 +4,7 @@
 #include "process.h"
 #include "replay_file.h"
 #include "seed_run.h"
+#include "swarm.h"
 #include "verbfault/plan.h"
 
 #include <fcntl.h>
@@ -32,12 +33,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The run of one seed, as `verbfault run` is given it.
-SeedRun seed_run(const SweepOptions& options, std::uint64_t seed) {
+// The run of one seed, as `verbfault run` is given it: in swarm mode with
+// the rules the seed draws from the palette.
+SeedRun seed_run(const SweepOptions& options, const std::optional<Palette>& palette,
+                 std::uint64_t seed) {
   SeedRun run;
   run.seed = seed;
-  run.plan_file = options.plan_file;
-  run.faults = options.faults;
+  if (palette) {
+    for (const Rule& rule : palette->draw(seed).rules) run.faults.push_back(to_cli(rule));
+  } else {
+    run.plan_file = options.plan_file;
+    run.faults = options.faults;
+  }
   run.threads = options.threads;
   run.library = options.library;
   run.command = options.command;
@@ -47,7 +54,7 @@ SeedRun seed_run(const SweepOptions& options, std::uint64_t seed) {
 
 // The replay file of a failed seed: its run with every knob, the builds it
 // ran with, and what it came to.
-ReplayFile replay_of(const SweepOptions& options, const Outcome& outcome) {
+ReplayFile replay_of(const SweepOptions& options, const SeedRun& run, const Outcome& outcome) {
   ReplayFile replay;
   replay.verbfault_version = verbfault_version();
   replay.library = binary_of(fs::absolute(options.library).string());
@@ -56,8 +63,8 @@ ReplayFile replay_of(const SweepOptions& options, const Outcome& outcome) {
   replay.seed = outcome.seed;
   replay.threads = options.threads ? options.threads : engine::threads_setting();
   replay.settings = engine::replay_settings();
-  if (options.plan_file) replay.plan_file = fs::absolute(*options.plan_file).string();
-  replay.faults = options.faults;
+  if (run.plan_file) replay.plan_file = fs::absolute(*run.plan_file).string();
+  replay.faults = run.faults;
   replay.expect.fails = true;
   replay.expect.status = outcome.status;
   replay.expect.signature = outcome.signature;
@@ -94,6 +101,21 @@ void parse_shard(const std::string& text, SweepOptions& options) {
 }
 
 int sweep(const SweepOptions& options) {
+  std::optional<Palette> palette;
+  if (options.swarm) {
+    if (!options.faults.empty()) {
+      std::fprintf(stderr,
+                   "verbfault: --swarm --fault: expected the swarm's palette as --plan FILE (or "
+                   "none: the default palette), not --fault rules\n");
+      return kExitUsage;
+    }
+    try {
+      palette = options.plan_file ? Palette::from_file(*options.plan_file) : Palette::standard();
+    } catch (const PlanError& error) {
+      std::fprintf(stderr, "verbfault: %s\n", error.what());
+      return kExitUsage;
+    }
+  }
   std::deque<std::uint64_t> pending;
   // Every N-th seed from the I-th: the shards of a range partition it.
   for (std::uint64_t seed = options.first_seed + (options.shard_index - 1);
@@ -120,10 +142,13 @@ int sweep(const SweepOptions& options) {
                  error.message().c_str());
     return kExitUsage;
   }
-  std::fprintf(stderr, "verbfault: sweep: %zu seed%s (%llu..%llu, shard %u/%u), %u job%s\n", total,
-               total == 1 ? "" : "s", static_cast<unsigned long long>(options.first_seed),
+  std::fprintf(stderr, "verbfault: sweep: %zu seed%s (%llu..%llu, shard %u/%u), %u job%s%s\n",
+               total, total == 1 ? "" : "s", static_cast<unsigned long long>(options.first_seed),
                static_cast<unsigned long long>(options.last_seed), options.shard_index,
-               options.shard_count, jobs, jobs == 1 ? "" : "s");
+               options.shard_count, jobs, jobs == 1 ? "" : "s",
+               !palette            ? ""
+               : options.plan_file ? (", swarm from " + *options.plan_file).c_str()
+                                   : ", swarm from the default palette");
 
   struct Running {
     std::uint64_t seed;
@@ -143,8 +168,8 @@ int sweep(const SweepOptions& options) {
     while (running.size() < jobs && !pending.empty() && !stop_launching()) {
       const std::uint64_t seed = pending.front();
       pending.pop_front();
-      const pid_t pid =
-          start_seed_run(seed_run(options, seed), log_path(dir, seed), trace_path(dir, seed));
+      const pid_t pid = start_seed_run(seed_run(options, palette, seed), log_path(dir, seed),
+                                       trace_path(dir, seed));
       if (pid < 0) {
         std::fprintf(stderr, "verbfault: sweep: fork: %s\n", std::strerror(errno));
         return kExitUsage;
@@ -176,7 +201,8 @@ int sweep(const SweepOptions& options) {
     if (outcome.failed) {
       const fs::path replay_file = dir / ("seed-" + std::to_string(run.seed) + ".replay");
       try {
-        write_replay_file(replay_file, replay_of(options, outcome));
+        write_replay_file(replay_file,
+                          replay_of(options, seed_run(options, palette, run.seed), outcome));
       } catch (const std::exception& error) {
         std::fprintf(stderr, "verbfault: sweep: %s\n", error.what());
       }

@@ -19,8 +19,11 @@ namespace verbfault::cli {
 struct SweepOptions {
   std::uint64_t first_seed = 1;
   std::uint64_t last_seed = 1;
-  std::optional<std::string> plan_file;
+  std::optional<std::string> plan_file;  // with swarm: the palette (swarm.h)
   std::vector<std::string> faults;
+  // Each seed draws its plan from the palette (the default one, or
+  // plan_file's); the drawn rules go on the run's command line.
+  bool swarm = false;
   std::optional<std::string> threads;
   unsigned jobs = 0;         // 0: the number of cores
   unsigned shard_index = 1;  // 1..shard_count: seeds first + (index-1) + k*count
@@ -41,7 +44,8 @@ void parse_seed_range(const std::string& text, SweepOptions& options);
 // Parses "I/N" (1 <= I <= N); throws std::invalid_argument.
 void parse_shard(const std::string& text, SweepOptions& options);
 
-// Returns 0 when no seed failed, 1 when some did, kExitUsage for bad input.
+// Returns 0 when no seed failed, 1 when some did, kExitUsage for bad input
+// (a palette that cannot be read, --swarm with --fault).
 int sweep(const SweepOptions& options);
 
 }  // namespace verbfault::cli
