@@ -5,6 +5,8 @@
 //   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
 //                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
 //                   -- CMD ARGS   (sweep.h)
+//   verbfault minimize --seed N (--plan FILE | --fault RULE ...) [--signature same|any]
+//                      [--out STEM] -- CMD ARGS   (minimize.h)
 //   verbfault swarm [--palette FILE] [--seed N]      (swarm.h)
 //   verbfault replay FILE [--out DIR] [--timeout S]   (replay_command.h)
 //   verbfault plan FILE         check a plan file and print it canonically
@@ -16,8 +18,10 @@
 // never make progress (liveness); 124 when --check-determinism finds the
 // two runs differ; 125 for a usage or plan error; 126 / 127 when the
 // command cannot be executed / is not found (the convention of env(1)).
+#include "minimize.h"
 #include "process.h"
 #include "replay_command.h"
+#include "replay_file.h"
 #include "run.h"
 #include "sweep.h"
 #include "swarm.h"
@@ -108,6 +112,35 @@ int main(int argc, char** argv) {
       "Everything after -- is the program and its arguments. Exit status 0 when no "
       "seed failed, 1 when some did.");
 
+  verbfault::cli::MinimizeOptions minimize_options;
+  std::string minimize_seed_text, signature_text = "same";
+  CLI::App* minimize = app.add_subcommand(
+      "minimize", "shrink a failing run's plan to the smallest that still fails the same way");
+  std::optional<std::string> minimize_replay;
+  minimize->add_option("--seed", minimize_seed_text, "the failing seed");
+  minimize
+      ->add_option("--replay", minimize_replay,
+                   "take the seed, plan, knobs and command from a replay file (verbfault sweep)")
+      ->check(CLI::ExistingFile)
+      ->excludes("--seed");
+  minimize->add_option("--plan", minimize_options.plan_file, "YAML plan file")
+      ->check(CLI::ExistingFile);
+  minimize->add_option("--fault", minimize_options.faults,
+                       "a rule in the one-line form (repeatable)");
+  minimize->add_option("--threads", minimize_options.threads, "as for run");
+  minimize
+      ->add_option("--signature", signature_text,
+                   "same (the default): keep the exit status, checks and first fault; any: "
+                   "keep failing")
+      ->check(CLI::IsMember({"same", "any"}));
+  minimize->add_option("--out", minimize_options.out,
+                       "write STEM.plan and STEM.replay (a regression scenario)");
+  minimize
+      ->add_option("--timeout", minimize_options.timeout_seconds,
+                   "seconds of wall clock per run before it is killed (default 300)")
+      ->check(CLI::PositiveNumber);
+  minimize->add_option("--library", minimize_options.library, "libverbfault.so to preload");
+
   verbfault::cli::ReplayOptions replay_options;
   CLI::App* replay = app.add_subcommand(
       "replay", "run a replay file again and say whether its outcome and trace reproduce");
@@ -146,13 +179,41 @@ int main(int argc, char** argv) {
     own_argc = i;
     options.command.assign(argv + i + 1, argv + argc);
     sweep_options.command = options.command;
+    minimize_options.command = options.command;
     break;
   }
   try {
     app.parse(own_argc, argv);
     if (!seed_text.empty()) options.seed = verbfault::parse_seed(seed_text, "--seed");
-    if ((*run || *sweep) && options.command.empty())
-      throw CLI::ValidationError(*run ? "run" : "sweep", "expected the program to run after --");
+    if (*minimize && minimize_replay) {
+      if (!options.command.empty() || !minimize_options.faults.empty() ||
+          minimize_options.plan_file || minimize_options.threads)
+        throw CLI::ValidationError("minimize --replay",
+                                   "expected no --plan, --fault, --threads or command: the replay "
+                                   "file has them");
+      const verbfault::cli::ReplayFile file = verbfault::cli::read_replay_file(*minimize_replay);
+      minimize_seed_text = std::to_string(file.seed);
+      const std::filesystem::path here = std::filesystem::absolute(*minimize_replay).parent_path();
+      if (file.plan_file)
+        minimize_options.plan_file = std::filesystem::path(*file.plan_file).is_absolute()
+                                         ? *file.plan_file
+                                         : (here / *file.plan_file).string();
+      minimize_options.faults = file.faults;
+      minimize_options.threads = file.threads;
+      minimize_options.settings = file.settings;
+      options.command = minimize_options.command = file.command;
+    }
+    if (*minimize && minimize_seed_text.empty())
+      throw CLI::ValidationError("minimize", "expected --seed N or --replay FILE");
+    if ((*run || *sweep || *minimize) && options.command.empty())
+      throw CLI::ValidationError(*run     ? "run"
+                                 : *sweep ? "sweep"
+                                          : "minimize",
+                                 "expected the program to run after --");
+    if (*minimize) {
+      minimize_options.seed = verbfault::parse_seed(minimize_seed_text, "--seed");
+      minimize_options.same_signature = signature_text == "same";
+    }
     if (*sweep) {
       verbfault::cli::parse_seed_range(seeds_text, sweep_options);
       if (!shard_text.empty()) verbfault::cli::parse_shard(shard_text, sweep_options);
@@ -163,6 +224,9 @@ int main(int argc, char** argv) {
   } catch (const verbfault::PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return verbfault::cli::kExitUsage;
+  } catch (const verbfault::cli::ReplayFileError& error) {
+    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    return verbfault::cli::kExitUsage;
   } catch (const std::invalid_argument& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return verbfault::cli::kExitUsage;
@@ -171,6 +235,10 @@ int main(int argc, char** argv) {
   if (*sweep) {
     if (sweep_options.library.empty()) sweep_options.library = default_library();
     return verbfault::cli::sweep(sweep_options);
+  }
+  if (*minimize) {
+    if (minimize_options.library.empty()) minimize_options.library = default_library();
+    return verbfault::cli::minimize(minimize_options);
   }
   if (*swarm) {
     try {
