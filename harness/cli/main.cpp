@@ -129,6 +129,11 @@ int main(int argc, char** argv) {
                        "a rule in the one-line form (repeatable)");
   minimize->add_option("--threads", minimize_options.threads, "as for run");
   minimize
+      ->add_option("--pass-status", minimize_options.pass_statuses,
+                   "exit statuses that pass when no check reported (default 0)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 255));
+  minimize
       ->add_option("--signature", signature_text,
                    "same (the default): keep the exit status, checks and first fault; any: "
                    "keep failing")
@@ -201,6 +206,7 @@ int main(int argc, char** argv) {
       minimize_options.faults = file.faults;
       minimize_options.threads = file.threads;
       minimize_options.settings = file.settings;
+      minimize_options.pass_statuses = file.pass_statuses;
       options.command = minimize_options.command = file.command;
     }
     if (*minimize && minimize_seed_text.empty())

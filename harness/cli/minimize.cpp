@@ -82,7 +82,7 @@ class Minimizer {
   }
   Outcome counted(const SeedRun& run) {
     ++runs_;
-    return run_seed(run, dir_);
+    return run_seed(run, dir_, options_.pass_statuses);
   }
   bool keeps(const Outcome& outcome) const {
     return outcome.failed && (!options_.same_signature || outcome.signature == original_.signature);
@@ -317,6 +317,7 @@ int minimize(const MinimizeOptions& options) {
     replay.settings.emplace_back("VERBFAULT_FREEDOMS", "canonical");
   }
   replay.plan_file = plan_path.filename().string();
+  replay.pass_statuses = options.pass_statuses;
   replay.expect.fails = true;
   replay.expect.status = final_outcome.status;
   replay.expect.signature = final_outcome.signature;

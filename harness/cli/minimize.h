@@ -35,6 +35,7 @@ struct MinimizeOptions {
   std::vector<std::string> faults;
   std::optional<std::string> threads;
   std::vector<std::pair<std::string, std::string>> settings;  // VERBFAULT_NAME=value for each run
+  std::vector<int> pass_statuses = {0};                       // as sweep's --pass-status
   bool same_signature = true;                                 // --signature same (default) or any
   std::optional<std::string> out;  // STEM: write STEM.plan and STEM.replay
   double timeout_seconds = 300;    // per run

@@ -44,11 +44,10 @@ int replay(const ReplayOptions& options) {
 
   // The program as found now (PATH or the working directory), else where
   // it was recorded.
-  std::string program = resolve_program(file.command.front());
-  if (program.empty() && !file.program.file.empty() && fs::exists(file.program.file)) {
+  std::string program = resolve_program(file.command.front(), /*or_basename=*/true);
+  if (program.empty() && !file.program.file.empty() && fs::exists(file.program.file))
     program = file.program.file;
-    run.command.front() = program;
-  }
+  if (!program.empty()) run.command.front() = program;
   if (program.empty()) {
     std::fprintf(stderr, "verbfault: %s: the program '%s' is not found (recorded: %s)\n",
                  options.file.c_str(), file.command.front().c_str(), file.program.file.c_str());
@@ -85,7 +84,7 @@ int replay(const ReplayOptions& options) {
   std::fprintf(stderr, "verbfault: replay %s: seed %llu, expected to %s (%s)\n",
                options.file.c_str(), static_cast<unsigned long long>(file.seed),
                file.expect.fails ? "fail" : "pass", file.expect.signature.c_str());
-  const Outcome outcome = run_seed(run, dir);
+  const Outcome outcome = run_seed(run, dir, file.pass_statuses);
   {
     std::ifstream log(log_path(dir, file.seed));
     std::cerr << log.rdbuf();

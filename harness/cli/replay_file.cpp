@@ -35,11 +35,13 @@ std::string file_hash(const fs::path& path) {
   return text;
 }
 
-std::string resolve_program(const std::string& name) {
+std::string resolve_program(const std::string& name, bool or_basename) {
   std::error_code error;
   if (name.find('/') != std::string::npos) {
     const fs::path found = fs::absolute(name, error);
-    return !error && access(found.c_str(), X_OK) == 0 ? found.string() : "";
+    if (!error && access(found.c_str(), X_OK) == 0) return found.string();
+    const std::string base = fs::path(name).filename().string();
+    return or_basename && !base.empty() ? resolve_program(base) : "";
   }
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
@@ -79,6 +81,8 @@ void write_replay_file(const fs::path& path, const ReplayFile& replay) {
   }
   if (replay.plan_file) out << YAML::Key << "plan_file" << YAML::Value << *replay.plan_file;
   if (!replay.faults.empty()) out << YAML::Key << "faults" << YAML::Value << replay.faults;
+  if (replay.pass_statuses != std::vector<int>{0})
+    out << YAML::Key << "pass_statuses" << YAML::Value << YAML::Flow << replay.pass_statuses;
   out << YAML::Key << "expect" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "outcome" << YAML::Value << (replay.expect.fails ? "fails" : "passes");
   out << YAML::Key << "status" << YAML::Value << replay.expect.status;
@@ -137,16 +141,16 @@ ReplayFile read_replay_file(const fs::path& path) {
                           ": not YAML: " + error.msg);
   }
   if (!root.IsMap()) throw ReplayFileError(path.string() + ": expected a replay file (a YAML map)");
-  static const char* const known[] = {"format",    "verbfault", "library", "program",
-                                      "command",   "seed",      "threads", "settings",
-                                      "plan_file", "faults",    "expect"};
+  static const char* const known[] = {"format",    "verbfault", "library",       "program",
+                                      "command",   "seed",      "threads",       "settings",
+                                      "plan_file", "faults",    "pass_statuses", "expect"};
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       bad(path, entry.first,
           "unknown key '" + key +
               "': expected format, verbfault, library, program, command, seed, threads, "
-              "settings, plan_file, faults or expect");
+              "settings, plan_file, faults, pass_statuses or expect");
   }
   if (scalar<int>(path, root, "format", "1") != 1) bad(path, root["format"], "format: expected 1");
   ReplayFile replay;
@@ -179,6 +183,13 @@ ReplayFile read_replay_file(const fs::path& path) {
     } catch (const PlanError& error) {
       throw ReplayFileError(error.what());
     }
+  }
+  if (root["pass_statuses"]) {
+    replay.pass_statuses =
+        scalar<std::vector<int>>(path, root, "pass_statuses", "a list of exit statuses");
+    for (int status : replay.pass_statuses)
+      if (status < 0 || status > 255)
+        bad(path, root["pass_statuses"], "pass_statuses: expected exit statuses 0..255");
   }
   const YAML::Node expect = root["expect"];
   if (!expect || !expect.IsMap()) bad(path, root, "no 'expect': expected {outcome, status, ...}");

@@ -13,6 +13,7 @@
 //   settings: {VERBFAULT_FREEDOMS: canonical}
 //   plan_file: crash.plan               # relative to this file; its rules first
 //   faults: ["flush qp#1 nth=3"]        # one-line rules, after the file's
+//   pass_statuses: [0, 1]               # only when not [0]
 //   expect:
 //     outcome: fails                    # or passes
 //     status: 1
@@ -65,6 +66,8 @@ struct ReplayFile {
   std::vector<engine::Setting> settings;
   std::optional<std::string> plan_file;  // as written (relative to the file's directory)
   std::vector<std::string> faults;       // one-line rules
+  // Exit statuses that pass when no check reported (sweep --pass-status).
+  std::vector<int> pass_statuses = {0};
   Expectation expect;
 };
 
@@ -75,8 +78,10 @@ const char* verbfault_version();
 std::string file_hash(const std::filesystem::path& path);
 
 // Where execvp would find the program `name` (a name with a slash is a
-// path, relative to the working directory); empty when nowhere.
-std::string resolve_program(const std::string& name);
+// path, relative to the working directory); empty when nowhere. With
+// `or_basename`, a path that is not there is looked up by its last
+// component in PATH (a replay file recorded in another directory).
+std::string resolve_program(const std::string& name, bool or_basename = false);
 
 // The library and program of a run as they are now.
 Binary binary_of(const std::string& file);

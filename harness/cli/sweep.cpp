@@ -65,6 +65,7 @@ ReplayFile replay_of(const SweepOptions& options, const SeedRun& run, const Outc
   replay.settings = engine::replay_settings();
   if (run.plan_file) replay.plan_file = fs::absolute(*run.plan_file).string();
   replay.faults = run.faults;
+  replay.pass_statuses = options.pass_statuses;
   replay.expect.fails = true;
   replay.expect.status = outcome.status;
   replay.expect.signature = outcome.signature;
