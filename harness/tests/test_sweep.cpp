@@ -1,5 +1,5 @@
-// `verbfault sweep` end to end on the threaded field failures: the buggy
-// t10 (a lost wakeup some seeds expose, no fault injected) and its fixed
+// `verbfault sweep` end to end on field failure F10: the buggy program
+// (a lost wakeup some seeds expose, no fault injected) and its fixed
 // version; the shards of a range partition it; --max-failures stops it;
 // bad ranges and shards are one-line usage errors.
 #include "shell.h"
@@ -14,8 +14,8 @@ namespace verbfault::testing {
 namespace {
 
 std::string sweep(const std::string& options, const char* variant) {
-  return std::string(VERBFAULT_CLI) + " sweep " + options + " -- " + THREADED_FIELD_FAILURES +
-         " t10 " + variant;
+  return std::string(VERBFAULT_CLI) + " sweep " + options + " -- " + FIELD_FAILURE_PROGRAMS_DIR +
+         "/field_failure_F10 " + variant;
 }
 
 // The seeds of "verbfault: seed S failed:" lines.

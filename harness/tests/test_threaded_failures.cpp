@@ -12,12 +12,14 @@
 //     or, when the device happened to raise the event that rescued the wait
 //     (a freedom the seed draws), with 121 and the check that saw it;
 //   * every run replays: the same seed gives the same trace hash.
-// The programs: scenarios/field_failures/threaded_failures.cpp.
+// The programs: scenarios/field_failures/FNN/program.cpp (F09, F10, F12,
+// F13, F17 here, as tNN; the rates below were measured when they were
+// scenarios of one program, threaded_failures.cpp, whose code they are).
 //
 // How often the schedule exposes each bug, measured over seeds 1..100 at
 // 5da3490 (exposed: exit status 121 or 122), one run a seed:
 //   for s in $(seq 100); do verbfault run --seed $s [FAULTS] --
-//     threaded_field_failures tNN buggy; echo $?; done
+//     field_failure_FNN buggy; echo $?; done
 //   t09 49 of 100 (first: seed 2)   t10 51 (seed 1)   t12 51 (seed 1)
 //   t13 85 (seed 1; 0 of 100 without its spurious_cq_event rule)
 //   t17 51 (seed 1; 7 of them 121 with poll.wait_without_drain)
@@ -37,7 +39,7 @@ namespace verbfault::testing {
 namespace {
 
 struct Scenario {
-  const char* name;    // threaded_field_failures SCENARIO
+  const char* name;    // tNN: the program field_failure_FNN
   const char* faults;  // --fault options, or "" (found by the schedule alone)
   // Seeds 1..found_within hold at least one that exposes the buggy program
   // (about twice what the measured rate needs, for margin).
@@ -58,8 +60,8 @@ class ThreadedFailures : public ::testing::TestWithParam<Scenario> {
   static ProcessResult run(const char* variant, int seed) {
     const Scenario& s = GetParam();
     return run_shell(std::string("env VERBFAULT_THREADS=pct ") + VERBFAULT_CLI + " run --seed " +
-                     std::to_string(seed) + " " + s.faults + " -- " + THREADED_FIELD_FAILURES +
-                     " " + s.name + " " + variant);
+                     std::to_string(seed) + " " + s.faults + " -- " + FIELD_FAILURE_PROGRAMS_DIR +
+                     "/field_failure_F" + (s.name + 1) + " " + variant);
   }
 };
 
@@ -130,7 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
         Scenario{"t10", "", 20, "pthread_cond_wait", "poll.stranded_between_poll_and_arm"},
         // F12: one completion per event, the worker's burst shares one event.
         Scenario{"t12", "", 10, "pthread_cond_wait", "poll.wait_without_drain"},
-        // F13: the spurious event comes from the plan (see threaded_failures.cpp);
+        // F13: the spurious event comes from the plan (see F13/program.cpp);
         // which arm raises it, and so whether the buggy loop meets it with an
         // empty CQ, is the seed's.
         Scenario{"t13", "--fault 'spurious_cq_event cq#0 p=0.2'", 10, "pthread_cond_wait", ""},

@@ -1,5 +1,8 @@
-// field_failures: small programs that commit the mistakes behind the field
-// failures of shared/field-failures.md, each with its corrected version.
+// field_failures: small programs that commit the mistakes the runtime
+// checks exist for, each with its corrected version: one scenario per check
+// that no field-failure program (F01/ ... F18/, README.md) shows on its own
+// or shows only under some interleavings (a one-thread, deterministic
+// version of it here).
 //
 //   field_failures SCENARIO buggy|fixed
 //
@@ -23,32 +26,11 @@ namespace {
 using field_failures::fail;
 using field_failures::Pair;
 
-// F07: events of one CQ acknowledged on another.
-void f07(bool fixed) {
-  Pair p;
-  p.arm(p.cq);
-  if (p.write(1)) fail("ibv_post_send", errno);
-  ibv_cq* got = p.wait();
-  ibv_ack_cq_events(fixed ? got : p.other_cq, 1);
-  p.poll(16);
-  if (!fixed) ibv_ack_cq_events(p.cq, 1);  // the buggy program "makes up" for it later
-  p.teardown();
-}
-
-// F08: destroy_cq with an event not acknowledged.
-void f08(bool fixed) {
-  Pair p;
-  p.arm(p.cq);
-  if (p.write(1)) fail("ibv_post_send", errno);
-  ibv_cq* got = p.wait();
-  p.poll(16);
-  if (fixed) ibv_ack_cq_events(got, 1);
-  p.teardown();
-}
-
-// F09: at teardown, waiting for the completion of a work request that was
-// never posted (the fixed version waits only for what it posted).
-void f09(bool fixed) {
+// liveness.blocked_forever (the check behind F09, whose program is
+// F09/program.cpp): at teardown, waiting for the completion of a work
+// request that was never posted (the fixed version waits only for what it
+// posted).
+void blocked_forever(bool fixed) {
   Pair p;
   p.round(1);
   const uint64_t awaited = fixed ? 2 : 99;
@@ -63,9 +45,10 @@ void f09(bool fixed) {
   p.teardown();
 }
 
-// F10/F11/F17: a completion lands between the last empty poll and the
-// re-arm, and the program waits without polling again.
-void f10(bool fixed) {
+// poll.stranded_between_poll_and_arm (the check behind F10/F11, whose
+// programs take two threads): a completion lands between the last empty
+// poll and the re-arm, and the program waits without polling again.
+void stranded(bool fixed) {
   Pair p;
   p.round(1);  // events in use; the CQ is re-armed and drained
   if (p.write(2)) fail("ibv_post_send", errno);
@@ -83,8 +66,9 @@ void f10(bool fixed) {
   p.teardown();
 }
 
-// F12: one completion polled per event while several arrived.
-void f12(bool fixed) {
+// poll.wait_without_drain (the check behind F12/F17): one completion
+// polled per event while several arrived.
+void wait_without_drain(bool fixed) {
   Pair p;
   p.arm(p.cq);
   if (p.write(1) || p.write(2)) fail("ibv_post_send", errno);
@@ -104,10 +88,10 @@ void f12(bool fixed) {
   p.teardown();
 }
 
-// F13: an event with no completion behind it (run with
-// spurious_cq_event cq#0 nth=2): the buggy program does not re-arm when
-// the poll finds nothing, and waits.
-void f13(bool fixed) {
+// event.not_rearmed (the check behind F13): an event with no completion
+// behind it (run with spurious_cq_event cq#0 nth=2): the buggy program
+// does not re-arm when the poll finds nothing, and waits.
+void not_rearmed(bool fixed) {
   Pair p;
   p.round(1);  // the second arm of round() is answered by a spurious event
   ibv_cq* got = p.wait();
@@ -197,31 +181,8 @@ void arm_on_demand(bool fixed) {
   p.teardown();
 }
 
-// F16: a CQ smaller than what its QPs can have outstanding.
-void f16(bool fixed) {
-  Pair p(fixed ? 64 : 8, 8);  // two QPs x (8 send + 8 receive) = 32
-  p.round(1);
-  p.teardown();
-}
-
-// F18: posting again and again to a QP whose error completion was polled
-// (run with completion_error(...) qp#0 nth=1).
-void f18(bool fixed) {
-  Pair p;
-  if (p.write(1)) fail("ibv_post_send", errno);
-  ibv_wc wc{};
-  while (p.poll(1, &wc) == 0) {
-  }
-  const bool failed = wc.status != IBV_WC_SUCCESS;
-  for (uint64_t i = 2; i < 40 && (!fixed || !failed); ++i) {
-    if (p.write(i)) break;
-    while (p.poll(1, &wc) == 0) {
-    }
-  }
-  p.teardown();
-}
-
-// F18, the reconnect storm's shape: a failed WRITE is re-posted until it
+// liveness.posting_to_qp_in_err (F18, the reconnect storm's shape, whose
+// program is F18/program.cpp): a failed WRITE is re-posted until it
 // succeeds, on a QP that an error moved to ERR, where every post is
 // flushed: the loop never ends. The fixed version gives up on the QP (an
 // application would reset or replace it). Run with
@@ -234,24 +195,6 @@ void retry_forever(bool fixed) {
     while (p.poll(1, &wc) == 0) {
     }
     if (wc.status == IBV_WC_SUCCESS || fixed) break;
-  }
-  p.teardown();
-}
-
-// F02-F05: an error completion's undefined fields used as if valid (run
-// with completion_error(...) qp#0 nth=1).
-void f02(bool fixed) {
-  Pair p;
-  if (p.write(1)) fail("ibv_post_send", errno);
-  ibv_wc wc{};
-  while (p.poll(1, &wc) == 0) {
-  }
-  // Buggy: "resend what was transferred" with the byte_len of the completion.
-  if (!fixed || wc.status == IBV_WC_SUCCESS) {
-    const uint32_t length = wc.status == IBV_WC_SUCCESS ? 8 : wc.byte_len;
-    (void)p.write(2, length);
-  }
-  while (p.poll(16) > 0) {
   }
   p.teardown();
 }
@@ -349,15 +292,10 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(bool)>> scenarios = {
       {"retry_forever", retry_forever},
       {"arm_on_demand", arm_on_demand},
-      {"F02", f02},
-      {"F07", f07},
-      {"F08", f08},
-      {"F09", f09},
-      {"F10", f10},
-      {"F12", f12},
-      {"F13", f13},
-      {"F16", f16},
-      {"F18", f18},
+      {"blocked_forever", blocked_forever},
+      {"stranded", stranded},
+      {"wait_without_drain", wait_without_drain},
+      {"not_rearmed", not_rearmed},
       {"leak", leak},
       {"async_unacked", async_unacked},
       {"async_overacked", async_overacked},

@@ -1,7 +1,8 @@
 // The loopback pair the field-failure programs share
 // (scenarios/field_failures): one RC QP pair on the first device, both QPs
-// completing into one CQ that reports to a completion channel. Plain
-// libibverbs, so it runs on any RC-capable device, real or simulated.
+// completing into one CQ that reports to a completion channel, and the
+// `PROGRAM buggy|fixed` entry point of every program. Plain libibverbs, so
+// it runs on any RC-capable device, real or simulated.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -35,7 +36,9 @@ struct Pair {
   ibv_mr* mr = nullptr;
   char buffer[4096] = {};
 
-  explicit Pair(int cqe = 64, uint32_t depth = 8) {
+  // `rnr_retry`: how often a's and b's SENDs are retried after an RNR NAK
+  // (7: forever).
+  explicit Pair(int cqe = 64, uint32_t depth = 8, uint8_t rnr_retry = 7) {
     int n = 0;
     ibv_device** list = ibv_get_device_list(&n);
     if (list == nullptr || n == 0) fail("ibv_get_device_list", ENODEV);
@@ -53,8 +56,8 @@ struct Pair {
     if (!mr) fail("ibv_reg_mr", errno);
     ibv_port_attr port{};
     if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
-    connect(a, b->qp_num, port.lid);
-    connect(b, a->qp_num, port.lid);
+    connect(a, b->qp_num, port.lid, rnr_retry);
+    connect(b, a->qp_num, port.lid, rnr_retry);
   }
 
   ibv_qp* make_qp(uint32_t depth) {
@@ -68,7 +71,9 @@ struct Pair {
     return qp;
   }
 
-  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid) {
+  // INIT -> RTR -> RTS towards `remote`; `rnr_retry` 7 retries an RNR NAK
+  // forever (IBA 9.7.5.2.8), fewer ends in IBV_WC_RNR_RETRY_EXC_ERR.
+  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid, uint8_t rnr_retry = 7) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
@@ -91,7 +96,7 @@ struct Pair {
     a.qp_state = IBV_QPS_RTS;
     a.timeout = 14;
     a.retry_cnt = 7;
-    a.rnr_retry = 7;
+    a.rnr_retry = rnr_retry;
     a.max_rd_atomic = 1;
     if (ibv_modify_qp(qp, &a,
                       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
@@ -112,6 +117,33 @@ struct Pair {
     wr.wr.rdma.rkey = mr->rkey;
     ibv_send_wr* bad = nullptr;
     return ibv_post_send(a, &wr, &bad);
+  }
+
+  // A signaled SEND of `length` bytes (immediate data `imm` when set) from
+  // `qp`; 0 or the errno of ibv_post_send.
+  int send(ibv_qp* qp, uint64_t wr_id, uint32_t length = 8, const uint32_t* imm = nullptr) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer), length, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = imm != nullptr ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+    if (imm != nullptr) wr.imm_data = *imm;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(qp, &wr, &bad);
+  }
+
+  // A receive of up to 64 bytes on `qp` into the second half of the buffer
+  // (slot `slot` of 32); 0 or the errno of ibv_post_recv.
+  int receive(ibv_qp* qp, uint64_t wr_id, unsigned slot = 0) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer + 2048 + 64 * (slot % 32)), 64, mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    return ibv_post_recv(qp, &wr, &bad);
   }
 
   void arm(ibv_cq* which) {
@@ -153,5 +185,21 @@ struct Pair {
     ibv_close_device(ctx);
   }
 };
+
+// The entry point of a field-failure program: `PROGRAM buggy|fixed` runs
+// `body(fixed)`, then says "PROGRAM: VARIANT: done" and returns 0; a usage
+// error is exit status 2. The body ends the program with 1 itself when it
+// sees a verb fail.
+inline int run_variant(int argc, char** argv, void (*body)(bool fixed)) {
+  const char* variant = argc == 2 ? argv[1] : "";
+  const bool fixed = std::strcmp(variant, "fixed") == 0;
+  if (!fixed && std::strcmp(variant, "buggy") != 0) {
+    std::fprintf(stderr, "usage: %s buggy|fixed\n", program_invocation_short_name);
+    return 2;
+  }
+  body(fixed);
+  std::printf("%s: %s: done\n", program_invocation_short_name, variant);
+  return 0;
+}
 
 }  // namespace field_failures
