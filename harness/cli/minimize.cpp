@@ -263,10 +263,13 @@ int minimize(const MinimizeOptions& options) {
   Plan minimal;
   minimal.rules = best.rules;
   std::string header;
+  auto counted = [](std::size_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
   header += "# Minimized by `verbfault minimize` from seed " + std::to_string(options.seed) + ": " +
-            std::to_string(original.fired.size()) + " faults fired, " +
-            std::to_string(explicit_count) + " explicit rules, " +
-            std::to_string(minimal.rules.size()) + " left.\n";
+            counted(original.fired.size(), "fault") + " fired, " +
+            counted(explicit_count, "explicit rule") + ", " + std::to_string(minimal.rules.size()) +
+            " left.\n";
   header += "# command: " + joined(options.command) + "\n";
   header += "# seed: " + std::to_string(options.seed);
   if (best.threads) header += ", threads " + *best.threads;
