@@ -83,6 +83,21 @@ TEST(Sweep, ARunPastItsTimeoutIsKilledAndReportedAsATimeout) {
       << r.output;
 }
 
+TEST(Sweep, OnATerminalAProgressLineIsRewrittenInPlace) {
+  // script(1) gives the sweep a pseudo-terminal for its stderr.
+  ProcessResult r = run_shell("script -qfec \"" + sweep("--seeds 1..20 --jobs 2", "buggy") +
+                              "\" /dev/null");
+  EXPECT_EQ(r.status, 1) << r.output;
+  // "[done/total] F failed, R seeds/s, ETA S s", each over the last.
+  EXPECT_TRUE(contains(r.output, "\r\033[K[20/20] ")) << r.output;
+  for (const char* part : {"\r\033[K[1/20] ", " failed, ", " seeds/s, ETA "})
+    EXPECT_TRUE(contains(r.output, part)) << part << "\n" << r.output;
+  // Plain lines when not on a terminal.
+  ProcessResult plain = run_shell(sweep("--seeds 1..4", "buggy"));
+  EXPECT_FALSE(contains(plain.output, "\033[K")) << plain.output;
+  EXPECT_FALSE(contains(plain.output, "seeds/s, ETA")) << plain.output;
+}
+
 TEST(Sweep, BadRangesAndShardsAreUsageErrors) {
   for (const char* bad :
        {"--seeds 5..2", "--seeds x..3", "--seeds 1..3 --shard 4/3", "--seeds 1..3 --shard 0/3",
