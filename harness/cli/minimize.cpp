@@ -3,6 +3,7 @@
 #include "plan_names.h"
 #include "process.h"
 #include "replay_file.h"
+#include "run.h"
 #include "seed_run.h"
 #include "verbfault/plan.h"
 
@@ -180,9 +181,7 @@ std::string joined(const std::vector<std::string>& words) {
 int minimize(const MinimizeOptions& options) {
   Plan plan;
   try {
-    if (options.plan_file) plan = parse_plan_file(*options.plan_file);
-    for (const std::string& fault : options.faults)
-      plan.rules.push_back(parse_rule(fault, "--fault"));
+    plan = read_plan(options.plan_file, options.faults);
   } catch (const PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return kExitUsage;

@@ -118,12 +118,18 @@ std::uint64_t trace_file_hash(const std::string& path) {
   return hash;
 }
 
+Plan read_plan(const std::optional<std::string>& plan_file,
+               const std::vector<std::string>& faults) {
+  Plan plan;
+  if (plan_file) plan = parse_plan_file(*plan_file);
+  for (const std::string& fault : faults) plan.rules.push_back(parse_rule(fault, "--fault"));
+  return plan;
+}
+
 int run(const RunOptions& options) {
   Plan plan;
   try {
-    if (options.plan_file) plan = parse_plan_file(*options.plan_file);
-    for (const std::string& fault : options.faults)
-      plan.rules.push_back(parse_rule(fault, "--fault"));
+    plan = read_plan(options.plan_file, options.faults);
   } catch (const PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return kExitUsage;

@@ -1,6 +1,8 @@
 // `verbfault run`: an unmodified program under the harness.
 #pragma once
 
+#include "verbfault/plan.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +21,9 @@ struct RunOptions {
   std::string library;  // libverbfault.so to preload
   std::vector<std::string> command;
 };
+
+// The plan of --plan FILE then --fault RULE...; throws PlanError.
+Plan read_plan(const std::optional<std::string>& plan_file, const std::vector<std::string>& faults);
 
 // Returns the exit status of `verbfault run` (see process.h).
 int run(const RunOptions& options);
