@@ -198,11 +198,7 @@ int main(int argc, char** argv) {
                                    "file has them");
       const verbfault::cli::ReplayFile file = verbfault::cli::read_replay_file(*minimize_replay);
       minimize_seed_text = std::to_string(file.seed);
-      const std::filesystem::path here = std::filesystem::absolute(*minimize_replay).parent_path();
-      if (file.plan_file)
-        minimize_options.plan_file = std::filesystem::path(*file.plan_file).is_absolute()
-                                         ? *file.plan_file
-                                         : (here / *file.plan_file).string();
+      minimize_options.plan_file = file.plan_file;
       minimize_options.faults = file.faults;
       minimize_options.threads = file.threads;
       minimize_options.settings = file.settings;

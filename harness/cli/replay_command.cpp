@@ -21,19 +21,16 @@ int replay(const ReplayOptions& options) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return kExitUsage;
   }
-  const fs::path here = fs::absolute(options.file).parent_path();
 
   SeedRun run;
   run.seed = file.seed;
   if (file.plan_file) {
-    const fs::path plan = fs::path(*file.plan_file).is_absolute() ? fs::path(*file.plan_file)
-                                                                  : here / *file.plan_file;
-    if (!fs::exists(plan)) {
-      std::fprintf(stderr, "verbfault: %s: plan_file '%s': no such file (looked for %s)\n",
-                   options.file.c_str(), file.plan_file->c_str(), plan.c_str());
+    if (!fs::exists(*file.plan_file)) {
+      std::fprintf(stderr, "verbfault: %s: plan_file '%s': no such file\n", options.file.c_str(),
+                   file.plan_file->c_str());
       return kExitUsage;
     }
-    run.plan_file = plan.string();
+    run.plan_file = file.plan_file;
   }
   run.faults = file.faults;
   run.threads = file.threads;

@@ -174,7 +174,11 @@ ReplayFile read_replay_file(const fs::path& path) {
       replay.settings.emplace_back(name, entry.second.as<std::string>());
     }
   }
-  if (root["plan_file"]) replay.plan_file = scalar<std::string>(path, root, "plan_file", "a path");
+  if (root["plan_file"]) {
+    const fs::path plan = scalar<std::string>(path, root, "plan_file", "a path");
+    replay.plan_file =
+        (plan.is_absolute() ? plan : fs::absolute(path).parent_path() / plan).string();
+  }
   if (root["faults"])
     replay.faults = scalar<std::vector<std::string>>(path, root, "faults", "one-line rules");
   for (const std::string& fault : replay.faults) {

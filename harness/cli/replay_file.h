@@ -64,8 +64,10 @@ struct ReplayFile {
   std::uint64_t seed = 0;
   std::optional<std::string> threads;
   std::vector<engine::Setting> settings;
-  std::optional<std::string> plan_file;  // as written (relative to the file's directory)
-  std::vector<std::string> faults;       // one-line rules
+  // Written as given; read_replay_file makes a relative path absolute
+  // against the replay file's directory.
+  std::optional<std::string> plan_file;
+  std::vector<std::string> faults;  // one-line rules
   // Exit statuses that pass when no check reported (sweep --pass-status).
   std::vector<int> pass_statuses = {0};
   Expectation expect;
@@ -74,7 +76,10 @@ struct ReplayFile {
 // This build's version (the project's, from CMake).
 const char* verbfault_version();
 
-// The FNV-1a 64 of a file's bytes as 16 hex digits, or "" if unreadable.
+// The FNV-1a 64 of a file's bytes as 16 hex digits, or "" if unreadable:
+// the fingerprint of a binary in a replay file, and of a trace file as
+// written (not the library's trace hash, which is computed over the
+// records as they are made: docs/architecture.md, "The trace").
 std::string file_hash(const std::filesystem::path& path);
 
 // Where execvp would find the program `name` (a name with a slash is a

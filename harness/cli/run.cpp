@@ -3,6 +3,7 @@
 #include "journal.h"
 #include "process.h"
 #include "replay.h"
+#include "replay_file.h"
 #include "scheduler.h"
 #include "verbfault/plan.h"
 
@@ -109,14 +110,6 @@ void recover_journal(const std::string& trace) {
 }
 
 }  // namespace
-
-std::uint64_t trace_file_hash(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  char c;
-  while (in.get(c)) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return hash;
-}
 
 Plan read_plan(const std::optional<std::string>& plan_file,
                const std::vector<std::string>& faults) {
@@ -227,9 +220,8 @@ int run(const RunOptions& options) {
                  status[0], status[1]);
     result = kExitNondeterministic;
   } else {
-    std::fprintf(stderr,
-                 "verbfault: determinism check passed: identical traces (file FNV-1a %016llx)\n",
-                 static_cast<unsigned long long>(trace_file_hash(traces[0])));
+    std::fprintf(stderr, "verbfault: determinism check passed: identical traces (file FNV-1a %s)\n",
+                 file_hash(traces[0]).c_str());
   }
   if (!options.trace)
     for (const std::string& trace : traces) fs::remove(trace);

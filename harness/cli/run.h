@@ -28,9 +28,4 @@ Plan read_plan(const std::optional<std::string>& plan_file, const std::vector<st
 // Returns the exit status of `verbfault run` (see process.h).
 int run(const RunOptions& options);
 
-// FNV-1a 64 over the bytes of a trace file: a fingerprint of the file as
-// written (not the library's trace hash, which is computed over the
-// records as they are made: docs/architecture.md, "The trace").
-std::uint64_t trace_file_hash(const std::string& path);
-
 }  // namespace verbfault::cli

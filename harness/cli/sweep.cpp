@@ -152,7 +152,7 @@ int sweep(const SweepOptions& options) {
                                    : ", swarm from the default palette");
 
   struct Running {
-    std::uint64_t seed;
+    SeedRun spec;  // as started: a swarm seed's plan is drawn once
     Clock::time_point started;
     bool killed = false;
   };
@@ -169,13 +169,13 @@ int sweep(const SweepOptions& options) {
     while (running.size() < jobs && !pending.empty() && !stop_launching()) {
       const std::uint64_t seed = pending.front();
       pending.pop_front();
-      const pid_t pid = start_seed_run(seed_run(options, palette, seed), log_path(dir, seed),
-                                       trace_path(dir, seed));
+      SeedRun spec = seed_run(options, palette, seed);
+      const pid_t pid = start_seed_run(spec, log_path(dir, seed), trace_path(dir, seed));
       if (pid < 0) {
         std::fprintf(stderr, "verbfault: sweep: fork: %s\n", std::strerror(errno));
         return kExitUsage;
       }
-      running[pid] = {seed, Clock::now()};
+      running[pid] = {std::move(spec), Clock::now()};
     }
     int raw = 0;
     const pid_t pid = waitpid(-1, &raw, WNOHANG);
@@ -193,17 +193,17 @@ int sweep(const SweepOptions& options) {
     }
     const auto found = running.find(pid);
     if (found == running.end()) continue;
-    const Running run = found->second;
+    const Running run = std::move(found->second);
     running.erase(found);
+    const std::uint64_t seed = run.spec.seed;
     ++done;
     const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    Outcome outcome = judge_seed_run(run.seed, status, run.killed, log_path(dir, run.seed),
-                                     trace_path(dir, run.seed), options.pass_statuses);
+    Outcome outcome = judge_seed_run(seed, status, run.killed, log_path(dir, seed),
+                                     trace_path(dir, seed), options.pass_statuses);
     if (outcome.failed) {
-      const fs::path replay_file = dir / ("seed-" + std::to_string(run.seed) + ".replay");
+      const fs::path replay_file = dir / ("seed-" + std::to_string(seed) + ".replay");
       try {
-        write_replay_file(replay_file,
-                          replay_of(options, seed_run(options, palette, run.seed), outcome));
+        write_replay_file(replay_file, replay_of(options, run.spec, outcome));
       } catch (const std::exception& error) {
         std::fprintf(stderr, "verbfault: sweep: %s\n", error.what());
       }
@@ -211,13 +211,13 @@ int sweep(const SweepOptions& options) {
       std::fprintf(stderr,
                    "verbfault: seed %llu failed: %s\nverbfault:   reproduce: %s\n"
                    "verbfault:   replay file: %s\n",
-                   static_cast<unsigned long long>(run.seed), outcome.signature.c_str(),
+                   static_cast<unsigned long long>(seed), outcome.signature.c_str(),
                    outcome.reproduce.c_str(), replay_file.c_str());
       failures.push_back(std::move(outcome));
     } else if (temporary) {
       // Without --out only the failures' files are kept.
-      fs::remove(log_path(dir, run.seed), error);
-      fs::remove(trace_path(dir, run.seed), error);
+      fs::remove(log_path(dir, seed), error);
+      fs::remove(trace_path(dir, seed), error);
     }
     if (terminal) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
