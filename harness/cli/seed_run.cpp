@@ -73,7 +73,7 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
   outcome.timed_out = timed_out;
   // Findings that fail a run (`verbfault run` counts them; a leak at exit
   // is reported but left to judgement, and not counted).
-  bool findings = false;
+  bool& findings = outcome.findings;
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("verbfault: ", 0) == 0 &&
@@ -93,7 +93,8 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
   }
   // The faults that fired: {"obj":..,"fault":"flush","rule":0,..,"nth":3[,"per":"context#0"]}.
   std::ifstream records(trace);
-  for (std::string line; std::getline(records, line);) {
+  std::size_t index = 0;
+  for (std::string line; std::getline(records, line); ++index) {
     if (line.find("\"fault\":\"") == std::string::npos) continue;
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!record.is_object() || !record.contains("fault")) continue;
@@ -102,6 +103,8 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
     fired.rule = record.value("rule", std::size_t{0});
     fired.object = record.value("per", record.value("obj", std::string()));
     fired.nth = record.value("nth", std::uint64_t{0});
+    fired.level = record.value("level", std::string());
+    fired.record = index;
     outcome.fired.push_back(std::move(fired));
   }
   const bool pass_status =
@@ -149,7 +152,9 @@ Outcome run_seed(const SeedRun& run, const fs::path& dir, const std::vector<int>
     nap = std::min(nap * 2, std::chrono::microseconds(10'000));
   }
   const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return judge_seed_run(run.seed, status, killed, log, trace, pass_statuses);
+  Outcome outcome = judge_seed_run(run.seed, status, killed, log, trace, pass_statuses);
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return outcome;
 }
 
 }  // namespace verbfault::cli

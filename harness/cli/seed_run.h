@@ -36,10 +36,12 @@ struct SeedRun {
 
 // A fault that fired, as the trace records it.
 struct FiredFault {
-  std::string kind;       // "flush"
-  std::size_t rule = 0;   // its rule's index in the plan
-  std::string object;     // the object the rule counted on: "qp#1"
-  std::uint64_t nth = 0;  // the opportunity number there
+  std::string kind;        // "flush"
+  std::size_t rule = 0;    // its rule's index in the plan
+  std::string object;      // the object the rule counted on: "qp#1"
+  std::uint64_t nth = 0;   // the opportunity number there
+  std::string level;       // "cause" or "effect" (docs/architecture.md, "Fault levels")
+  std::size_t record = 0;  // its trace record's index (0-based line)
 };
 
 // What the run came to.
@@ -48,11 +50,13 @@ struct Outcome {
   int status = 0;  // verbfault run's exit status (128 + N: signal N)
   bool timed_out = false;
   std::set<std::string> checks;           // the check ids that reported
+  bool findings = false;                  // some of them fail the run (not only a leak at exit)
   std::vector<FiredFault> fired;          // in trace order
   std::string reproduce;                  // the "reproduce:" line
   std::optional<std::string> trace_hash;  // the library's, as 16 hex digits
   std::string signature;                  // exit status or signal or timeout, checks, first fault
   bool failed = false;
+  double seconds = 0;  // wall clock, when the runner measured it
 };
 
 // Starts the run in a process group of its own (a timeout ends the whole

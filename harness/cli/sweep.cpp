@@ -3,13 +3,11 @@
 #include "plan_names.h"
 #include "process.h"
 #include "replay_file.h"
+#include "runner.h"
 #include "seed_run.h"
 #include "swarm.h"
 #include "verbfault/plan.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,11 +15,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <deque>
+#include <vector>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -117,7 +113,7 @@ int sweep(const SweepOptions& options) {
       return kExitUsage;
     }
   }
-  std::deque<std::uint64_t> pending;
+  std::vector<std::uint64_t> pending;
   // Every N-th seed from the I-th: the shards of a range partition it.
   for (std::uint64_t seed = options.first_seed + (options.shard_index - 1);
        seed >= options.first_seed && seed <= options.last_seed; seed += options.shard_count)
@@ -151,12 +147,12 @@ int sweep(const SweepOptions& options) {
                : options.plan_file ? (", swarm from " + *options.plan_file).c_str()
                                    : ", swarm from the default palette");
 
-  struct Running {
-    SeedRun spec;  // as started: a swarm seed's plan is drawn once
-    Clock::time_point started;
-    bool killed = false;
-  };
-  std::map<pid_t, Running> running;
+  // Every seed's run, as `verbfault run` is given it (a swarm seed's plan
+  // drawn here, once: its replay file gets the same rules).
+  std::vector<BatchRun> runs;
+  runs.reserve(pending.size());
+  for (const std::uint64_t seed : pending)
+    runs.push_back({seed_run(options, palette, seed), log_path(dir, seed), trace_path(dir, seed)});
   std::vector<Outcome> failures;
   std::size_t done = 0;
   const Clock::time_point began = Clock::now();
@@ -164,46 +160,17 @@ int sweep(const SweepOptions& options) {
   auto stop_launching = [&] {
     return options.max_failures != 0 && failures.size() >= options.max_failures;
   };
-
-  while (!running.empty() || (!pending.empty() && !stop_launching())) {
-    while (running.size() < jobs && !pending.empty() && !stop_launching()) {
-      const std::uint64_t seed = pending.front();
-      pending.pop_front();
-      SeedRun spec = seed_run(options, palette, seed);
-      const pid_t pid = start_seed_run(spec, log_path(dir, seed), trace_path(dir, seed));
-      if (pid < 0) {
-        std::fprintf(stderr, "verbfault: sweep: fork: %s\n", std::strerror(errno));
-        return kExitUsage;
-      }
-      running[pid] = {std::move(spec), Clock::now()};
-    }
-    int raw = 0;
-    const pid_t pid = waitpid(-1, &raw, WNOHANG);
-    if (pid <= 0) {
-      // Nothing ended: a timeout is the last resort.
-      for (auto& [child, run] : running) {
-        const double elapsed = std::chrono::duration<double>(Clock::now() - run.started).count();
-        if (!run.killed && elapsed > options.timeout_seconds) {
-          kill(-child, SIGKILL);
-          run.killed = true;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      continue;
-    }
-    const auto found = running.find(pid);
-    if (found == running.end()) continue;
-    const Running run = std::move(found->second);
-    running.erase(found);
-    const std::uint64_t seed = run.spec.seed;
+  BatchOptions batch;
+  batch.jobs = jobs;
+  batch.pass_statuses = options.pass_statuses;
+  batch.stop = stop_launching;
+  const bool started = run_batch(runs, batch, [&](std::size_t index, Outcome&& outcome) {
+    const std::uint64_t seed = runs[index].spec.seed;
     ++done;
-    const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    Outcome outcome = judge_seed_run(seed, status, run.killed, log_path(dir, seed),
-                                     trace_path(dir, seed), options.pass_statuses);
     if (outcome.failed) {
       const fs::path replay_file = dir / ("seed-" + std::to_string(seed) + ".replay");
       try {
-        write_replay_file(replay_file, replay_of(options, run.spec, outcome));
+        write_replay_file(replay_file, replay_of(options, runs[index].spec, outcome));
       } catch (const std::exception& error) {
         std::fprintf(stderr, "verbfault: sweep: %s\n", error.what());
       }
@@ -216,8 +183,9 @@ int sweep(const SweepOptions& options) {
       failures.push_back(std::move(outcome));
     } else if (temporary) {
       // Without --out only the failures' files are kept.
-      fs::remove(log_path(dir, seed), error);
-      fs::remove(trace_path(dir, seed), error);
+      std::error_code ignored;
+      fs::remove(log_path(dir, seed), ignored);
+      fs::remove(trace_path(dir, seed), ignored);
     }
     if (terminal) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
@@ -225,6 +193,11 @@ int sweep(const SweepOptions& options) {
       std::fprintf(stderr, "\r\033[K[%zu/%zu] %zu failed, %.1f seeds/s, ETA %.0f s", done, total,
                    failures.size(), rate, rate > 0 ? (total - done) / rate : 0.0);
     }
+  });
+  if (!started) {
+    if (terminal) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "verbfault: sweep: fork: %s\n", std::strerror(errno));
+    return kExitUsage;
   }
   if (terminal) std::fputs("\r\033[K", stderr);
 
