@@ -59,25 +59,41 @@ Summary summarize(const Report& report) {
   for (const Entry& entry : report.entries) {
     ++summary.entries;
     switch (entry.verdict) {
-      case Verdict::conforms: ++summary.conforming; break;
-      case Verdict::does_not_conform: ++summary.not_conforming; break;
-      case Verdict::not_exercised: ++summary.not_exercised; break;
+      case Verdict::conforms:
+        ++summary.conforming;
+        break;
+      case Verdict::does_not_conform:
+        ++summary.not_conforming;
+        break;
+      case Verdict::not_exercised:
+        ++summary.not_exercised;
+        break;
     }
   }
   return summary;
 }
 
-std::string_view to_string(Outcome outcome) { return name_of(kOutcomeNames, outcome); }
+std::string_view to_string(Outcome outcome) {
+  return name_of(kOutcomeNames, outcome);
+}
 std::string_view to_string(Expectation expectation) {
   return name_of(kExpectationNames, expectation);
 }
-std::string_view to_string(Verdict verdict) { return name_of(kVerdictNames, verdict); }
-std::string_view to_string(MarkKind kind) { return name_of(kMarkNames, kind); }
-std::optional<Outcome> outcome_named(std::string_view name) { return named(kOutcomeNames, name); }
+std::string_view to_string(Verdict verdict) {
+  return name_of(kVerdictNames, verdict);
+}
+std::string_view to_string(MarkKind kind) {
+  return name_of(kMarkNames, kind);
+}
+std::optional<Outcome> outcome_named(std::string_view name) {
+  return named(kOutcomeNames, name);
+}
 std::optional<Expectation> expectation_named(std::string_view name) {
   return named(kExpectationNames, name);
 }
-std::optional<Verdict> verdict_named(std::string_view name) { return named(kVerdictNames, name); }
+std::optional<Verdict> verdict_named(std::string_view name) {
+  return named(kVerdictNames, name);
+}
 std::optional<MarkKind> mark_kind_named(std::string_view name) {
   return named(kMarkNames, name);
 }

@@ -54,13 +54,13 @@ enum class Verdict {
 
 // A fault that fired, as the trace records it.
 struct FiredFault {
-  std::string kind;         // "flush"
-  std::size_t rule = 0;     // its rule's index in the entry's plan
-  std::string object;       // where it fired: "qp#1"
-  std::uint64_t nth = 0;    // the opportunity number the rule counted
-  std::string level;        // "cause" (the device produces the failure) or
-                            // "effect" (the harness rewrites what the application sees)
-  std::size_t record = 0;   // its trace record's index (0-based line number)
+  std::string kind;        // "flush"
+  std::size_t rule = 0;    // its rule's index in the entry's plan
+  std::string object;      // where it fired: "qp#1"
+  std::uint64_t nth = 0;   // the opportunity number the rule counted
+  std::string level;       // "cause" (the device produces the failure) or
+                           // "effect" (the harness rewrites what the application sees)
+  std::size_t record = 0;  // its trace record's index (0-based line number)
 };
 
 // One record of the run's trace, as written (a JSON object on one line).
@@ -76,18 +76,18 @@ struct TimelineMark {
   std::size_t record = 0;  // x: the trace record's index
   std::string object;      // the row: "qp#1"
   MarkKind kind = MarkKind::call;
-  std::string label;       // "post_send", "wr_flush_err", "flush (cause)" ...
+  std::string label;  // "post_send", "wr_flush_err", "flush (cause)" ...
 };
 
 struct Entry {
-  std::string fault_class;         // the battery entry's name: "flush", "baseline"
-  std::vector<std::string> plan;   // its rules, one-line form; empty: no fault
+  std::string fault_class;        // the battery entry's name: "flush", "baseline"
+  std::vector<std::string> plan;  // its rules, one-line form; empty: no fault
   Expectation expect = Expectation::success;
   std::uint64_t seed = 0;
   Outcome outcome = Outcome::success;
   Verdict verdict = Verdict::conforms;
-  std::string reason;              // one line: why the verdict
-  int exit_status = 0;             // verbfault run's (128 + N: signal N)
+  std::string reason;   // one line: why the verdict
+  int exit_status = 0;  // verbfault run's (128 + N: signal N)
   double duration_seconds = 0;
   std::vector<std::string> checks;  // the check ids that reported, sorted
   std::vector<FiredFault> faults;   // in trace order
@@ -113,9 +113,9 @@ struct Report {
   std::string battery;               // "default" or the battery file's path
   std::vector<std::uint64_t> seeds;  // the seeds every entry ran with
   std::string verbfault_version;
-  std::string started_at;            // UTC, ISO 8601
+  std::string started_at;  // UTC, ISO 8601
   double duration_seconds = 0;
-  std::vector<Entry> entries;        // in battery order, then seed order
+  std::vector<Entry> entries;  // in battery order, then seed order
 };
 
 // Counts of verdicts over a report's entries.
