@@ -32,6 +32,14 @@
 // lost-wakeup race: a completion that lands between the last poll and the
 // re-arm is either drained now or raises the next event.
 //
+// --buggy turns on two classic bugs, so that a newcomer sees what a program
+// that does not conform looks like in verbfault's reports (README): an error
+// completion is filed by its opcode, with the status only logged (only
+// wr_id, status, qp_num and vendor_err are valid in it: ibv_poll_cq(3)),
+// and a poll that returns fewer completions than asked for is taken to mean
+// the CQ is empty (a short poll strands the rest, and the program waits for
+// an event that never comes).
+//
 // Plain libibverbs: it runs on any RC-capable device, real or simulated
 // (LD_PRELOAD=libverbfault.so). Exit status 0 when everything arrived intact.
 #include <infiniband/verbs.h>
@@ -61,7 +69,11 @@ struct Options {
   int messages = 8;
   int gid_index = -1;    // -1: GRH only on a RoCE port, with GID index 1
   bool threads = false;  // a thread per endpoint
+  bool buggy = false;    // the two bugs above
 };
+
+// Set once by main before any thread starts, read-only after.
+bool g_buggy = false;
 
 [[noreturn]] void die(const char* what, int err) {
   std::fprintf(stderr, "sample_rc: %s failed: %s\n", what, std::strerror(err));
@@ -210,7 +222,11 @@ struct Endpoint {
   // ends the program: only wr_id, status, qp_num and vendor_err are valid
   // in it (ibv_poll_cq(3)), so its opcode is not even looked at.
   void file(const ibv_wc& wc) {
-    if (wc.status != IBV_WC_SUCCESS) {
+    if (g_buggy && wc.status != IBV_WC_SUCCESS) {
+      // The bug: logged, then filed by an opcode the provider need not have set.
+      std::fprintf(stderr, "sample_rc: %s: completion wr_id %llu: %s (carrying on)\n", name,
+                   static_cast<unsigned long long>(wc.wr_id), ibv_wc_status_str(wc.status));
+    } else if (wc.status != IBV_WC_SUCCESS) {
       std::fprintf(stderr, "sample_rc: %s: completion wr_id %llu failed: %s\n", name,
                    static_cast<unsigned long long>(wc.wr_id), ibv_wc_status_str(wc.status));
       std::exit(1);
@@ -238,6 +254,9 @@ struct Endpoint {
       }
       if (n == 0) return;
       for (int i = 0; i < n; ++i) file(wc[i]);
+      // The bug (--buggy): a poll that returns fewer than asked is taken to
+      // mean the CQ is empty. ibv_poll_cq(3) promises no such thing.
+      if (g_buggy && n < kPollBatch) return;
     }
   }
 
@@ -440,10 +459,12 @@ Options parse(int argc, char** argv) {
       o.gid_index = static_cast<int>(n);
     } else if (arg == "--threads") {
       o.threads = true;
+    } else if (arg == "--buggy") {
+      o.buggy = true;
     } else {
       std::fprintf(stderr,
                    "usage: sample_rc [--device NAME] [--messages N] [--gid-index N] "
-                   "[--threads]\n");
+                   "[--threads] [--buggy]\n");
       std::exit(2);
     }
   }
@@ -456,6 +477,7 @@ int main(int argc, char** argv) {
   // Line by line, so that its messages and stderr's interleave as they happen.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Options options = parse(argc, argv);
+  g_buggy = options.buggy;
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr || n == 0)
