@@ -18,7 +18,7 @@ constexpr int kPitch = 18;      // square plus gap
 constexpr int kMaxPerLine = 4;  // squares side by side in a cell
 constexpr int kCellPad = 8;
 constexpr int kHeaderHeight = 40;  // the outcome names, up to two lines
-constexpr int kMinColumnWidth = 78;
+constexpr int kMinColumnWidth = 68;
 constexpr int kMinRowHeight = 42;        // the class name and its expectation
 constexpr double kLabelCharWidth = 7.6;  // 13px sans-serif, generously
 

@@ -77,11 +77,12 @@ std::string fact(std::string_view name, const std::string& value_html) {
 
 std::string header(const Report& report) {
   const Summary summary = summarize(report);
-  std::string html = "<header class=\"page-head\">\n<div class=\"wrap\">\n";
-  html += "<p class=\"eyebrow\">verbfault conformance report</p>\n";
+  std::string html =
+      "<header class=\"page-head\">\n<div class=\"wrap\">\n<div class=\"head-top\">\n";
+  html += "<div><p class=\"eyebrow\">verbfault conformance report</p>\n";
   html += "<h1>" +
           html_escape(report.application.empty() ? "(unnamed application)" : report.application) +
-          "</h1>\n";
+          "</h1></div>\n";
   html += "<p class=\"summary\"><span class=\"runs\">" + std::to_string(summary.entries) +
           (summary.entries == 1 ? " run" : " runs") + "</span>";
   html +=
@@ -89,15 +90,15 @@ std::string header(const Report& report) {
   html += "<span class=\"pill v-does_not_conform\">" + std::to_string(summary.not_conforming) +
           " do not conform</span>";
   html += "<span class=\"pill v-not_exercised\">" + std::to_string(summary.not_exercised) +
-          " not exercised</span></p>\n";
+          " not exercised</span></p>\n</div>\n";
+  html += "<p class=\"command\"><code>" + html_escape(join(report.command, " ")) + "</code></p>\n";
   html += "<dl class=\"facts head-facts\">\n";
-  html += fact("Command", "<code>" + html_escape(join(report.command, " ")) + "</code>");
   html += fact("Provider", html_escape(report.provider));
   html += fact("Battery", html_escape(report.battery));
   html += fact("Seeds", html_escape(seed_ranges(report.seeds)));
-  html += fact("verbfault", html_escape(report.verbfault_version));
   html += fact("Started", "<time>" + html_escape(report.started_at) + "</time>");
   html += fact("Duration", html_escape(seconds(report.duration_seconds)));
+  html += fact("verbfault", html_escape(report.verbfault_version));
   html += "</dl>\n</div>\n</header>\n";
   return html;
 }

@@ -166,6 +166,11 @@ def main():
         check(shown() == entries[target]["replay"], "a row of the failures table selects its entry")
         driver.find_element(By.CSS_SELECTOR, "#detail button.copy").click()
 
+        # The page as a reader first sees it, with the crash selected.
+        driver.get(page_url)
+        crash = next(i for i, e in enumerate(entries) if e["outcome"] == "crash")
+        driver.find_element(By.CSS_SELECTOR, f'svg.matrix .sq[data-entry="{crash}"]').click()
+        driver.execute_script("window.scrollTo(0, 0); document.activeElement.blur();")
         driver.save_screenshot(screenshot)
 
         errors = driver.execute_script("return window.__errors;")
