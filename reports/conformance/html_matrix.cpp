@@ -1,6 +1,7 @@
 #include "html_matrix.h"
 
 #include "html_escape.h"
+#include "html_report_data.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -22,12 +23,6 @@ constexpr int kMinColumnWidth = 68;
 constexpr int kMinRowHeight = 42;        // the class name and its expectation
 constexpr double kLabelCharWidth = 7.6;  // 13px sans-serif, generously
 
-std::string display_name(std::string_view name) {
-  std::string out(name);
-  std::replace(out.begin(), out.end(), '_', ' ');
-  return out;
-}
-
 std::string square_title(const Entry& entry) {
   return entry.fault_class + ", seed " + std::to_string(entry.seed) + ": " +
          display_name(to_string(entry.outcome)) + ", " + display_name(to_string(entry.verdict));
@@ -38,10 +33,11 @@ std::size_t column_of(Outcome outcome) {
                                   std::begin(kOutcomes));
 }
 
+// printf into a string of the size it needs.
 std::string format(const char* pattern, auto... values) {
-  char buffer[256];
-  std::snprintf(buffer, sizeof buffer, pattern, values...);
-  return buffer;
+  std::string out(static_cast<std::size_t>(std::snprintf(nullptr, 0, pattern, values...)), '\0');
+  std::snprintf(out.data(), out.size() + 1, pattern, values...);
+  return out;
 }
 
 }  // namespace

@@ -87,6 +87,12 @@ nlohmann::json entry_json(const Entry& entry) {
 
 }  // namespace
 
+std::string display_name(std::string_view name) {
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '_', ' ');
+  return out;
+}
+
 std::vector<std::string> timeline_rows(const std::vector<TimelineMark>& marks) {
   std::vector<std::string> rows;
   for (const TimelineMark& mark : marks) rows.push_back(mark.object);

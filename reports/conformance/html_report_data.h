@@ -8,9 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace verbfault::reports {
+
+// An enumeration's name as the page shows it: "clean_failure" -> "clean failure".
+std::string display_name(std::string_view name);
 
 // The rows of a run's timeline: each object its marks name, once, ordered
 // by kind (context, pd, cq, qp, then the other kinds by name) and then by

@@ -5,7 +5,9 @@
 #include "html_matrix.h"
 #include "html_report_data.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -62,13 +64,6 @@ std::string seconds(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.2f s", value);
   return buffer;
-}
-
-std::string display_name(std::string_view name) {
-  std::string out(name);
-  for (char& c : out)
-    if (c == '_') c = ' ';
-  return out;
 }
 
 std::string fact(std::string_view name, const std::string& value_html) {
@@ -159,8 +154,7 @@ std::string html_report(const Report& report) {
   html +=
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src '" +
-      csp_hash(html_assets::kJsSha256Hex) +
-      "'; img-src data:; base-uri 'none'; form-action 'none'\">\n";
+      csp_hash(html_assets::kJsSha256Hex) + "'; base-uri 'none'; form-action 'none'\">\n";
   html += "<meta name=\"generator\" content=\"verbfault " + html_escape(report.verbfault_version) +
           "\">\n";
   html += "<title>" + html_escape(title) + "</title>\n";
