@@ -1,7 +1,7 @@
 #include "html_matrix.h"
 
-#include "html_escape.h"
 #include "html_report_data.h"
+#include "markup.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -108,12 +108,12 @@ std::string html_matrix(const Report& report) {
     const std::size_t space = name.find(' ');
     if (space == std::string::npos) {
       svg += format("<text class=\"col-label\" x=\"%d\" y=\"%d\">", x, kHeaderHeight - 12) +
-             html_escape(name) + "</text>\n";
+             xml_escape(name) + "</text>\n";
     } else {
       // Two lines, so that the columns stay narrow.
       svg += format("<text class=\"col-label\" x=\"%d\" y=\"%d\">", x, kHeaderHeight - 26) +
-             html_escape(name.substr(0, space)) + format("<tspan x=\"%d\" dy=\"14\">", x) +
-             html_escape(name.substr(space + 1)) + "</tspan></text>\n";
+             xml_escape(name.substr(0, space)) + format("<tspan x=\"%d\" dy=\"14\">", x) +
+             xml_escape(name.substr(space + 1)) + "</tspan></text>\n";
     }
   }
   for (std::size_t row = 0; row < classes.size(); ++row) {
@@ -121,9 +121,9 @@ std::string html_matrix(const Report& report) {
     const int bottom = row_top[row + 1];
     svg += format("<g class=\"class-row\" data-row=\"%zu\">\n", row);
     svg += format("<text class=\"row-label\" x=\"0\" y=\"%d\">", top + 20) +
-           html_escape(classes[row]) + "</text>\n";
+           xml_escape(classes[row]) + "</text>\n";
     svg += format("<text class=\"row-expect\" x=\"0\" y=\"%d\">expects ", top + 35) +
-           html_escape(display_name(to_string(*expectation[row]))) + "</text>\n";
+           xml_escape(display_name(to_string(*expectation[row]))) + "</text>\n";
     for (std::size_t column = 0; column < columns; ++column) {
       const int left = label_width + static_cast<int>(column) * column_width;
       svg +=
@@ -135,7 +135,7 @@ std::string html_matrix(const Report& report) {
         const Entry& entry = report.entries[index];
         const int x = left + kCellPad + static_cast<int>(k % per_line) * kPitch;
         const int y = top + kCellPad + static_cast<int>(k / per_line) * kPitch;
-        const std::string title = html_escape(square_title(entry));
+        const std::string title = xml_escape(square_title(entry));
         svg += format(
                    "<rect class=\"sq v-%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                    "rx=\"2\" data-entry=\"%zu\" data-row=\"%zu\" tabindex=\"%d\" "

@@ -1,17 +1,15 @@
 #include "html_writer.h"
 
 #include "html_assets.h"
-#include "html_escape.h"
 #include "html_matrix.h"
 #include "html_report_data.h"
+#include "markup.h"
+#include "script_json.h"
+#include "text_file.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <stdexcept>
 #include <string_view>
 
 namespace verbfault::reports {
@@ -76,7 +74,7 @@ std::string header(const Report& report) {
       "<header class=\"page-head\">\n<div class=\"wrap\">\n<div class=\"head-top\">\n";
   html += "<div><p class=\"eyebrow\">verbfault conformance report</p>\n";
   html += "<h1>" +
-          html_escape(report.application.empty() ? "(unnamed application)" : report.application) +
+          xml_escape(report.application.empty() ? "(unnamed application)" : report.application) +
           "</h1></div>\n";
   html += "<p class=\"summary\"><span class=\"runs\">" + std::to_string(summary.entries) +
           (summary.entries == 1 ? " run" : " runs") + "</span>";
@@ -86,14 +84,14 @@ std::string header(const Report& report) {
           " do not conform</span>";
   html += "<span class=\"pill v-not_exercised\">" + std::to_string(summary.not_exercised) +
           " not exercised</span></p>\n</div>\n";
-  html += "<p class=\"command\"><code>" + html_escape(join(report.command, " ")) + "</code></p>\n";
+  html += "<p class=\"command\"><code>" + xml_escape(join(report.command, " ")) + "</code></p>\n";
   html += "<dl class=\"facts head-facts\">\n";
-  html += fact("Provider", html_escape(report.provider));
-  html += fact("Battery", html_escape(report.battery));
-  html += fact("Seeds", html_escape(seed_ranges(report.seeds)));
-  html += fact("Started", "<time>" + html_escape(report.started_at) + "</time>");
-  html += fact("Duration", html_escape(seconds(report.duration_seconds)));
-  html += fact("verbfault", html_escape(report.verbfault_version));
+  html += fact("Provider", xml_escape(report.provider));
+  html += fact("Battery", xml_escape(report.battery));
+  html += fact("Seeds", xml_escape(seed_ranges(report.seeds)));
+  html += fact("Started", "<time>" + xml_escape(report.started_at) + "</time>");
+  html += fact("Duration", xml_escape(seconds(report.duration_seconds)));
+  html += fact("verbfault", xml_escape(report.verbfault_version));
   html += "</dl>\n</div>\n</header>\n";
   return html;
 }
@@ -122,13 +120,13 @@ std::string failures_table(const Report& report) {
     const std::string index = std::to_string(i);
     rows += "<tr data-row-entry=\"" + index + "\">";
     rows += "<td><button type=\"button\" class=\"linkish\" data-entry=\"" + index + "\">" +
-            html_escape(entry.fault_class) + " <span class=\"seed\">seed " +
+            xml_escape(entry.fault_class) + " <span class=\"seed\">seed " +
             std::to_string(entry.seed) + "</span></button></td>";
-    rows += "<td><span class=\"outcome\">" + html_escape(display_name(to_string(entry.outcome))) +
+    rows += "<td><span class=\"outcome\">" + xml_escape(display_name(to_string(entry.outcome))) +
             "</span><br><span class=\"muted\">expected " +
-            html_escape(display_name(to_string(entry.expect))) + "</span></td>";
-    rows += "<td>" + html_escape(entry.reason) + "<code class=\"replay-cell\">" +
-            html_escape(entry.replay) + "</code></td>";
+            xml_escape(display_name(to_string(entry.expect))) + "</span></td>";
+    rows += "<td>" + xml_escape(entry.reason) + "<code class=\"replay-cell\">" +
+            xml_escape(entry.replay) + "</code></td>";
     rows += "</tr>\n";
   }
   std::string html = "<section class=\"card\" aria-labelledby=\"failures-title\">\n";
@@ -155,9 +153,9 @@ std::string html_report(const Report& report) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src '" +
       csp_hash(html_assets::kJsSha256Hex) + "'; base-uri 'none'; form-action 'none'\">\n";
-  html += "<meta name=\"generator\" content=\"verbfault " + html_escape(report.verbfault_version) +
+  html += "<meta name=\"generator\" content=\"verbfault " + xml_escape(report.verbfault_version) +
           "\">\n";
-  html += "<title>" + html_escape(title) + "</title>\n";
+  html += "<title>" + xml_escape(title) + "</title>\n";
   html += "<style>" + std::string(html_assets::kCss) + "</style>\n</head>\n<body>\n";
   html += header(report);
   html += "<main class=\"wrap layout\">\n<div class=\"col-main\">\n";
@@ -176,7 +174,7 @@ std::string html_report(const Report& report) {
       "aria-live=\"polite\" aria-label=\"Selected entry\">\n"
       "<p class=\"empty\">Select a square of the matrix to see its run.</p>\n"
       "</section>\n</aside>\n</main>\n";
-  html += "<footer class=\"wrap page-foot\">verbfault " + html_escape(report.verbfault_version) +
+  html += "<footer class=\"wrap page-foot\">verbfault " + xml_escape(report.verbfault_version) +
           " &middot; a self-contained page: no request leaves it.</footer>\n";
   html += "<script type=\"application/json\" id=\"report-data\">" +
           json_for_script(html_report_data(report)) + "</script>\n";
@@ -186,16 +184,7 @@ std::string html_report(const Report& report) {
 }
 
 void write_html_report(const Report& report, const std::filesystem::path& path) {
-  const std::string html = html_report(report);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw std::runtime_error("cannot write the HTML report " + path.string() + ": " +
-                             std::strerror(errno));
-  out.write(html.data(), static_cast<std::streamsize>(html.size()));
-  out.close();
-  if (!out)
-    throw std::runtime_error("cannot write the HTML report " + path.string() + ": " +
-                             std::strerror(errno));
+  write_text_file(path, html_report(report));
 }
 
 }  // namespace verbfault::reports

@@ -5,10 +5,10 @@
 // html/report.css or html/report.js), then review its diff:
 //
 //     VERBFAULT_UPDATE_GOLDENS=1 build/reports/tests/report_tests --gtest_filter='HtmlReport.*'
-#include "html_escape.h"
 #include "html_matrix.h"
 #include "html_report_data.h"
 #include "html_writer.h"
+#include "script_json.h"
 #include "sample_report.h"
 
 #include <gtest/gtest.h>
@@ -101,6 +101,16 @@ TEST(HtmlReport, NoTextFromTheRunBecomesMarkup) {
   EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
 }
 
+TEST(HtmlReport, BytesThatAreNotTextBecomeReplacementCharacters) {
+  Report report = testing::sample_report();
+  report.application = "bad\xFF<name>";
+  report.entries[4].reason = std::string("nul\0here", 8);
+  const std::string html = html_report(report);
+  EXPECT_NE(html.find("<h1>bad\xEF\xBF\xBD&lt;name&gt;</h1>"), std::string::npos);
+  EXPECT_NE(html.find("nul\xEF\xBF\xBDhere"), std::string::npos);
+  EXPECT_EQ(html.find('\0'), std::string::npos);
+}
+
 TEST(HtmlReport, DataBlockGivesBackEveryTextUnchanged) {
   const Report report = testing::sample_report();
   const nlohmann::json data = page_data(html_report(report));
@@ -155,20 +165,7 @@ TEST(HtmlReport, WriteNamesThePathItCannotWrite) {
   }
 }
 
-TEST(HtmlEscape, EscapesMarkupAndReplacesWhatIsNotText) {
-  EXPECT_EQ(html_escape("a<b>&\"c\"'d'"), "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;");
-  EXPECT_EQ(html_escape("caf\xC3\xA9 \xE2\x82\xAC"),
-            "caf\xC3\xA9 \xE2\x82\xAC");                           // valid UTF-8 stays
-  EXPECT_EQ(html_escape("x\xFFy"), "x\xEF\xBF\xBDy");              // a stray byte
-  EXPECT_EQ(html_escape("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
-  EXPECT_EQ(html_escape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
-  EXPECT_EQ(html_escape("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // cut short
-  EXPECT_EQ(html_escape(std::string("a\0b\x1b\tc\n", 7)),
-            "a\xEF\xBF\xBD"
-            "b\xEF\xBF\xBD\tc\n");
-}
-
-TEST(HtmlEscape, JsonForScriptHidesEveryAngleBracketOpener) {
+TEST(ScriptJson, HidesEveryAngleBracketOpener) {
   const nlohmann::json value = {{"said", "</script><!-- <SCRIPT>"}, {"bad", "\xFF"}};
   const std::string text = json_for_script(value);
   EXPECT_EQ(text.find('<'), std::string::npos);

@@ -14,7 +14,7 @@ add_custom_command(
   COMMENT "Embedding the HTML report's CSS and JS"
   VERBATIM)
 target_sources(verbfault_reports PRIVATE
-  ${CMAKE_CURRENT_SOURCE_DIR}/conformance/html_escape.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/conformance/script_json.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/conformance/html_matrix.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/conformance/html_report_data.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/conformance/html_writer.cpp
