@@ -8,6 +8,8 @@
 //   verbfault minimize --seed N (--plan FILE | --fault RULE ...) [--signature same|any]
 //                      [--out STEM] -- CMD ARGS   (minimize.h)
 //   verbfault swarm [--palette FILE] [--seed N]      (swarm.h)
+//   verbfault conform [--battery default|FILE] [--seeds N] [--jobs N] [--report DIR]
+//                     -- CMD ARGS   (conform.h)
 //   verbfault replay FILE [--out DIR] [--timeout S]   (replay_command.h)
 //   verbfault plan FILE         check a plan file and print it canonically
 //   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
@@ -18,6 +20,7 @@
 // never make progress (liveness); 124 when --check-determinism finds the
 // two runs differ; 125 for a usage or plan error; 126 / 127 when the
 // command cannot be executed / is not found (the convention of env(1)).
+#include "conform.h"
 #include "minimize.h"
 #include "process.h"
 #include "replay_command.h"
@@ -158,6 +161,28 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
 
+  verbfault::cli::ConformOptions conform_options;
+  CLI::App* conform = app.add_subcommand(
+      "conform", "run a program under a battery of fault plans and write its conformance report");
+  conform->add_option("--battery", conform_options.battery,
+                      "default (built in), or a battery file (reports/batteries/)");
+  conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")
+      ->check(CLI::Range(1u, 10000u));
+  conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")
+      ->check(CLI::Range(1u, 1024u));
+  conform->add_option("--report", conform_options.report_dir,
+                      "where the report goes: DIR/report.{html,json,xml,md}, DIR/runs/ "
+                      "(default verbfault-report)");
+  conform
+      ->add_option("--timeout", conform_options.timeout_seconds,
+                   "seconds of wall clock per run before it is killed (default 120)")
+      ->check(CLI::PositiveNumber);
+  conform->add_option("--threads", conform_options.threads, "as for run");
+  conform->add_option("--library", conform_options.library, "libverbfault.so to preload");
+  conform->footer(
+      "Everything after -- is the program and its arguments. Exit status 0 when every run "
+      "conforms, 1 when some do not.");
+
   std::optional<std::string> palette_file;
   std::string swarm_seed_text;
   CLI::App* swarm = app.add_subcommand(
@@ -185,6 +210,7 @@ int main(int argc, char** argv) {
     options.command.assign(argv + i + 1, argv + argc);
     sweep_options.command = options.command;
     minimize_options.command = options.command;
+    conform_options.command = options.command;
     break;
   }
   try {
@@ -207,10 +233,11 @@ int main(int argc, char** argv) {
     }
     if (*minimize && minimize_seed_text.empty())
       throw CLI::ValidationError("minimize", "expected --seed N or --replay FILE");
-    if ((*run || *sweep || *minimize) && options.command.empty())
-      throw CLI::ValidationError(*run     ? "run"
-                                 : *sweep ? "sweep"
-                                          : "minimize",
+    if ((*run || *sweep || *minimize || *conform) && options.command.empty())
+      throw CLI::ValidationError(*run       ? "run"
+                                 : *sweep   ? "sweep"
+                                 : *conform ? "conform"
+                                            : "minimize",
                                  "expected the program to run after --");
     if (*minimize) {
       minimize_options.seed = verbfault::parse_seed(minimize_seed_text, "--seed");
@@ -237,6 +264,10 @@ int main(int argc, char** argv) {
   if (*sweep) {
     if (sweep_options.library.empty()) sweep_options.library = default_library();
     return verbfault::cli::sweep(sweep_options);
+  }
+  if (*conform) {
+    if (conform_options.library.empty()) conform_options.library = default_library();
+    return verbfault::cli::conform(conform_options);
   }
   if (*minimize) {
     if (minimize_options.library.empty()) minimize_options.library = default_library();

@@ -209,4 +209,24 @@ ReplayFile read_replay_file(const fs::path& path) {
   return replay;
 }
 
+ReplayFile replay_of(const SeedRun& run, const Outcome& outcome,
+                     const std::vector<int>& pass_statuses) {
+  ReplayFile replay;
+  replay.verbfault_version = verbfault_version();
+  replay.library = binary_of(fs::absolute(run.library).string());
+  replay.program = binary_of(resolve_program(run.command.front()));
+  replay.command = run.command;
+  replay.seed = outcome.seed;
+  replay.threads = run.threads ? run.threads : engine::threads_setting();
+  replay.settings = run.settings.empty() ? engine::replay_settings() : run.settings;
+  if (run.plan_file) replay.plan_file = fs::absolute(*run.plan_file).string();
+  replay.faults = run.faults;
+  replay.pass_statuses = pass_statuses;
+  replay.expect.fails = outcome.failed;
+  replay.expect.status = outcome.status;
+  replay.expect.signature = outcome.signature;
+  replay.expect.trace_hash = outcome.trace_hash;
+  return replay;
+}
+
 }  // namespace verbfault::cli

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "replay.h"
+#include "seed_run.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -90,6 +91,12 @@ std::string resolve_program(const std::string& name, bool or_basename = false);
 
 // The library and program of a run as they are now.
 Binary binary_of(const std::string& file);
+
+// The replay file of a run that ended as `outcome`: its spec with every
+// knob (the engine's settings as this process has them), the builds it ran
+// with, and what it came to.
+ReplayFile replay_of(const SeedRun& run, const Outcome& outcome,
+                     const std::vector<int>& pass_statuses);
 
 void write_replay_file(const std::filesystem::path& path, const ReplayFile& replay);
 // Throws ReplayFileError ("FILE: what was found: expected what").

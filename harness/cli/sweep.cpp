@@ -48,27 +48,6 @@ SeedRun seed_run(const SweepOptions& options, const std::optional<Palette>& pale
   return run;
 }
 
-// The replay file of a failed seed: its run with every knob, the builds it
-// ran with, and what it came to.
-ReplayFile replay_of(const SweepOptions& options, const SeedRun& run, const Outcome& outcome) {
-  ReplayFile replay;
-  replay.verbfault_version = verbfault_version();
-  replay.library = binary_of(fs::absolute(options.library).string());
-  replay.program = binary_of(resolve_program(options.command.front()));
-  replay.command = options.command;
-  replay.seed = outcome.seed;
-  replay.threads = options.threads ? options.threads : engine::threads_setting();
-  replay.settings = engine::replay_settings();
-  if (run.plan_file) replay.plan_file = fs::absolute(*run.plan_file).string();
-  replay.faults = run.faults;
-  replay.pass_statuses = options.pass_statuses;
-  replay.expect.fails = true;
-  replay.expect.status = outcome.status;
-  replay.expect.signature = outcome.signature;
-  replay.expect.trace_hash = outcome.trace_hash;
-  return replay;
-}
-
 }  // namespace
 
 void parse_seed_range(const std::string& text, SweepOptions& options) {
@@ -170,7 +149,7 @@ int sweep(const SweepOptions& options) {
     if (outcome.failed) {
       const fs::path replay_file = dir / ("seed-" + std::to_string(seed) + ".replay");
       try {
-        write_replay_file(replay_file, replay_of(options, runs[index].spec, outcome));
+        write_replay_file(replay_file, replay_of(runs[index].spec, outcome, options.pass_statuses));
       } catch (const std::exception& error) {
         std::fprintf(stderr, "verbfault: sweep: %s\n", error.what());
       }
