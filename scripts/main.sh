@@ -1,66 +1,40 @@
 #!/usr/bin/env bash
-# The main job: install what is needed, build, and run the bundled sample
-# RDMA application on the simulated device, once plainly and then under a
-# battery of faults (one plan per fault kind). Writes a conformance report,
-# out/conformance.md: for each plan, how the application ended and what the
-# runtime checks found. An application conforms when every fault ends in a
-# clean success or a clean reported failure: no hang, no check finding (but
-# resources left alive at exit).
+# The main job: install what is needed, build, and run the conformance
+# battery (`verbfault conform`, the default battery: a no-fault baseline,
+# then every fault kind a correct program survives, 3 seeds each) on the
+# bundled sample RDMA application on the simulated device. Writes
+#   out/report.html  the report to open in a browser (matrix, timelines)
+#   out/report.xml   JUnit XML for CI;  out/report.json  for tools
+#   out/report.md    a pull-request comment;  out/runs/  each run's log,
+#                    trace and (when it does not conform) replay file
+# then runs the same battery on the sample's deliberately buggy variant
+# (`sample_rc --buggy`) into out/buggy/, so that a newcomer sees what a
+# program that does not conform looks like. Exit status 0 when the sample
+# conforms and the buggy variant is caught.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 build_dir="${BUILD_DIR:-build}"
-mkdir -p out
 verbfault="$build_dir/harness/cli/verbfault"
 sample="$build_dir/scenarios/sample_rc/sample_rc"
-seed="${SEED:-1}"
+rm -rf out/report.* out/runs out/buggy
+mkdir -p out
 
-plans=(
-  ""
-  "cq_overflow cq#0 nth=5"
-  "flush qp#1 nth=3"
-  "rnr_retry_exhausted qp#0 opcode=send nth=2"
-  "retry_exhausted qp#1 nth=2"
-  "completion_error(rem_access_err) qp#0 nth=2"
-  "spurious_cq_event p=0.3"
-  "coalesce_cq_event p=0.3"
-  "drop_cq_event cq#0 nth=2"
-  "partial_poll p=0.5"
-  "delayed_completion(2) p=0.2"
-  "async_event(qp_fatal) qp#0 nth=6"
-  "verb_failure(post_send,ENOMEM) qp#1 nth=2"
-  "port_down qp#0 nth=5"
-  "device_fatal qp#0 nth=6"
-)
+echo "== the sample: $sample"
+"$verbfault" conform --report out -- "$sample"
 
-report=out/conformance.md
-{
-  echo "# Conformance of sample_rc on the simulated device (seed $seed)"
-  echo
-  echo "| plan | exit | the application said | runtime checks | verdict |"
-  echo "| --- | --- | --- | --- | --- |"
-} >"$report"
-conforming=0
-for plan in "${plans[@]}"; do
-  args=(run --seed "$seed")
-  [ -n "$plan" ] && args+=(--fault "$plan")
-  set +e
-  output="$("$verbfault" "${args[@]}" -- "$sample" 2>&1)"
-  status=$?
-  set -e
-  said="$(printf '%s\n' "$output" | grep '^sample_rc: ' | tail -1 | sed 's/^sample_rc: //; s/|/\\|/g' || true)"
-  checks="$(printf '%s\n' "$output" | grep -o 'verbfault: check [a-z_.]*' | sed 's/verbfault: check //' | sort -u | paste -sd, - || true)"
-  # What a program leaves to the kernel at exit does not count against it.
-  blocking="$(printf '%s' "$checks" | tr , '\n' | grep -v '^resource.leak_at_exit$' | paste -sd, - || true)"
-  if { [ "$status" -eq 0 ] || [ "$status" -eq 1 ]; } && [ -z "$blocking" ]; then
-    verdict="conforms"
-    conforming=$((conforming + 1))
-  else
-    verdict="**does not conform**"
-  fi
-  echo "| \`${plan:-(no fault)}\` | $status | $said | ${checks:-none} | $verdict |" >>"$report"
-done
-echo >>"$report"
-echo "$conforming of ${#plans[@]} plans: the application conforms." >>"$report"
-cat "$report"
+echo
+echo "== the sample with two bugs: $sample --buggy"
+set +e
+"$verbfault" conform --report out/buggy -- "$sample" --buggy >out/buggy.log 2>&1
+status=$?
+set -e
+tail -n 2 out/buggy.log
+if [ "$status" -ne 1 ]; then
+  echo "main.sh: the buggy sample's conformance run exited $status; expected 1 (does not conform)" >&2
+  cat out/buggy.log >&2
+  exit 1
+fi
+echo
+echo "Open out/report.html (and out/buggy/report.html) in a browser."
