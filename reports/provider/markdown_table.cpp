@@ -33,7 +33,8 @@ std::string verdict_cell(const Check* check) {
     case Verdict::unsupported:
       return "unsupported: " + observed;
     case Verdict::inconclusive:
-      return "inconclusive: " + observed + (check->note.empty() ? "" : " (" + cell(check->note) + ")");
+      return "inconclusive: " + observed +
+             (check->note.empty() ? "" : " (" + cell(check->note) + ")");
   }
   return observed;
 }

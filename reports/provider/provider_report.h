@@ -30,8 +30,8 @@ enum class Verdict {
   unsupported,   // the verb returned EOPNOTSUPP or ENOSYS
   inconclusive,  // the check could not set up its situation (the note says why)
 };
-inline constexpr Verdict kVerdicts[] = {Verdict::conforms, Verdict::deviates,
-                                        Verdict::unsupported, Verdict::inconclusive};
+inline constexpr Verdict kVerdicts[] = {Verdict::conforms, Verdict::deviates, Verdict::unsupported,
+                                        Verdict::inconclusive};
 std::string_view name(Verdict verdict);
 std::optional<Verdict> verdict_from_name(std::string_view text);
 

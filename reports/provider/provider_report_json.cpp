@@ -11,8 +11,7 @@ using nlohmann::json;
 
 const json& member(const json& object, const char* key, const char* where) {
   const auto it = object.find(key);
-  if (it == object.end())
-    throw ReportFormatError(std::string(where) + ": missing \"" + key + "\"");
+  if (it == object.end()) throw ReportFormatError(std::string(where) + ": missing \"" + key + "\"");
   return *it;
 }
 
@@ -72,9 +71,13 @@ json to_json(const ProviderReport& report) {
           {"checks", std::move(checks)}};
 }
 
-std::string to_json_text(const ProviderReport& report) { return to_json(report).dump(2) + "\n"; }
+std::string to_json_text(const ProviderReport& report) {
+  return to_json(report).dump(2) + "\n";
+}
 
-std::string to_json_line(const Check& check) { return to_json(check).dump() + "\n"; }
+std::string to_json_line(const Check& check) {
+  return to_json(check).dump() + "\n";
+}
 
 Check check_from_json(const json& document) {
   if (!document.is_object()) throw ReportFormatError("a check is not an object");
@@ -98,8 +101,7 @@ ProviderReport from_json(const json& document) {
   if (!document.is_object()) throw ReportFormatError("the report is not a JSON object");
   const std::string format = text(document, "format", "report");
   if (format != kFormat)
-    throw ReportFormatError("format \"" + format + "\", expected \"" + std::string(kFormat) +
-                            "\"");
+    throw ReportFormatError("format \"" + format + "\", expected \"" + std::string(kFormat) + "\"");
   const json& version = member(document, "version", "report");
   if (!version.is_number_integer() || version.get<int>() != kVersion)
     throw ReportFormatError("version " + version.dump() + ", this reader knows " +

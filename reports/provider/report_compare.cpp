@@ -22,8 +22,8 @@ std::vector<Difference> compare(const ProviderReport& baseline, const ProviderRe
   }
   for (const Check& now : fresh.checks)
     if (baseline.find(now.id) == nullptr)
-      out.push_back({now.id, "new check (" + std::string(name(now.verdict)) + ": " + now.observed +
-                                 ")"});
+      out.push_back(
+          {now.id, "new check (" + std::string(name(now.verdict)) + ": " + now.observed + ")"});
   return out;
 }
 

@@ -27,10 +27,14 @@ void probe_size_rounding(const std::string& device, CheckSink& sink);
 void probe_bad_calls(const std::string& device, CheckSink& sink);
 
 inline constexpr Area kAreas[] = {
-    {"cq_overflow", probe_cq_overflow},     {"rnr_and_retry", probe_rnr_and_retry},
-    {"flush", probe_flush},                 {"poison", probe_poison},
-    {"events_and_acks", probe_events_and_acks}, {"async_events", probe_async_events},
-    {"modify_qp", probe_modify_qp},         {"size_rounding", probe_size_rounding},
+    {"cq_overflow", probe_cq_overflow},
+    {"rnr_and_retry", probe_rnr_and_retry},
+    {"flush", probe_flush},
+    {"poison", probe_poison},
+    {"events_and_acks", probe_events_and_acks},
+    {"async_events", probe_async_events},
+    {"modify_qp", probe_modify_qp},
+    {"size_rounding", probe_size_rounding},
     {"bad_calls", probe_bad_calls},
 };
 

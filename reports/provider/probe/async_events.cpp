@@ -26,8 +26,8 @@ bool saw(ibv_context* ctx, ibv_event_type type, ibv_qp* qp, ibv_srq* srq, std::s
   collect_async(
       ctx, kPositiveMs,
       [&](const ibv_async_event& e) {
-        found = e.event_type == type &&
-                (qp == nullptr || e.element.qp == qp) && (srq == nullptr || e.element.srq == srq);
+        found = e.event_type == type && (qp == nullptr || e.element.qp == qp) &&
+                (srq == nullptr || e.element.srq == srq);
         if (!found) *others += (others->empty() ? "" : " ") + event_name(e.event_type);
         return found;
       },
@@ -74,21 +74,20 @@ SrqPair make_srq_pair(const std::string& device, bool b_rts, std::string* why) {
 }  // namespace
 
 void probe_async_events(const std::string& device, CheckSink& sink) {
-  const About comm_est{"async_events.comm_est",
-                       "the first message received by a QP in RTR",
+  const About comm_est{"async_events.comm_est", "the first message received by a QP in RTR",
                        "ibv_get_async_event(3); IBA 10.3.1 (RTR)",
                        "IBV_EVENT_COMM_EST for that QP"};
   const About srq_limit{"async_events.srq_limit_reached",
-                        "an SRQ armed with srq_limit 3 drops from 4 WRs to 2",
-                        "ibv_modify_srq(3)", "IBV_EVENT_SRQ_LIMIT_REACHED for the SRQ"};
+                        "an SRQ armed with srq_limit 3 drops from 4 WRs to 2", "ibv_modify_srq(3)",
+                        "IBV_EVENT_SRQ_LIMIT_REACHED for the SRQ"};
   const About last_wqe{"async_events.last_wqe_reached", "a QP on an SRQ moved to ERR", kSpec,
                        "IBV_EVENT_QP_LAST_WQE_REACHED for that QP"};
   const About access_status{"async_events.remote_access_status",
                             "an RDMA WRITE into an MR registered without REMOTE_WRITE",
                             "ibv_poll_cq(3); IBA 9.7 (Remote Access Error NAK)",
                             "the requester's WR completes IBV_WC_REM_ACCESS_ERR"};
-  const About access_event{"async_events.qp_access_err",
-                           "the responder of that WRITE", kSpec + " (Local Access Violation)",
+  const About access_event{"async_events.qp_access_err", "the responder of that WRITE",
+                           kSpec + " (Local Access Violation)",
                            "IBV_EVENT_QP_ACCESS_ERR for the responder's QP"};
   const About nonblocking{"async_events.nonblocking_get_event",
                           "ibv_get_async_event on an O_NONBLOCK async_fd with nothing pending",
@@ -117,7 +116,8 @@ void probe_async_events(const std::string& device, CheckSink& sink) {
     // SRQ limit, then Last WQE Reached.
     SrqPair p = make_srq_pair(device, true, &why);
     bool posted = p.a != nullptr;
-    for (int i = 0; posted && i < 4; ++i) posted = post_srq_recv(p.srq, *p.buffer, 256, 10 + i) == 0;
+    for (int i = 0; posted && i < 4; ++i)
+      posted = post_srq_recv(p.srq, *p.buffer, 256, 10 + i) == 0;
     ibv_srq_attr limit{};
     limit.srq_limit = 3;
     if (!posted || ibv_modify_srq(p.srq, &limit, IBV_SRQ_LIMIT) != 0) {
@@ -128,27 +128,28 @@ void probe_async_events(const std::string& device, CheckSink& sink) {
       poll_for(p.cq, 4, kPositiveMs);
       std::string others;
       const bool ok = saw(p.dev->ctx, IBV_EVENT_SRQ_LIMIT_REACHED, nullptr, p.srq, &others);
-      sink.add(judged(srq_limit, ok,
-                      ok ? "IBV_EVENT_SRQ_LIMIT_REACHED" : "no IBV_EVENT_SRQ_LIMIT_REACHED within 3 s",
-                      ok, others.empty() ? "" : "other events: " + others));
+      sink.add(
+          judged(srq_limit, ok,
+                 ok ? "IBV_EVENT_SRQ_LIMIT_REACHED" : "no IBV_EVENT_SRQ_LIMIT_REACHED within 3 s",
+                 ok, others.empty() ? "" : "other events: " + others));
     }
     if (p.a == nullptr || to_state(p.b, IBV_QPS_ERR) != 0) {
       sink.add(inconclusive(last_wqe, p.a == nullptr ? why : "could not move the QP to ERR"));
     } else {
       std::string others;
       const bool ok = saw(p.dev->ctx, IBV_EVENT_QP_LAST_WQE_REACHED, p.b, nullptr, &others);
-      sink.add(judged(last_wqe, ok,
-                      ok ? "IBV_EVENT_QP_LAST_WQE_REACHED"
-                         : "no IBV_EVENT_QP_LAST_WQE_REACHED within 3 s",
-                      ok, others.empty() ? "" : "other events: " + others));
+      sink.add(judged(
+          last_wqe, ok,
+          ok ? "IBV_EVENT_QP_LAST_WQE_REACHED" : "no IBV_EVENT_QP_LAST_WQE_REACHED within 3 s", ok,
+          others.empty() ? "" : "other events: " + others));
     }
   }
   {
     // Remote access violation: b's MR has no REMOTE_WRITE.
     SrqPair p = make_srq_pair(device, true, &why);
     auto guarded = p.a ? make_buffer(*p.dev, 64, IBV_ACCESS_LOCAL_WRITE) : nullptr;
-    if (!guarded ||
-        post_send(p.a, IBV_WR_RDMA_WRITE, *p.buffer, 8, 30, IBV_SEND_SIGNALED, guarded.get()) != 0) {
+    if (!guarded || post_send(p.a, IBV_WR_RDMA_WRITE, *p.buffer, 8, 30, IBV_SEND_SIGNALED,
+                              guarded.get()) != 0) {
       sink.add(inconclusive(access_status, p.a == nullptr ? why : "could not post the WRITE"));
       sink.add(inconclusive(access_event, p.a == nullptr ? why : "could not post the WRITE"));
     } else {

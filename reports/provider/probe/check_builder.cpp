@@ -23,21 +23,26 @@ void CheckSink::add(const Check& check) {
 
 Check judged(const About& about, bool ok, std::string observed, nlohmann::json value,
              std::string note) {
-  return Check{about.id,           about.title,          about.spec,
-               about.expected,     std::move(observed),  std::move(value),
-               ok ? Verdict::conforms : Verdict::deviates, std::move(note)};
+  return Check{about.id,
+               about.title,
+               about.spec,
+               about.expected,
+               std::move(observed),
+               std::move(value),
+               ok ? Verdict::conforms : Verdict::deviates,
+               std::move(note)};
 }
 
 Check errno_check(const About& about, int expected_errno, int err) {
   Verdict verdict = err == expected_errno ? Verdict::conforms : Verdict::deviates;
   if (err == EOPNOTSUPP || err == ENOSYS) verdict = Verdict::unsupported;
-  return Check{about.id,     about.title, about.spec, about.expected, outcome(err),
-               errno_name(err), verdict,  ""};
+  return Check{about.id,     about.title,     about.spec, about.expected,
+               outcome(err), errno_name(err), verdict,    ""};
 }
 
 Check inconclusive(const About& about, std::string why) {
-  return Check{about.id,    about.title,      about.spec, about.expected, "could not set up",
-               nullptr,     Verdict::inconclusive,        std::move(why)};
+  return Check{about.id, about.title,           about.spec,    about.expected, "could not set up",
+               nullptr,  Verdict::inconclusive, std::move(why)};
 }
 
 std::string errno_name(int err) {
@@ -77,18 +82,35 @@ std::string errno_name(int err) {
   }
 }
 
-std::string outcome(int err) { return err == 0 ? "succeeds" : "fails with " + errno_name(err); }
+std::string outcome(int err) {
+  return err == 0 ? "succeeds" : "fails with " + errno_name(err);
+}
 
 std::string wc_status_name(int status) {
-  static const char* const names[] = {
-      "IBV_WC_SUCCESS",          "IBV_WC_LOC_LEN_ERR",         "IBV_WC_LOC_QP_OP_ERR",
-      "IBV_WC_LOC_EEC_OP_ERR",   "IBV_WC_LOC_PROT_ERR",        "IBV_WC_WR_FLUSH_ERR",
-      "IBV_WC_MW_BIND_ERR",      "IBV_WC_BAD_RESP_ERR",        "IBV_WC_LOC_ACCESS_ERR",
-      "IBV_WC_REM_INV_REQ_ERR",  "IBV_WC_REM_ACCESS_ERR",      "IBV_WC_REM_OP_ERR",
-      "IBV_WC_RETRY_EXC_ERR",    "IBV_WC_RNR_RETRY_EXC_ERR",   "IBV_WC_LOC_RDD_VIOL_ERR",
-      "IBV_WC_REM_INV_RD_REQ_ERR", "IBV_WC_REM_ABORT_ERR",     "IBV_WC_INV_EECN_ERR",
-      "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",          "IBV_WC_RESP_TIMEOUT_ERR",
-      "IBV_WC_GENERAL_ERR",      "IBV_WC_TM_ERR",              "IBV_WC_TM_RNDV_INCOMPLETE"};
+  static const char* const names[] = {"IBV_WC_SUCCESS",
+                                      "IBV_WC_LOC_LEN_ERR",
+                                      "IBV_WC_LOC_QP_OP_ERR",
+                                      "IBV_WC_LOC_EEC_OP_ERR",
+                                      "IBV_WC_LOC_PROT_ERR",
+                                      "IBV_WC_WR_FLUSH_ERR",
+                                      "IBV_WC_MW_BIND_ERR",
+                                      "IBV_WC_BAD_RESP_ERR",
+                                      "IBV_WC_LOC_ACCESS_ERR",
+                                      "IBV_WC_REM_INV_REQ_ERR",
+                                      "IBV_WC_REM_ACCESS_ERR",
+                                      "IBV_WC_REM_OP_ERR",
+                                      "IBV_WC_RETRY_EXC_ERR",
+                                      "IBV_WC_RNR_RETRY_EXC_ERR",
+                                      "IBV_WC_LOC_RDD_VIOL_ERR",
+                                      "IBV_WC_REM_INV_RD_REQ_ERR",
+                                      "IBV_WC_REM_ABORT_ERR",
+                                      "IBV_WC_INV_EECN_ERR",
+                                      "IBV_WC_INV_EEC_STATE_ERR",
+                                      "IBV_WC_FATAL_ERR",
+                                      "IBV_WC_RESP_TIMEOUT_ERR",
+                                      "IBV_WC_GENERAL_ERR",
+                                      "IBV_WC_TM_ERR",
+                                      "IBV_WC_TM_RNDV_INCOMPLETE"};
   if (status >= 0 && status < static_cast<int>(std::size(names))) return names[status];
   return "status " + std::to_string(status);
 }
@@ -115,14 +137,26 @@ std::string wc_opcode_name(int opcode) {
 }
 
 std::string event_name(int type) {
-  static const char* const names[] = {
-      "IBV_EVENT_CQ_ERR",           "IBV_EVENT_QP_FATAL",       "IBV_EVENT_QP_REQ_ERR",
-      "IBV_EVENT_QP_ACCESS_ERR",    "IBV_EVENT_COMM_EST",       "IBV_EVENT_SQ_DRAINED",
-      "IBV_EVENT_PATH_MIG",         "IBV_EVENT_PATH_MIG_ERR",   "IBV_EVENT_DEVICE_FATAL",
-      "IBV_EVENT_PORT_ACTIVE",      "IBV_EVENT_PORT_ERR",       "IBV_EVENT_LID_CHANGE",
-      "IBV_EVENT_PKEY_CHANGE",      "IBV_EVENT_SM_CHANGE",      "IBV_EVENT_SRQ_ERR",
-      "IBV_EVENT_SRQ_LIMIT_REACHED", "IBV_EVENT_QP_LAST_WQE_REACHED", "IBV_EVENT_CLIENT_REREGISTER",
-      "IBV_EVENT_GID_CHANGE",       "IBV_EVENT_WQ_FATAL"};
+  static const char* const names[] = {"IBV_EVENT_CQ_ERR",
+                                      "IBV_EVENT_QP_FATAL",
+                                      "IBV_EVENT_QP_REQ_ERR",
+                                      "IBV_EVENT_QP_ACCESS_ERR",
+                                      "IBV_EVENT_COMM_EST",
+                                      "IBV_EVENT_SQ_DRAINED",
+                                      "IBV_EVENT_PATH_MIG",
+                                      "IBV_EVENT_PATH_MIG_ERR",
+                                      "IBV_EVENT_DEVICE_FATAL",
+                                      "IBV_EVENT_PORT_ACTIVE",
+                                      "IBV_EVENT_PORT_ERR",
+                                      "IBV_EVENT_LID_CHANGE",
+                                      "IBV_EVENT_PKEY_CHANGE",
+                                      "IBV_EVENT_SM_CHANGE",
+                                      "IBV_EVENT_SRQ_ERR",
+                                      "IBV_EVENT_SRQ_LIMIT_REACHED",
+                                      "IBV_EVENT_QP_LAST_WQE_REACHED",
+                                      "IBV_EVENT_CLIENT_REREGISTER",
+                                      "IBV_EVENT_GID_CHANGE",
+                                      "IBV_EVENT_WQ_FATAL"};
   if (type >= 0 && type < static_cast<int>(std::size(names))) return names[type];
   return "event " + std::to_string(type);
 }

@@ -42,11 +42,11 @@ Check errno_check(const About& about, int expected_errno, int err);
 Check inconclusive(const About& about, std::string why);
 
 // Names for people and for the report's values.
-std::string errno_name(int err);          // "EINVAL", "0" for success
-std::string outcome(int err);             // "succeeds" / "fails with EINVAL"
-std::string wc_status_name(int status);   // "IBV_WC_WR_FLUSH_ERR"
-std::string wc_opcode_name(int opcode);   // "IBV_WC_SEND"
-std::string event_name(int type);         // "IBV_EVENT_CQ_ERR"
-std::string qp_state_name(int state);     // "RESET" ... "ERR", "?" for -1
+std::string errno_name(int err);         // "EINVAL", "0" for success
+std::string outcome(int err);            // "succeeds" / "fails with EINVAL"
+std::string wc_status_name(int status);  // "IBV_WC_WR_FLUSH_ERR"
+std::string wc_opcode_name(int opcode);  // "IBV_WC_SEND"
+std::string event_name(int type);        // "IBV_EVENT_CQ_ERR"
+std::string qp_state_name(int state);    // "RESET" ... "ERR", "?" for -1
 
 }  // namespace verbfault::probe

@@ -37,12 +37,14 @@ void probe_cq_overflow(const std::string& device, CheckSink& sink) {
   ibv_cq* small = dev ? ibv_create_cq(dev->ctx, 4, nullptr, nullptr, 0) : nullptr;
   ibv_cq* big = dev ? ibv_create_cq(dev->ctx, 256, nullptr, nullptr, 0) : nullptr;
   if (small == nullptr || big == nullptr) {
-    for (const About& about : all) sink.add(inconclusive(about, dev ? "ibv_create_cq failed" : why));
+    for (const About& about : all)
+      sink.add(inconclusive(about, dev ? "ibv_create_cq failed" : why));
     return;
   }
   const int count = small->cqe + 8;
   ibv_qp_cap caps{};
-  ibv_qp* a = create_qp(*dev, {.send_cq = small, .recv_cq = big, .send_wr = uint32_t(count)}, &caps);
+  ibv_qp* a =
+      create_qp(*dev, {.send_cq = small, .recv_cq = big, .send_wr = uint32_t(count)}, &caps);
   ibv_qp* b = create_qp(*dev, {.send_cq = big, .recv_cq = big});
   auto local = make_buffer(*dev, 64);
   auto remote = make_buffer(*dev, 64);
@@ -56,8 +58,8 @@ void probe_cq_overflow(const std::string& device, CheckSink& sink) {
     if (post_send(a, IBV_WR_RDMA_WRITE, *local, 8, 1000 + posted, IBV_SEND_SIGNALED,
                   remote.get()) != 0)
       break;
-  const std::string situation = std::to_string(posted) + " signaled WRITEs into a CQ of cqe " +
-                                std::to_string(small->cqe);
+  const std::string situation =
+      std::to_string(posted) + " signaled WRITEs into a CQ of cqe " + std::to_string(small->cqe);
 
   bool saw_cq_err = false, saw_qp_fatal = false;
   std::vector<std::string> seen;

@@ -70,11 +70,10 @@ std::string yes_no(ibv_cq* cq, const std::string& what) {
 
 void probe_events_and_acks(const std::string& device, CheckSink& sink) {
   // First, in a child of its own: the destroy that may never return.
-  const About destroy_unacked{
-      "events_and_acks.destroy_cq_unacked",
-      "ibv_destroy_cq with one completion event taken and not acknowledged",
-      "ibv_get_cq_event(3)",
-      "waits for the acknowledgement (the probe gives up after 5 s)"};
+  const About destroy_unacked{"events_and_acks.destroy_cq_unacked",
+                              "ibv_destroy_cq with one completion event taken and not acknowledged",
+                              "ibv_get_cq_event(3)",
+                              "waits for the acknowledgement (the probe gives up after 5 s)"};
   const Bounded run = run_bounded(
       [&](int fd) {
         Evented e = make_evented(device);
@@ -104,8 +103,8 @@ void probe_events_and_acks(const std::string& device, CheckSink& sink) {
   const About arm{"events_and_acks.event_for_next_completion",
                   "an armed CQ raises an event for the next completion", kNotify,
                   "one event, naming the CQ and its cq_context"};
-  const About once{"events_and_acks.one_event_per_arm",
-                   "a second completion without re-arming", kNotify, "no event"};
+  const About once{"events_and_acks.one_event_per_arm", "a second completion without re-arming",
+                   kNotify, "no event"};
   const About unsolicited{"events_and_acks.solicited_only_skips_unsolicited",
                           "armed solicited-only, a receive without IBV_SEND_SOLICITED", kNotify,
                           "no event"};
@@ -113,11 +112,12 @@ void probe_events_and_acks(const std::string& device, CheckSink& sink) {
                         "armed solicited-only, then a receive with IBV_SEND_SOLICITED", kNotify,
                         "one event"};
   const About error{"events_and_acks.solicited_only_fires_on_error",
-                    "armed solicited-only, then a flushed receive (status not successful)",
-                    kNotify, "one event (an unsuccessful completion is solicited)"};
-  const About early{"events_and_acks.arm_with_completions_present",
-                    "arming a CQ that already holds a completion", kNotify + "; ibv_get_cq_event(3)",
-                    "either: IBA arms for the next completion; a provider may fire (reported as found)"};
+                    "armed solicited-only, then a flushed receive (status not successful)", kNotify,
+                    "one event (an unsuccessful completion is solicited)"};
+  const About early{
+      "events_and_acks.arm_with_completions_present", "arming a CQ that already holds a completion",
+      kNotify + "; ibv_get_cq_event(3)",
+      "either: IBA arms for the next completion; a provider may fire (reported as found)"};
   const About nonblocking{"events_and_acks.nonblocking_get_event",
                           "ibv_get_cq_event on an O_NONBLOCK channel with nothing pending",
                           "ibv_get_cq_event(3)", "fails with EAGAIN"};
@@ -141,9 +141,11 @@ void probe_events_and_acks(const std::string& device, CheckSink& sink) {
   const bool right = got == e.cq_b && context == &g_cq_context_tag;
   sink.add(judged(arm, right,
                   got == nullptr ? "no event within 3 s"
-                                 : right ? "one event, CQ and cq_context right"
-                                         : "an event naming another CQ or context",
-                  got == nullptr ? "none" : right ? "event" : "wrong"));
+                  : right        ? "one event, CQ and cq_context right"
+                                 : "an event naming another CQ or context",
+                  got == nullptr ? "none"
+                  : right        ? "event"
+                                 : "wrong"));
   poll_for(e.cq_b, 1, kPositiveMs);
   // Not re-armed: a second completion.
   send_one(e, 2, 0);

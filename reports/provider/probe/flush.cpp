@@ -50,11 +50,13 @@ void probe_flush(const std::string& device, CheckSink& sink) {
       "flush.outstanding_sends",
       "3 SENDs (signaled, unsignaled, signaled) outstanding to a QP that never answers when the "
       "requester is moved to ERR",
-      kSpec + "; IBA 10.7.3.1", "3 IBV_WC_WR_FLUSH_ERR completions in post order, the unsignaled one too"};
+      kSpec + "; IBA 10.7.3.1",
+      "3 IBV_WC_WR_FLUSH_ERR completions in post order, the unsignaled one too"};
   const About send_in_err{"flush.send_posted_in_err", "a SEND posted to a QP in ERR", kSpec,
                           "ibv_post_send succeeds; the WR completes IBV_WC_WR_FLUSH_ERR"};
   const About qp_num{"flush.qp_num", "a flush completion names its QP",
-                     "ibv_poll_cq(3) (qp_num is valid in every completion)", "wc.qp_num = the QP's number"};
+                     "ibv_poll_cq(3) (qp_num is valid in every completion)",
+                     "wc.qp_num = the QP's number"};
 
   std::string why;
   auto dev = open_device(device, &why);
@@ -64,7 +66,8 @@ void probe_flush(const std::string& device, CheckSink& sink) {
   ibv_qp* a = cq ? create_qp(*dev, {.send_cq = cq, .recv_cq = cq}) : nullptr;
   ibv_qp* b = cq_peer ? create_qp(*dev, {.send_cq = cq_peer, .recv_cq = cq_peer}) : nullptr;
   if (a == nullptr || b == nullptr || !buffer) {
-    for (const About& about : {recv_outstanding, recv_in_err, send_outstanding, send_in_err, qp_num})
+    for (const About& about :
+         {recv_outstanding, recv_in_err, send_outstanding, send_in_err, qp_num})
       sink.add(inconclusive(about, dev ? "could not create the QPs" : why));
     return;
   }
@@ -91,8 +94,9 @@ void probe_flush(const std::string& device, CheckSink& sink) {
     const Polled later = posted == 0 ? poll_for(cq, 1, kPositiveMs) : Polled{};
     const bool ok = posted == 0 && flushed_in_order(later, {4});
     sink.add(judged(recv_in_err, ok,
-                    posted != 0 ? "ibv_post_recv " + outcome(posted)
-                                : "posted; " + text(later) + (later.wcs.empty() ? " within 3 s" : ""),
+                    posted != 0
+                        ? "ibv_post_recv " + outcome(posted)
+                        : "posted; " + text(later) + (later.wcs.empty() ? " within 3 s" : ""),
                     {{"post", errno_name(posted)}, {"completions", describe(later)}}));
   }
 

@@ -102,12 +102,9 @@ void collect(const Area& area, const Bounded& run, provider_report::ProviderRepo
                      : run.signal  ? std::string("died of signal ") + strsignal(run.signal)
                                    : "exited with status " + std::to_string(run.exit_status);
   report.checks.push_back({std::string(area.name) + ".ran_to_end",
-                           std::string("the ") + area.name + " area ran to its end",
-                           "(the probe)",
-                           "every check of the area decided",
-                           what,
-                           run.timed_out ? "timeout" : what,
-                           provider_report::Verdict::inconclusive,
+                           std::string("the ") + area.name + " area ran to its end", "(the probe)",
+                           "every check of the area decided", what,
+                           run.timed_out ? "timeout" : what, provider_report::Verdict::inconclusive,
                            "the checks after the last one listed were not run"});
 }
 

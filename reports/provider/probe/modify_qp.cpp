@@ -150,15 +150,13 @@ ibv_qp* ud_in_sqe(Device& dev, ibv_cq* cq, std::string* why, int* state_after_er
 void cell(CheckSink& sink, Device& dev, ibv_cq* cq, ibv_qp_state from, ibv_qp_state to,
           int* sqe_state) {
   const bool ok_to_move = legal(from, to);
-  const About about{"modify_qp." + lower(qp_state_name(from)) + "_to_" + lower(qp_state_name(to)),
-                    qp_state_name(from) + " -> " + qp_state_name(to) +
-                        (from == IBV_QPS_SQE ? " (UD)" : " (RC)"),
-                    kSpec,
-                    ok_to_move ? "succeeds, the QP is in " + qp_state_name(to)
-                               : "fails with EINVAL"};
+  const About about{
+      "modify_qp." + lower(qp_state_name(from)) + "_to_" + lower(qp_state_name(to)),
+      qp_state_name(from) + " -> " + qp_state_name(to) + (from == IBV_QPS_SQE ? " (UD)" : " (RC)"),
+      kSpec, ok_to_move ? "succeeds, the QP is in " + qp_state_name(to) : "fails with EINVAL"};
   std::string why;
-  ibv_qp* qp = from == IBV_QPS_SQE ? ud_in_sqe(dev, cq, &why, sqe_state)
-                                   : rc_in(dev, cq, from, &why);
+  ibv_qp* qp =
+      from == IBV_QPS_SQE ? ud_in_sqe(dev, cq, &why, sqe_state) : rc_in(dev, cq, from, &why);
   if (qp == nullptr) {
     sink.add(inconclusive(about, why));
     return;
@@ -208,10 +206,10 @@ void probe_modify_qp(const std::string& device, CheckSink& sink) {
   for (ibv_qp_state from : kStates)
     for (ibv_qp_state to : kStates) {
       if (cq == nullptr) {
-        sink.add(inconclusive({"modify_qp." + lower(qp_state_name(from)) + "_to_" +
-                                   lower(qp_state_name(to)),
-                               qp_state_name(from) + " -> " + qp_state_name(to), kSpec, ""},
-                              dev ? "ibv_create_cq failed" : why));
+        sink.add(inconclusive(
+            {"modify_qp." + lower(qp_state_name(from)) + "_to_" + lower(qp_state_name(to)),
+             qp_state_name(from) + " -> " + qp_state_name(to), kSpec, ""},
+            dev ? "ibv_create_cq failed" : why));
         continue;
       }
       cell(sink, *dev, cq, from, to, &sqe_state);
@@ -220,8 +218,8 @@ void probe_modify_qp(const std::string& device, CheckSink& sink) {
   const About sqe{"modify_qp.ud_send_error_enters_sqe",
                   "a UD QP's state after a send completion error (wrong lkey)",
                   "IBA 10.3.1 (Send Queue Error state, UC and UD)", "SQE"};
-  sink.add(judged(sqe, sqe_state == IBV_QPS_SQE, qp_state_name(sqe_state),
-                  qp_state_name(sqe_state)));
+  sink.add(
+      judged(sqe, sqe_state == IBV_QPS_SQE, qp_state_name(sqe_state), qp_state_name(sqe_state)));
 
   wrong_mask(sink, *dev, cq, "reset_to_init_without_port", "RESET -> INIT without IBV_QP_PORT",
              IBV_QPS_RESET, IBV_QPS_INIT, kInitMask & ~IBV_QP_PORT);
@@ -229,8 +227,8 @@ void probe_modify_qp(const std::string& device, CheckSink& sink) {
              "RESET -> INIT (RC) without IBV_QP_ACCESS_FLAGS", IBV_QPS_RESET, IBV_QPS_INIT,
              kInitMask & ~IBV_QP_ACCESS_FLAGS);
   wrong_mask(sink, *dev, cq, "reset_to_init_with_sq_psn",
-             "RESET -> INIT with IBV_QP_SQ_PSN, which the transition does not take",
-             IBV_QPS_RESET, IBV_QPS_INIT, kInitMask | IBV_QP_SQ_PSN);
+             "RESET -> INIT with IBV_QP_SQ_PSN, which the transition does not take", IBV_QPS_RESET,
+             IBV_QPS_INIT, kInitMask | IBV_QP_SQ_PSN);
   wrong_mask(sink, *dev, cq, "init_to_rtr_without_dest_qpn", "INIT -> RTR without IBV_QP_DEST_QPN",
              IBV_QPS_INIT, IBV_QPS_RTR, kRtrMask & ~IBV_QP_DEST_QPN);
   wrong_mask(sink, *dev, cq, "init_to_rtr_without_av", "INIT -> RTR without IBV_QP_AV",

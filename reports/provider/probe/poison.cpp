@@ -30,10 +30,14 @@ nlohmann::json field(const T& value) {
 
 // The fields ibv_poll_cq(3) leaves undefined in an error completion.
 nlohmann::json undefined_fields(const ibv_wc& wc) {
-  return {{"opcode", field(wc.opcode)},     {"byte_len", field(wc.byte_len)},
-          {"imm_data", field(wc.imm_data)}, {"src_qp", field(wc.src_qp)},
-          {"wc_flags", field(wc.wc_flags)}, {"pkey_index", field(wc.pkey_index)},
-          {"slid", field(wc.slid)},         {"sl", field(wc.sl)},
+  return {{"opcode", field(wc.opcode)},
+          {"byte_len", field(wc.byte_len)},
+          {"imm_data", field(wc.imm_data)},
+          {"src_qp", field(wc.src_qp)},
+          {"wc_flags", field(wc.wc_flags)},
+          {"pkey_index", field(wc.pkey_index)},
+          {"slid", field(wc.slid)},
+          {"sl", field(wc.sl)},
           {"dlid_path_bits", field(wc.dlid_path_bits)}};
 }
 
@@ -78,7 +82,8 @@ void error_completion(CheckSink& sink, const std::string& what, const About& val
   observed += wc.status == status ? ", status " + wc_status_name(wc.status)
                                   : ", status " + wc_status_name(wc.status) + " (other)";
   observed += wc.qp_num == qp->qp_num ? ", qp_num right" : ", qp_num wrong";
-  observed += field(wc.vendor_err) == "untouched" ? ", vendor_err untouched" : ", vendor_err written";
+  observed +=
+      field(wc.vendor_err) == "untouched" ? ", vendor_err untouched" : ", vendor_err written";
   sink.add(judged(valid, ok, observed,
                   {{"wr_id", wc.wr_id == wr_id},
                    {"status", wc_status_name(wc.status)},
@@ -107,8 +112,8 @@ void probe_poison(const std::string& device, CheckSink& sink) {
                           "others",
                           spec, "undefined (reported as found)"};
   const About send_opcode{"poison.success_send_fields",
-                          "a successful SEND_WITH_IMM's send completion: opcode, wc_flags", spec +
-                          "; IBA 11.4.2.1 (immediate data is reported to the receiver)",
+                          "a successful SEND_WITH_IMM's send completion: opcode, wc_flags",
+                          spec + "; IBA 11.4.2.1 (immediate data is reported to the receiver)",
                           "opcode IBV_WC_SEND; IBV_WC_WITH_IMM not set"};
   const About recv_fields{"poison.success_recv_fields",
                           "a successful RC receive of SEND_WITH_IMM: opcode, byte_len, imm_data, "
@@ -116,7 +121,8 @@ void probe_poison(const std::string& device, CheckSink& sink) {
                           spec + " (IBV_WC_GRH: \"valid only for UD QPs\")",
                           "IBV_WC_RECV, byte_len 24, imm_data as sent with IBV_WC_WITH_IMM, no "
                           "IBV_WC_GRH"};
-  const About all[] = {flush_valid, flush_others, send_valid, send_others, send_opcode, recv_fields};
+  const About all[] = {flush_valid, flush_others, send_valid,
+                       send_others, send_opcode,  recv_fields};
 
   std::string why;
   auto dev = open_device(device, &why);
@@ -127,7 +133,8 @@ void probe_poison(const std::string& device, CheckSink& sink) {
   ibv_qp* b = cq_b ? create_qp(*dev, {.send_cq = cq_b, .recv_cq = cq_b}) : nullptr;
   if (a == nullptr || b == nullptr || !buffer || connect(*dev, a, b->qp_num) != 0 ||
       connect(*dev, b, a->qp_num) != 0) {
-    for (const About& about : all) sink.add(inconclusive(about, dev ? "could not connect two RC QPs" : why));
+    for (const About& about : all)
+      sink.add(inconclusive(about, dev ? "could not connect two RC QPs" : why));
     return;
   }
 

@@ -76,8 +76,8 @@ void exhaustion(CheckSink& sink, const About& status, const About& state, const 
   }
   const int64_t start = now_ms();
   const Polled polled = poll_for(rc.cq_a, 1, timeout_ms);
-  const bool ok = polled.wcs.size() == 1 && polled.wcs[0].status == expected &&
-                  polled.wcs[0].wr_id == 7;
+  const bool ok =
+      polled.wcs.size() == 1 && polled.wcs[0].status == expected && polled.wcs[0].wr_id == 7;
   std::string observed = first_status(polled);
   if (polled.wcs.empty()) observed += " within " + std::to_string(timeout_ms / 1000) + " s";
   sink.add(judged(status, ok, observed, first_status(polled),
@@ -102,10 +102,10 @@ void probe_rnr_and_retry(const std::string& device, CheckSink& sink) {
                rc, IBV_WC_RNR_RETRY_EXC_ERR, kPositiveMs);
     if (rc.b != nullptr) {
       const int s = qp_state(rc.b);
-      sink.add(judged({"rnr_and_retry.rnr_responder_state",
-                       "the responder's state after it RNR-NAKed",
-                       "IBA 9.7.5.2.8 (RNR NAK is not an error of the responder)", "RTS"},
-                      s == IBV_QPS_RTS, qp_state_name(s), qp_state_name(s)));
+      sink.add(
+          judged({"rnr_and_retry.rnr_responder_state", "the responder's state after it RNR-NAKed",
+                  "IBA 9.7.5.2.8 (RNR NAK is not an error of the responder)", "RTS"},
+                 s == IBV_QPS_RTS, qp_state_name(s), qp_state_name(s)));
     }
   }
   {
@@ -115,14 +115,15 @@ void probe_rnr_and_retry(const std::string& device, CheckSink& sink) {
                         "no completion while the responder has no receive; SUCCESS once one "
                         "is posted"};
     Rc rc = make_rc(device, {.rnr_retry = 7, .min_rnr_timer = 1}, true);
-    if (rc.a == nullptr || post_send(rc.a, IBV_WR_SEND, *rc.buffer, 16, 8, IBV_SEND_SIGNALED) != 0) {
+    if (rc.a == nullptr ||
+        post_send(rc.a, IBV_WR_SEND, *rc.buffer, 16, 8, IBV_SEND_SIGNALED) != 0) {
       sink.add(inconclusive(forever, rc.a == nullptr ? rc.why : "ibv_post_send failed"));
     } else {
       const Polled early = poll_for(rc.cq_a, 1, kNegativeMs);
       post_recv(rc.b, *rc.buffer, 256, 9);
       const Polled late = early.wcs.empty() ? poll_for(rc.cq_a, 1, kPositiveMs) : early;
-      const bool ok = early.wcs.empty() && late.wcs.size() == 1 &&
-                      late.wcs[0].status == IBV_WC_SUCCESS;
+      const bool ok =
+          early.wcs.empty() && late.wcs.size() == 1 && late.wcs[0].status == IBV_WC_SUCCESS;
       const std::string observed =
           early.wcs.empty() ? "waits, then " + first_status(late) + " once a receive is posted"
                             : first_status(early) + " before any receive was posted";

@@ -22,13 +22,14 @@ void probe_size_rounding(const std::string& device, CheckSink& sink) {
                     "ibv_query_qp(3)", "the same values create returned"};
   const About srq{"size_rounding.srq", "ibv_create_srq asking max_wr 10, max_sge 1",
                   "ibv_create_srq(3)", "max_wr at least 10, max_sge at least 1"};
-  const About srq_query{"size_rounding.srq_query", "ibv_query_srq after create",
-                        "ibv_query_srq(3)", "the max_wr create returned"};
+  const About srq_query{"size_rounding.srq_query", "ibv_query_srq after create", "ibv_query_srq(3)",
+                        "the max_wr create returned"};
 
   std::string why;
   auto dev = open_device(device, &why);
   if (!dev) {
-    for (const About& about : {cq, resize, qp, query, srq, srq_query}) sink.add(inconclusive(about, why));
+    for (const About& about : {cq, resize, qp, query, srq, srq_query})
+      sink.add(inconclusive(about, why));
     return;
   }
   {
@@ -64,8 +65,13 @@ void probe_size_rounding(const std::string& device, CheckSink& sink) {
   {
     ibv_qp_cap caps{};
     ibv_qp* q = c ? create_qp(*dev,
-                              {.send_cq = c, .recv_cq = c, .send_wr = 10, .recv_wr = 10,
-                               .send_sge = 1, .recv_sge = 1, .inline_data = 40},
+                              {.send_cq = c,
+                               .recv_cq = c,
+                               .send_wr = 10,
+                               .recv_wr = 10,
+                               .send_sge = 1,
+                               .recv_sge = 1,
+                               .inline_data = 40},
                               &caps)
                   : nullptr;
     if (q == nullptr) {
@@ -97,8 +103,8 @@ void probe_size_rounding(const std::string& device, CheckSink& sink) {
         std::string differs;
         for (const auto& [key, v] : queried.items())
           if (v != value[key]) differs += (differs.empty() ? "" : ", ") + key + " " + v.dump();
-        sink.add(judged(query, differs.empty(), differs.empty() ? "the same" : "differs: " + differs,
-                        queried));
+        sink.add(judged(query, differs.empty(),
+                        differs.empty() ? "the same" : "differs: " + differs, queried));
       }
     }
   }

@@ -243,9 +243,9 @@ ibv_cq* wait_cq_event(ibv_comp_channel* channel, int timeout_ms, void** cq_conte
   return cq;
 }
 
-std::vector<ibv_async_event> collect_async(
-    ibv_context* ctx, int timeout_ms, const std::function<bool(const ibv_async_event&)>& done,
-    bool keep_last) {
+std::vector<ibv_async_event> collect_async(ibv_context* ctx, int timeout_ms,
+                                           const std::function<bool(const ibv_async_event&)>& done,
+                                           bool keep_last) {
   std::vector<ibv_async_event> out;
   pollfd p{ctx->async_fd, POLLIN, 0};
   const int64_t deadline = now_ms() + timeout_ms;

@@ -49,8 +49,7 @@ struct Buffer {
   ibv_mr* mr = nullptr;
 };
 std::unique_ptr<Buffer> make_buffer(Device& dev, std::size_t size,
-                                    int access = IBV_ACCESS_LOCAL_WRITE |
-                                                 IBV_ACCESS_REMOTE_WRITE |
+                                    int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                                  IBV_ACCESS_REMOTE_READ);
 
 struct QpSpec {
@@ -70,7 +69,7 @@ ibv_qp* create_qp(Device& dev, const QpSpec& spec, ibv_qp_cap* caps = nullptr);
 // The RC knobs of a connection (ibv_modify_qp(3); IBA 9.7.5.2.8 and
 // 9.7.6.1.3 for their encodings).
 struct Link {
-  uint8_t timeout = 14;       // 4.096 us * 2^14 = 67 ms
+  uint8_t timeout = 14;  // 4.096 us * 2^14 = 67 ms
   uint8_t retry_cnt = 7;
   uint8_t rnr_retry = 7;      // 7: retry forever
   uint8_t min_rnr_timer = 1;  // 0.01 ms
@@ -78,7 +77,8 @@ struct Link {
 
 // Minimal attribute masks of the RC transitions (IBA 10.3.1, the table in
 // ibv_modify_qp(3)'s kernel counterpart ib_modify_qp_is_ok).
-inline constexpr int kInitMask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+inline constexpr int kInitMask =
+    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 inline constexpr int kRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 inline constexpr int kRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
