@@ -11,7 +11,7 @@
 # (rxe-vm.sh; RXE_VM in the environment overrides the path), the build and
 # source trees shared into it. Exit 77 (ctest: skipped), with one line
 # saying why, when the VM cannot be had: no qemu-system-x86_64, no
-# rxe-vm.sh, no guest kernel, or rxe-vm.sh's infrastructure failure (125).
+# rxe-vm.sh, no guest kernel, or a VM that does not boot.
 set -euo pipefail
 device="" verbfault="" baseline="" schema="" python="/usr/bin/python3" vm="" source=""
 while [ $# -gt 0 ]; do
@@ -47,17 +47,24 @@ else
     [ -n "$deb" ] || skip "no guest kernel (apt-get install --download-only linux-image-amd64, or RXE_VM_KERNEL_DEB)"
     export RXE_VM_KERNEL_DEB=$deb
   fi
-  build=$(cd "$(dirname "$verbfault")/../../.." && pwd)
+  build=$(cd "$(dirname "$verbfault")/../.." && pwd)
   probe="$build/reports/provider/verbfault-provider-probe"
   start=$(date +%s)
-  "$vm" -q -t 480 -s "$build" -s "$source" -s "$out" -C "$build" \
+  shares=(-s "$source" -s "$out")
+  case "$build/" in "$source"/*) ;; *) shares+=(-s "$build") ;; esac
+  "$vm" -q -t 480 "${shares[@]}" -C "$build" \
     -L "$verbfault" -L "$build/harness/libverbfault.so" -L "$probe" \
     -c "'$verbfault' provider-report --device '$device' --report '$out' --baseline '$baseline' > '$out/console.txt' 2>&1" \
     > "$out/vm.log" 2>&1 || status=$?
   cat "$out/console.txt" 2>/dev/null || true
   echo "provider_report.$device: the VM run took $(( $(date +%s) - start )) s"
+  # 125 is rxe-vm.sh's infrastructure failure; only a missing host
+  # package or guest kernel, or a VM that never booted, is a skip.
   if [ "$status" -eq 125 ] && [ ! -s "$out/console.txt" ]; then
-    skip "the VM did not start: $(grep -m1 -E 'rxe-vm.sh:|die' "$out/vm.log" || tail -1 "$out/vm.log")"
+    why=$(grep -m1 -E 'missing host tool|need a static busybox|need modprobe|cannot resolve linux-image|apt-get download|without exit marker' "$out/vm.log" || true)
+    [ -n "$why" ] && skip "the VM could not be had: $why"
+    echo "provider_report.$device: rxe-vm.sh failed: $(tail -3 "$out/vm.log")"
+    exit 1
   fi
 fi
 json="$out/provider-$device.json"
