@@ -7,6 +7,7 @@ packages=(
   libibverbs-dev ibverbs-utils ibverbs-providers rdma-core perftest
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
+  python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do
