@@ -257,7 +257,7 @@ int provider_report(const ProviderReportOptions& options) {
   std::printf(
       "verbfault: provider-report: %zu checks differ from %s; if the device changed on "
       "purpose, regenerate it: verbfault provider-report --device %s --report DIR && cp "
-      "DIR/provider-%s.json %s\n",
+      "DIR/provider-%s.json %s (reports/provider/regenerate.sh does the committed ones)\n",
       differences.size(), options.baseline->c_str(), options.device.c_str(), options.device.c_str(),
       options.baseline->c_str());
   return 1;
