@@ -19,4 +19,18 @@ mkdir -p "$out"
 mv "$out/provider-vfsim0.json" "$out/vfsim0.json"
 mv "$out/provider-rxe0.json" "$out/rxe0.json"
 rm -f "$out/provider-vfsim0.md" "$out/provider-rxe0.md"
-"$verbfault" provider-report --compare "$out/vfsim0.json" "$out/rxe0.json" > "$out/README.md"
+{
+  "$verbfault" provider-report --compare "$out/vfsim0.json" "$out/rxe0.json"
+  cat <<'TEXT'
+
+## Regenerating
+
+`reports/provider/regenerate.sh` (after `scripts/build.sh`) runs
+`verbfault provider-report --device vfsim0` here and `--device rxe0` inside
+a throw-away VM with Soft-RoCE (`rxe-vm.sh`: qemu-system-x86,
+busybox-static, cpio, Debian's linux-image-amd64), then writes this page
+with `--compare`. `ctest -R provider_report` holds fresh runs against
+`vfsim0.json` and `rxe0.json` (verdicts and values) and names every check
+that changed; the schema is `reports/schema/provider-report.schema.json`.
+TEXT
+} > "$out/README.md"
