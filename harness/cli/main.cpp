@@ -14,6 +14,8 @@
 //   verbfault plan FILE         check a plan file and print it canonically
 //   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
 //                               print a trace for people, one line a record
+//   verbfault provider-report [--device NAME] [--report DIR] [--baseline FILE]
+//                             [--compare A.json B.json ...]   (provider_report.h)
 //
 // Exit status: the program's own; 121 when it exited 0 but the runtime
 // checks reported findings; 122 when the checks ended a program that could
@@ -23,6 +25,7 @@
 #include "conform.h"
 #include "minimize.h"
 #include "process.h"
+#include "provider_report.h"
 #include "replay_command.h"
 #include "replay_file.h"
 #include "run.h"
@@ -201,6 +204,27 @@ int main(int argc, char** argv) {
   trace->add_option("--object", view.object, "only the records of this object, e.g. qp#1");
   trace->add_option("--kind", view.kind, "only call, fault, check or event records");
 
+  verbfault::cli::ProviderReportOptions provider_options;
+  CLI::App* provider = app.add_subcommand(
+      "provider-report",
+      "run a battery of verbs semantics against a device and report where it deviates from "
+      "the man pages and IBTA");
+  provider->add_option("--device", provider_options.device, "the device (default vfsim0)");
+  provider->add_option("--report", provider_options.report_dir,
+                       "write DIR/provider-NAME.json and .md here (default out)");
+  provider
+      ->add_option("--baseline", provider_options.baseline,
+                   "a committed report: list every check whose verdict or value changed (exit 1)")
+      ->check(CLI::ExistingFile);
+  provider
+      ->add_option("--compare", provider_options.compare,
+                   "no probe run: these reports side by side, in Markdown on stdout")
+      ->check(CLI::ExistingFile)
+      ->excludes("--baseline");
+  provider->add_option("--library", provider_options.library,
+                       "libverbfault.so to preload for a simulated device");
+  provider->add_option("--probe", provider_options.probe, "verbfault-provider-probe to run");
+
   // The command after "--" is split off before CLI11 sees it: its options
   // (sample_rc --messages 4) belong to the program, not to verbfault.
   int own_argc = argc;
@@ -305,6 +329,10 @@ int main(int argc, char** argv) {
     }
   }
   if (*trace) return verbfault::cli::print_trace(view);
+  if (*provider) {
+    if (provider_options.library.empty()) provider_options.library = default_library();
+    return verbfault::cli::provider_report(provider_options);
+  }
   if (options.library.empty()) options.library = default_library();
   return verbfault::cli::run(options);
 }
