@@ -8,6 +8,7 @@ packages=(
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   chromium chromium-driver python3-selenium
+  libxml2-utils python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do
