@@ -63,12 +63,14 @@ TraceDigest digest_trace(const std::filesystem::path& path) {
   TraceDigest digest;
   std::ifstream in(path);
   std::vector<std::string> lines;
+  std::vector<bool> is_record;  // a JSON object: the excerpt keeps records only
   std::optional<std::size_t> first_fault, first_finding, first_check;
   std::vector<TimelineMark> marks;
   for (std::string line; std::getline(in, line);) {
     const std::size_t index = lines.size();
     lines.push_back(line);
     const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    is_record.push_back(record.is_object());
     if (!record.is_object()) continue;
     if (record.contains("fault") && !first_fault) first_fault = index;
     if (record.contains("check")) {
@@ -98,7 +100,8 @@ TraceDigest digest_trace(const std::filesystem::path& path) {
   }
   std::sort(picked.begin(), picked.end());
   picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
-  for (const std::size_t i : picked) digest.excerpt.push_back({i, lines[i]});
+  for (const std::size_t i : picked)
+    if (is_record[i]) digest.excerpt.push_back({i, lines[i]});
 
   // The timeline: every mark, or kTimelineMarks of them around the first
   // fault (else the first finding) when there are more.
