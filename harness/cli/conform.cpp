@@ -185,7 +185,13 @@ int conform(const ConformOptions& options) {
     reports::Entry& entry = report.entries[index];
     const reports::Outcome kind = classify(outcome);
     entry.outcome = kind;
-    entry.verdict = judge(entry.expect, kind, !outcome.fired.empty());
+    // A rule that fired where its fault cannot be injected (level
+    // "unsupported": docs/architecture.md, "Fault levels") changed nothing
+    // the program saw: it does not exercise the entry.
+    const bool exercised =
+        std::any_of(outcome.fired.begin(), outcome.fired.end(),
+                    [](const FiredFault& fired) { return fired.level != "unsupported"; });
+    entry.verdict = judge(entry.expect, kind, exercised);
     entry.reason = entry.verdict == Verdict::not_exercised
                        ? "the fault never fired: the run tested nothing"
                        : describe(outcome, kind, options.timeout_seconds);

@@ -81,21 +81,37 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
-std::string markdown_cell(std::string_view text) {
+namespace {
+
+// One line for a table cell, | escaped (GFM tables split on it even inside
+// code spans); with `entities`, < and & too: GitHub and GitLab render
+// inline HTML in a comment, and a program's name or output must stay text.
+// (Inside a code span nothing is rendered, and entities would show as typed.)
+std::string table_text(std::string_view text, bool entities) {
   std::string out;
   for (const char c : clean_text(text)) {
     if (c == '\n' || c == '\r' || c == '\t')
       out += ' ';
     else if (c == '|')
       out += "\\|";
+    else if (entities && c == '<')
+      out += "&lt;";
+    else if (entities && c == '&')
+      out += "&amp;";
     else
       out += c;
   }
   return out;
 }
 
+}  // namespace
+
+std::string markdown_cell(std::string_view text) {
+  return table_text(text, true);
+}
+
 std::string markdown_code(std::string_view text) {
-  const std::string cell = markdown_cell(text);
+  const std::string cell = table_text(text, false);
   // A code span is delimited by a run of backticks longer than any inside it
   // (CommonMark 6.1); a space pads a span that starts or ends with one.
   std::size_t longest = 0, run = 0;

@@ -15,7 +15,8 @@ std::string clean_text(std::string_view text);
 // For XML and HTML text and attribute values: & < > " ' escaped, and clean_text.
 std::string xml_escape(std::string_view text);
 
-// For a Markdown table cell: clean_text on one line, | escaped.
+// For a Markdown table cell: clean_text on one line, | escaped, < and &
+// as entities (comments render inline HTML).
 std::string markdown_cell(std::string_view text);
 
 // For Markdown inline code in a table cell: `text`, with enough backticks.
