@@ -33,9 +33,9 @@ class CompletionQueue {
   // Adds a completion; raises a completion event if the CQ is armed for it
   // (ibv_req_notify_cq(3)). Returns false when the CQ overflowed.
   bool push(const Completion& completion);
-  // Hands out up to n completions, releasing their work-queue slots: each
-  // work queue's completions in order; how many and the order across work
-  // queues entered in one step as the Freedoms draw.
+  // Hands out min(n, held) completions (ibv_poll_cq(3)), releasing their
+  // work-queue slots: each work queue's completions in order; the order
+  // across work queues entered in one step as the Freedoms draw.
   int poll(int n, ibv_wc* wc);
   // Arming a CQ that still holds completions may fire an event at once
   // (Freedoms).

@@ -28,10 +28,13 @@ std::uint64_t Freedoms::draw(Kind kind, std::uint32_t cq, std::uint64_t counter)
   return mix(mix(kind_keys_[static_cast<std::size_t>(kind)] ^ cq) ^ counter);
 }
 
-int Freedoms::poll_count(std::uint32_t cq, std::uint64_t poll, int asked, int available) const {
-  const int most = std::min(asked, available);
-  if (!drawn() || most <= 1) return most;
-  return 1 + static_cast<int>(draw(Kind::poll_count, cq, poll) % static_cast<std::uint64_t>(most));
+// ibv_poll_cq(3): "the first num_entries (or all available completions if
+// the CQ contains fewer than this number)". Not drawn: a poll that held
+// some back would look like the CQ's last to an application that re-arms,
+// polls until a poll returns fewer than asked and waits, and no event
+// reports a completion the CQ held when it was re-armed.
+int Freedoms::poll_count(std::uint32_t, std::uint64_t, int asked, int available) const {
+  return std::min(asked, available);
 }
 
 std::size_t Freedoms::next_completion(std::uint32_t cq, std::uint64_t pick,

@@ -1,9 +1,10 @@
 // The simulated device's legal freedoms (sim/freedoms.h): under a seed it
-// draws how many completions a poll returns, the order across work queues
-// of completions entering a CQ together, and an extra event when a
-// non-empty CQ is armed; without one it takes the canonical choice. Each
-// freedom stays within what the verbs allow, is exercised by some seed, and
-// replays exactly under the same seed.
+// draws the order across work queues of completions entering a CQ
+// together, and an extra event when a non-empty CQ is armed; without one it
+// takes the canonical choice. Each freedom stays within what the verbs
+// allow, is exercised by some seed, and replays exactly under the same
+// seed. How many completions a poll returns is no freedom: all it can
+// (ibv_poll_cq(3)), seed or not; fewer is the partial_poll fault's.
 #include "channel_fixture.h"
 
 #include <verbfault/session.h>
@@ -62,12 +63,15 @@ TEST_F(PollFreedom, WithoutASeedAPollReturnsAllItCan) {
   EXPECT_EQ(six_writes_polled_by_four(std::nullopt), (std::vector<int>{4, 2}));
 }
 
-TEST_F(PollFreedom, UnderASeedThePollCountIsDrawnAndReplays) {
-  std::set<std::vector<int>> seen;
-  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) seen.insert(six_writes_polled_by_four(seed));
-  EXPECT_GT(seen.size(), 2u) << "the seeds explore different poll counts";
-  const std::vector<int> first = six_writes_polled_by_four(7);
-  EXPECT_EQ(six_writes_polled_by_four(7), first) << "the same seed, the same counts";
+// ibv_poll_cq(3): a poll returns "the first num_entries (or all available
+// completions if the CQ contains fewer than this number)"; a poll that
+// returns fewer than asked has emptied the CQ (the kernel's ib_poll_cq
+// says as much), and an application may stop there. A device that held
+// some back would strand them: they were in the CQ when it was re-armed,
+// so no event will report them.
+TEST_F(PollFreedom, UnderASeedAPollStillReturnsAllItCan) {
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed)
+    EXPECT_EQ(six_writes_polled_by_four(seed), (std::vector<int>{4, 2})) << "seed " << seed;
 }
 
 // Two QPs completing into one CQ: a SEND from a_ to b_ puts a_'s send

@@ -211,7 +211,7 @@ TEST(VerbfaultRun, FiftySeedsTwiceGiveIdenticalHashesPerSeedAndDistinctAcrossSee
 }
 
 // With no rule at all, the seed still draws the simulated device's
-// freedoms (poll counts, interleavings, events on arm): different seeds,
+// freedoms (interleavings, events on arm): different seeds,
 // different traces; VERBFAULT_FREEDOMS=canonical takes them away.
 TEST(VerbfaultRun, TheSeedDrawsTheDevicesFreedomsUnlessCanonical) {
   auto trace_of = [](const std::string& environment, const char* seed) {

@@ -64,7 +64,8 @@ inline void deliver(Shared& s, const ibv_wc* wc, int n) {
 
 // Polls until the CQ is empty, handing over each batch as it comes; how
 // many completions there were. ibv_poll_cq(3) returns at most num_entries,
-// possibly fewer than the CQ holds: only an empty poll says it is drained.
+// and under a partial_poll fault fewer than the CQ holds: only an empty
+// poll says it is drained, whatever the device.
 inline int drain(Shared& s) {
   int total = 0;
   for (;;) {

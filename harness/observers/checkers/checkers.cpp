@@ -142,18 +142,23 @@ void Checkers::check_cq_before_wait(Host& host, const Object& cq, bool another_a
   // completion). A device may still fire one on the arm (a freedom the seed
   // draws); a program that counts on it hangs on devices that do not.
   if (waiting == 0 || c.drained_since_arm || (!c.polled_since_arm && c.arm_depth == 0)) return;
+  // Only the ones it held when armed count: a completion that arrived
+  // since raised the event the arm asked for (ibv_req_notify_cq(3)). Polls
+  // return the oldest first, so the ones polled since the arm were those.
+  const std::size_t stranded = std::min<std::uint64_t>(c.arm_unpolled, waiting);
+  if (stranded == 0) return;
   // Another thread may still poll them (a notifier thread waits while a
   // poller drains): a mistake only when no other thread can act.
   if (!host.alone()) return;
   if (c.drained_since_event && !c.polled_since_arm) {
     report(host, "poll.stranded_between_poll_and_arm", cq,
-           std::to_string(waiting) +
+           std::to_string(stranded) +
                " completion(s) arrived after the last empty poll and before the re-arm, and "
                "were not polled before waiting: no event will report them (poll once more "
                "after ibv_req_notify_cq)");
   } else {
     report(host, "poll.wait_without_drain", cq,
-           "waiting for an event while the CQ still holds " + std::to_string(waiting) +
+           "waiting for an event while the CQ still holds " + std::to_string(stranded) +
                " completion(s) it held when re-armed: drain it (poll until empty) after "
                "re-arming");
   }
@@ -208,6 +213,7 @@ void Checkers::armed(Host& host, const Object& cq) {
   ObjectChecks& c = of(cq);
   c.armed = true;
   c.arm_depth = cq.simulated ? depth(host, cq) : 0;
+  c.arm_unpolled = c.arm_depth;
   c.polled_since_arm = false;
   c.drained_since_arm = false;
 }
@@ -218,6 +224,7 @@ void Checkers::polled(Host& host, const Object& cq, int asked,
   const ibv_wc* wc = completions.wc;
   const int returned = static_cast<int>(completions.count);
   c.polled_since_arm = true;
+  c.arm_unpolled -= std::min<std::uint64_t>(c.arm_unpolled, static_cast<std::uint64_t>(returned));
   if (returned == 0 && asked > 0) c.drained_since_event = c.drained_since_arm = true;
   // Failures are remembered per QP; a success only has to forget one, and
   // costs nothing while no failure is remembered (the usual poll).

@@ -19,6 +19,9 @@ struct ObjectChecks {
   bool drained_since_event = false;  // an empty poll since the last event
   bool armed = false;                // a req_notify_cq since the last event taken
   std::uint64_t arm_depth = 0;       // completions it held at the last arm
+  // Of those, the ones no poll since has returned (polls return the oldest
+  // first): completions that arrive after the arm are not among them.
+  std::uint64_t arm_unpolled = 0;
   bool polled_since_arm = false;     // any poll since the last arm
   bool drained_since_arm = false;    // an empty poll since the last arm
   // Async events about this object (CQ, QP, SRQ, or a context's port events).

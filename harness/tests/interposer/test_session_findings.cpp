@@ -60,6 +60,50 @@ TEST_F(SessionFindings, EachMistakeIsReportedOncePerObject) {
   EXPECT_EQ(checks_of(*session_), std::vector<std::string>{"ack.cq_events_overacked"});
 }
 
+// poll.wait_without_drain counts the completions a CQ held when it was
+// re-armed and that no poll since has returned: a completion that arrives
+// after the re-arm is not one of them, it raises the next event
+// (ibv_req_notify_cq(3), IBA 11.4.2.2).
+TEST_F(SessionFindings, ACompletionThatArrivesAfterTheReArmIsNotStranded) {
+  begin("", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(1), 0);
+  ibv_cq* cq = try_get_event();
+  ASSERT_EQ(cq, cq_a_);
+  ibv_ack_cq_events(cq, 1);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);  // holds write 1
+  ibv_wc wc[4];
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 4, wc), 1);  // fewer than asked: the CQ is empty
+  ASSERT_EQ(write_a_to_b(2), 0);            // after the re-arm: its event is raised
+  cq = try_get_event();                     // the checks look before the wait
+  EXPECT_TRUE(checks_of(*session_).empty());
+  if (cq != nullptr) ibv_ack_cq_events(cq, 1);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+}
+
+TEST_F(SessionFindings, ACompletionHeldAtTheReArmAndNotPolledIsStranded) {
+  begin("", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(1), 0);
+  ASSERT_EQ(write_a_to_b(2), 0);
+  ibv_cq* cq = try_get_event();
+  ASSERT_EQ(cq, cq_a_);
+  ibv_ack_cq_events(cq, 1);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);  // holds writes 1 and 2
+  ibv_wc wc[1];
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 1, wc), 1);  // write 2 is left
+  ASSERT_EQ(write_a_to_b(3), 0);            // its event does not excuse write 2
+  cq = try_get_event();
+  EXPECT_EQ(checks_of(*session_), std::vector<std::string>{"poll.wait_without_drain"});
+  const std::vector<Finding> findings = session_->findings();
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].message.find("still holds 1 completion(s) it held when re-armed"),
+            std::string::npos)
+      << findings[0].message;
+  if (cq != nullptr) ibv_ack_cq_events(cq, 1);
+  EXPECT_EQ(poll(cq_a_, 2).size(), 2u);
+}
+
 // Without a configuration a context keeps the provider's own fast paths;
 // a Session opened later installs the trampolines into it, so the fast-path
 // faults reach a device opened before the session too.

@@ -5,9 +5,10 @@
 //
 // The buggy progress loop asks for more completions than the worker has in
 // flight and takes what one ibv_poll_cq returns for all there is; but a
-// poll returns at most num_entries (man ibv_poll_cq), a device may return
-// fewer (the simulated device draws how many from the seed), and what stays
-// in the re-armed CQ raises no event. The fixed loop polls until empty.
+// poll returns at most num_entries (man ibv_poll_cq), a CQ may hold more,
+// a device or a layer above it may return fewer (here the plan's
+// partial_poll fault), and what stays in the re-armed CQ raises no event.
+// The fixed loop polls until empty.
 #include "progress_thread.h"
 
 namespace {
