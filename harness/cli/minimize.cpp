@@ -4,6 +4,7 @@
 #include "process.h"
 #include "replay_file.h"
 #include "run.h"
+#include "runner.h"
 #include "seed_run.h"
 #include "verbfault/plan.h"
 

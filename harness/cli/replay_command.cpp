@@ -2,6 +2,7 @@
 
 #include "process.h"
 #include "replay_file.h"
+#include "runner.h"
 #include "seed_run.h"
 
 #include <cstdio>

@@ -1,11 +1,15 @@
 #include "runner.h"
 
+#include "process.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <thread>
 
 namespace verbfault::cli {
@@ -25,6 +29,9 @@ bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
   auto may_start = [&] {
     return fork_errno == 0 && next < runs.size() && !(options.stop && options.stop());
   };
+  // A run takes milliseconds to minutes: poll the ends, backing off from
+  // 0.2 ms to 2 ms while nothing ends.
+  auto nap = std::chrono::microseconds(200);
   while (!running.empty() || may_start()) {
     while (running.size() < jobs && may_start()) {
       const BatchRun& run = runs[next];
@@ -46,9 +53,11 @@ bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
           run.killed = true;
         }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(2000));
       continue;
     }
+    nap = std::chrono::microseconds(200);
     const auto found = running.find(pid);
     if (found == running.end()) continue;  // not one of ours
     const Running run = found->second;
@@ -62,6 +71,20 @@ bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
   }
   errno = fork_errno;
   return fork_errno == 0;
+}
+
+Outcome run_seed(const SeedRun& run, const std::filesystem::path& dir,
+                 const std::vector<int>& pass_statuses) {
+  BatchOptions options;
+  options.pass_statuses = pass_statuses;
+  std::optional<Outcome> ended;
+  const bool started =
+      run_batch({{run, log_path(dir, run.seed), trace_path(dir, run.seed)}}, options,
+                [&](std::size_t, Outcome&& outcome) { ended = std::move(outcome); });
+  if (!started)
+    return judge_seed_run(run.seed, kExitCannotExecute, false, log_path(dir, run.seed),
+                          trace_path(dir, run.seed), pass_statuses);
+  return std::move(*ended);
 }
 
 }  // namespace verbfault::cli

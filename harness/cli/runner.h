@@ -33,4 +33,9 @@ struct BatchOptions {
 bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
                const std::function<void(std::size_t index, Outcome&& outcome)>& ended);
 
+// One run to its end (or its timeout), judged; the log and trace stay in
+// `dir` as seed-S.log and seed-S.jsonl (minimize, replay).
+Outcome run_seed(const SeedRun& run, const std::filesystem::path& dir,
+                 const std::vector<int>& pass_statuses = {0});
+
 }  // namespace verbfault::cli

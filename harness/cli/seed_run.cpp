@@ -4,16 +4,12 @@
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <fstream>
-#include <thread>
 
 namespace verbfault::cli {
 
@@ -127,33 +123,6 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
     }
   }
   s += outcome.fired.empty() ? ", no fault fired" : ", first fault " + outcome.fired.front().kind;
-  return outcome;
-}
-
-Outcome run_seed(const SeedRun& run, const fs::path& dir, const std::vector<int>& pass_statuses) {
-  using Clock = std::chrono::steady_clock;
-  const fs::path log = log_path(dir, run.seed), trace = trace_path(dir, run.seed);
-  const pid_t pid = start_seed_run(run, log, trace);
-  if (pid < 0) return judge_seed_run(run.seed, kExitCannotExecute, false, log, trace);
-  const Clock::time_point started = Clock::now();
-  bool killed = false;
-  int raw = 0;
-  // A run takes milliseconds to minutes: poll its end, backing off to 10 ms.
-  auto nap = std::chrono::microseconds(200);
-  for (;;) {
-    const pid_t ended = waitpid(pid, &raw, WNOHANG);
-    if (ended == pid || (ended < 0 && errno != EINTR)) break;
-    if (!killed &&
-        std::chrono::duration<double>(Clock::now() - started).count() > run.timeout_seconds) {
-      kill(-pid, SIGKILL);
-      killed = true;
-    }
-    std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(10'000));
-  }
-  const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  Outcome outcome = judge_seed_run(run.seed, status, killed, log, trace, pass_statuses);
-  outcome.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return outcome;
 }
 

@@ -72,11 +72,6 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out,
                        const std::filesystem::path& log, const std::filesystem::path& trace,
                        const std::vector<int>& pass_statuses = {0});
 
-// Runs it to the end (or the timeout) and judges it; the log and trace
-// stay in `dir` as seed-S.log and seed-S.jsonl.
-Outcome run_seed(const SeedRun& run, const std::filesystem::path& dir,
-                 const std::vector<int>& pass_statuses = {0});
-
 // The paths of a seed's log and trace in `dir`.
 std::filesystem::path log_path(const std::filesystem::path& dir, std::uint64_t seed);
 std::filesystem::path trace_path(const std::filesystem::path& dir, std::uint64_t seed);

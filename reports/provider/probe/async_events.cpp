@@ -11,7 +11,6 @@
 #include <fcntl.h>
 
 #include <cstdio>
-#include <cstdlib>
 
 namespace verbfault::probe {
 
@@ -197,17 +196,8 @@ void probe_async_events(const std::string& device, CheckSink& sink) {
         dprintf(fd, "%d\n", ibv_destroy_qp(p.b));
       },
       kPositiveMs + 2000);
-  const std::size_t ready = run.output.find("ready\n");
-  const std::string after = ready == std::string::npos ? "" : run.output.substr(ready + 6);
-  if (ready == std::string::npos || (!run.timed_out && after.empty())) {
-    sink.add(inconclusive(destroy_unacked, "the QP raised no async event to leave unacked"));
-  } else if (run.timed_out) {
-    sink.add(judged(destroy_unacked, true, "blocks (still waiting after 5 s)", "blocks"));
-  } else {
-    const int ret = std::atoi(after.c_str());
-    sink.add(judged(destroy_unacked, false, "returns at once: " + outcome(ret), errno_name(ret),
-                    ret == EBUSY ? "a diagnosed failure where libibverbs would hang" : ""));
-  }
+  sink.add(destroy_with_unacked_event(destroy_unacked, run,
+                                      "the QP raised no async event to leave unacked"));
 }
 
 }  // namespace verbfault::probe

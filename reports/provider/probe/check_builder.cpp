@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 
@@ -180,6 +181,18 @@ std::string qp_state_name(int state) {
     default:
       return "?";
   }
+}
+
+Check destroy_with_unacked_event(const About& about, const Bounded& run,
+                                 const std::string& no_event) {
+  const std::size_t ready = run.output.find("ready\n");
+  const std::string after = ready == std::string::npos ? "" : run.output.substr(ready + 6);
+  if (ready == std::string::npos || (!run.timed_out && after.empty()))
+    return inconclusive(about, no_event);
+  if (run.timed_out) return judged(about, true, "blocks (still waiting after 5 s)", "blocks");
+  const int ret = std::atoi(after.c_str());
+  return judged(about, false, "returns at once: " + outcome(ret), errno_name(ret),
+                ret == EBUSY ? "a diagnosed failure where libibverbs would hang" : "");
 }
 
 }  // namespace verbfault::probe

@@ -4,6 +4,8 @@
 // an area finished survive it if a later one hangs or crashes (main.cpp).
 #pragma once
 
+#include "bounded.h"
+
 #include "provider_report.h"
 
 #include <infiniband/verbs.h>
@@ -40,6 +42,14 @@ Check judged(const About& about, bool ok, std::string observed, nlohmann::json v
 Check errno_check(const About& about, int expected_errno, int err);
 // The situation could not be set up: why.
 Check inconclusive(const About& about, std::string why);
+
+// A destroy run by run_bounded, whose child wrote "ready\n" once the object
+// had an unacknowledged event and then the destroy's return value. The man
+// pages say the destroy waits for the acks (ibv_get_cq_event(3),
+// ibv_get_async_event(3)): it conforms when it was still blocked at the
+// deadline. `no_event`: why it is inconclusive when the child never got ready.
+Check destroy_with_unacked_event(const About& about, const Bounded& run,
+                                 const std::string& no_event);
 
 // Names for people and for the report's values.
 std::string errno_name(int err);         // "EINVAL", "0" for success

@@ -12,7 +12,6 @@
 #include <fcntl.h>
 
 #include <cstdio>
-#include <cstdlib>
 
 namespace verbfault::probe {
 
@@ -88,17 +87,7 @@ void probe_events_and_acks(const std::string& device, CheckSink& sink) {
         dprintf(fd, "%d\n", ibv_destroy_cq(e.cq_b));
       },
       kPositiveMs + 2000);
-  const std::size_t ready = run.output.find("ready\n");
-  const std::string after = ready == std::string::npos ? "" : run.output.substr(ready + 6);
-  if (ready == std::string::npos || (!run.timed_out && after.empty())) {
-    sink.add(inconclusive(destroy_unacked, "could not take a completion event"));
-  } else if (run.timed_out) {
-    sink.add(judged(destroy_unacked, true, "blocks (still waiting after 5 s)", "blocks"));
-  } else {
-    const int ret = std::atoi(after.c_str());
-    sink.add(judged(destroy_unacked, false, "returns at once: " + outcome(ret), errno_name(ret),
-                    ret == EBUSY ? "a diagnosed failure where libibverbs would hang" : ""));
-  }
+  sink.add(destroy_with_unacked_event(destroy_unacked, run, "could not take a completion event"));
 
   const About arm{"events_and_acks.event_for_next_completion",
                   "an armed CQ raises an event for the next completion", kNotify,

@@ -185,24 +185,29 @@ int post_send(ibv_qp* qp, ibv_wr_opcode opcode, const Buffer& local, uint32_t le
   return ibv_post_send(qp, &wr, &bad);
 }
 
-int post_recv(ibv_qp* qp, const Buffer& local, uint32_t length, uint64_t wr_id) {
+namespace {
+
+// One receive WR of one SGE over `local`, posted by `post` (a QP's or an SRQ's).
+template <typename Queue>
+int post_one_recv(int (*post)(Queue*, ibv_recv_wr*, ibv_recv_wr**), Queue* queue,
+                  const Buffer& local, uint32_t length, uint64_t wr_id) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(local.bytes.data()), length, local.mr->lkey};
   ibv_recv_wr wr{};
   wr.wr_id = wr_id;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  return ibv_post_recv(qp, &wr, &bad);
+  return post(queue, &wr, &bad);
+}
+
+}  // namespace
+
+int post_recv(ibv_qp* qp, const Buffer& local, uint32_t length, uint64_t wr_id) {
+  return post_one_recv(&ibv_post_recv, qp, local, length, wr_id);
 }
 
 int post_srq_recv(ibv_srq* srq, const Buffer& local, uint32_t length, uint64_t wr_id) {
-  ibv_sge sge{reinterpret_cast<uintptr_t>(local.bytes.data()), length, local.mr->lkey};
-  ibv_recv_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  return ibv_post_srq_recv(srq, &wr, &bad);
+  return post_one_recv(&ibv_post_srq_recv, srq, local, length, wr_id);
 }
 
 Polled poll_for(ibv_cq* cq, std::size_t want, int timeout_ms) {
