@@ -1,0 +1,85 @@
+// One process's end of the local fabric's wire: how the simulated devices
+// of different processes on one host reach each other
+// (docs/architecture.md, "The local fabric").
+//
+// A fabric is a name (VERBFAULT_FABRIC). A process joins it as a member: a
+// small index, unique among the live members, owned by binding the
+// abstract UNIX socket "\0verbfault/<fabric>/<index>" (Linux abstract
+// namespace: the name is released by the kernel when the process is gone,
+// however it ends, so there is nothing to clean up and a crashed member's
+// index is free again). Members exchange frames: opaque byte strings, in
+// FIFO order per (sender, receiver) pair, over one SOCK_STREAM connection
+// per ordered pair (the sender connects). The wire does not know what a
+// frame means; the device model (fakes/sim/remote_*.cpp) does.
+//
+// Beside the sockets, a shared status table (a file in /dev/shm named
+// after the fabric) holds per member what the others need to know without
+// asking: its pid, whether it is waiting in the fabric (an empty poll or a
+// blocking event wait), and how many frames it has sent to and received
+// from the wire. All members waiting and every sent frame received means
+// the fabric is quiescent: nothing can happen until some member is called
+// again.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace verbfault::sim::wire {
+
+// The most members a fabric has (indexes 0 .. kMaxMembers - 1).
+inline constexpr uint32_t kMaxMembers = 64;
+
+class Endpoint {
+ public:
+  // Called on the service thread for every frame received, in the order
+  // the sender sent them. The span is valid during the call only.
+  using FrameHandler = std::function<void(uint32_t from_member, std::span<const uint8_t> frame)>;
+  // Called on the service thread once per member whose connection to us
+  // or from us closed (the process exited or crashed), after the last
+  // frame from it was handled.
+  using PeerGoneHandler = std::function<void(uint32_t member)>;
+
+  // Joins `fabric` as member `requested`, or as the lowest free index when
+  // nullopt. nullptr with `error` set to one line naming the fabric and
+  // what went wrong (index taken, name too long, socket error).
+  static std::unique_ptr<Endpoint> join(std::string_view fabric, std::optional<uint32_t> requested,
+                                        std::string& error);
+  virtual ~Endpoint() = default;
+
+  virtual uint32_t member() const = 0;
+  virtual const std::string& fabric() const = 0;
+
+  // Starts the service thread (once). Handlers run on it, one at a time.
+  virtual void start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) = 0;
+
+  // Queues a frame (the concatenation of `parts`) for `member`. Never
+  // blocks on the peer: a frame the socket does not take at once is kept
+  // and written by the service thread when the socket drains, so a caller
+  // holding a lock the service thread's handlers take cannot deadlock
+  // with a peer doing the same. Frames to one member leave in call order.
+  // False (nothing queued) when no live member has that index or its
+  // connection is gone. Thread-safe.
+  virtual bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) = 0;
+
+  // Whether a member with that index is live (bound) now.
+  virtual bool alive(uint32_t member) = 0;
+
+  // The status table. set_waiting(true) before sleeping in the fabric,
+  // false after. quiescent(): every live member is waiting and every frame
+  // sent on the wire to a live member has been handled by it (frames to or
+  // from a member that is gone do not count; a reused index starts clean).
+  // Cheap enough to call every few hundred microseconds while waiting.
+  virtual void set_waiting(bool waiting) = 0;
+  virtual bool quiescent() = 0;
+  // Live members now, lowest index first (this one included).
+  virtual std::vector<uint32_t> members() = 0;
+};
+
+}  // namespace verbfault::sim::wire
