@@ -42,13 +42,34 @@ QueuePair* destination(QueuePair& qp, const SendWqe& wqe) {
 
 enum class Step { kCompleted, kWaiting };
 
+// The request a WQE makes, as the responder sees it (payload set later).
+Message message_of(QueuePair& qp, const SendWqe& wqe) {
+  Message m;
+  const bool ud = qp.type() == IBV_QPT_UD;
+  m.qp_type = qp.type();
+  m.opcode = wqe.opcode;
+  m.send_flags = wqe.send_flags;
+  m.imm_data = wqe.imm_data;
+  m.remote_addr = wqe.remote_addr;
+  m.rkey = wqe.rkey;
+  m.compare_add = wqe.compare_add;
+  m.swap = wqe.swap;
+  if (wqe.opcode == IBV_WR_RDMA_READ) m.read_length = wqe.length;
+  // IBA 10.2.4: a Q_Key with the high bit set means "use the sender's own".
+  m.qkey = (wqe.remote_qkey & 0x80000000u) ? qp.attr().qkey : wqe.remote_qkey;
+  m.ah = ud ? wqe.ah : qp.attr().ah_attr;
+  m.src_qpn = qp.qpn();
+  Device& device = qp.context().device();
+  m.slid = device.lid();
+  m.sgid = device.gid(0);
+  m.sl = m.ah.sl;
+  return m;
+}
+
 // One attempt at the WQE at the head of the send queue.
 Step attempt(QueuePair& qp, SendWqe& wqe) {
   Fabric& fabric = Fabric::get();
-  Message message;
-  message.requester = &qp;
-  message.wqe = &wqe;
-  message.source_device = &qp.context().device();
+  Message message = message_of(qp, wqe);
 
   // Local checks first: a bad lkey never leaves the HCA (IBV_WC_LOC_PROT_ERR).
   // The SGEs are resolved here and read or written in place later: the

@@ -49,18 +49,17 @@ std::optional<RecvWqe> take_receive(QueuePair& qp, bool& from_srq) {
 }
 
 ibv_wc receive_completion(QueuePair& qp, const Message& m, const RecvWqe& wqe) {
-  const SendWqe& send = *m.wqe;
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
   wc.status = IBV_WC_SUCCESS;
   wc.qp_num = qp.qpn();
-  wc.src_qp = m.requester->qpn();
-  wc.slid = m.source_device->lid();
-  wc.sl = qp.type() == IBV_QPT_UD ? send.ah.sl : m.requester->attr().ah_attr.sl;
+  wc.src_qp = m.src_qpn;
+  wc.slid = m.slid;
+  wc.sl = m.sl;
   wc.pkey_index = 0;
-  if (send.opcode == IBV_WR_SEND_WITH_IMM || send.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+  if (m.opcode == IBV_WR_SEND_WITH_IMM || m.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     wc.wc_flags |= IBV_WC_WITH_IMM;
-    wc.imm_data = send.imm_data;  // network byte order end to end
+    wc.imm_data = m.imm_data;  // network byte order end to end
   }
   return wc;
 }
@@ -88,15 +87,15 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     return {qp.type() == IBV_QPT_RC ? Response::kRemoteOperationError : Response::kDropped, {}};
   }
   ibv_wc wc = receive_completion(qp, m, *wqe);
-  if (ud && m.wqe->ah.is_global) {
+  if (ud && m.ah.is_global) {
     ibv_grh grh{};
-    grh.version_tclass_flow = htobe32((6u << 28) | (uint32_t{m.wqe->ah.grh.traffic_class} << 20) |
-                                      (m.wqe->ah.grh.flow_label & 0xfffff));
+    grh.version_tclass_flow = htobe32((6u << 28) | (uint32_t{m.ah.grh.traffic_class} << 20) |
+                                      (m.ah.grh.flow_label & 0xfffff));
     grh.paylen = htobe16(static_cast<uint16_t>(m.length));
     grh.next_hdr = 0x1b;  // IBA 8.3: next header of a GRH before a BTH
-    grh.hop_limit = m.wqe->ah.grh.hop_limit;
-    grh.sgid = m.source_device->gid(0);
-    grh.dgid = m.wqe->ah.grh.dgid;
+    grh.hop_limit = m.ah.grh.hop_limit;
+    grh.sgid = m.sgid;
+    grh.dgid = m.ah.grh.dgid;
     // The GRH and the payload after it are one copy, so that a payload read
     // from the receive buffer itself is read before the GRH lands on it.
     Pieces<Source> grh_and_payload;
@@ -111,12 +110,12 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
   }
   wc.opcode = IBV_WC_RECV;
   wc.byte_len = static_cast<uint32_t>(needed);
-  completer::complete_recv(qp, wc, from_srq, m.wqe->send_flags & IBV_SEND_SOLICITED);
+  completer::complete_recv(qp, wc, from_srq, m.send_flags & IBV_SEND_SOLICITED);
   return {Response::kAck, {}};
 }
 
 ResponderResult on_write(QueuePair& qp, const Message& m) {
-  const SendWqe& send = *m.wqe;
+  const Message& send = m;
   const bool with_imm = send.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
   // The immediate data consumes a receive WR (IBA 9.4.1.2.4); without one
   // nothing is written.
@@ -144,20 +143,20 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
 }
 
 ResponderResult on_read(QueuePair& qp, const Message& m) {
-  const SendWqe& send = *m.wqe;
+  const Message& send = m;
   ResponderResult result;
-  if (send.length == 0) return result;
+  if (send.read_length == 0) return result;
   const uint8_t* source = nullptr;
   if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_READ)
-    source =
-        remote_memory(qp.pd(), send.rkey, send.remote_addr, send.length, IBV_ACCESS_REMOTE_READ);
+    source = remote_memory(qp.pd(), send.rkey, send.remote_addr, send.read_length,
+                           IBV_ACCESS_REMOTE_READ);
   if (source == nullptr) return access_violation(qp);
-  result.read_data = Source(source, send.length);
+  result.read_data = Source(source, send.read_length);
   return result;
 }
 
 ResponderResult on_atomic(QueuePair& qp, const Message& m) {
-  const SendWqe& send = *m.wqe;
+  const Message& send = m;
   // IBA 9.4.5: the target of an atomic is a naturally aligned 64-bit word.
   if (send.remote_addr % 8 != 0) {
     // IBA 11.6.3.1: an invalid request is an affiliated "invalid request
@@ -195,11 +194,9 @@ ResponderResult receive(QueuePair& qp, const Message& m) {
   }
   if (qp.type() == IBV_QPT_UD) {
     // IBA 10.2.4: a Q_Key with the high bit set means "use the sender's own".
-    uint32_t qkey = m.wqe->remote_qkey;
-    if (qkey & 0x80000000u) qkey = m.requester->attr().qkey;
-    if (qkey != qp.attr().qkey) return {Response::kDropped, {}};
+    if (m.qkey != qp.attr().qkey) return {Response::kDropped, {}};
   }
-  switch (m.wqe->opcode) {
+  switch (m.opcode) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
       return on_send(qp, m);

@@ -39,13 +39,33 @@ enum class Response {
   kRemoteOperationError,  // NAK: responder could not complete (e.g. its CQ)
 };
 
+// A request as it reaches a responder: everything the responder needs of
+// the requester, copied, so that the same code serves a requester in this
+// process and one in another process of the local fabric (remote_wire.cpp
+// carries these fields in a frame).
 struct Message {
-  QueuePair* requester = nullptr;
-  const SendWqe* wqe = nullptr;
-  Device* source_device = nullptr;
+  ibv_qp_type qp_type = IBV_QPT_RC;
+  ibv_wr_opcode opcode = IBV_WR_SEND;
+  unsigned int send_flags = 0;  // IBV_SEND_SOLICITED matters to the responder
+  __be32 imm_data = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  uint64_t read_length = 0;  // RDMA READ: bytes asked for
+  // UD: the Q_Key the WR carried, with a high-bit Q_Key already replaced by
+  // the sender's own (IBA 10.2.4), and the address vector used.
+  uint32_t qkey = 0;
+  ibv_ah_attr ah{};
+  // The source: the requester's QP number, port LID and GID 0, and the SL
+  // its packets carry.
+  uint32_t src_qpn = 0;
+  uint16_t slid = 0;
+  ibv_gid sgid{};
+  uint8_t sl = 0;
   // SEND/WRITE data where it lies: the sender's registered memory, checked
-  // by the requester, or the WQE's inline copy. The responder copies it
-  // from there into its target, once.
+  // by the requester, the WQE's inline copy, or a frame from another
+  // process. The responder copies it from there into its target, once.
   std::span<const Source> payload;
   uint64_t length = 0;  // bytes of payload
 };
