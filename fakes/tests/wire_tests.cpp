@@ -114,7 +114,8 @@ struct OrderedReceiver {
   std::atomic<bool> bad{false};
 };
 
-// What a parent's handlers saw, in order.
+// What a parent's handlers saw, in order. Declared before the endpoint
+// whose handlers use it: they may run until the endpoint is destroyed.
 struct Log {
   void frame(uint32_t member, std::span<const uint8_t> bytes) {
     std::lock_guard lock(mutex);
@@ -277,10 +278,10 @@ TEST(WireJoin, ForeignStatusTableFileIsAnError) {
 TEST(WireJoin, EveryDescriptorIsCloseOnExec) {
   ScratchFabric fabric("cloexec");
   const std::set<int> before = open_fds();
+  Log log;
   auto a = must_join(fabric.name());
   auto b = must_join(fabric.name());
   ASSERT_TRUE(a && b);
-  Log log;
   a->start(log.frame_handler(), log.gone_handler());
   b->start(log.frame_handler(), log.gone_handler());
   ASSERT_TRUE(send_char(*a, 1, 'x'));
@@ -299,9 +300,9 @@ TEST(WireJoin, EveryDescriptorIsCloseOnExec) {
 
 TEST(WireJoin, DestroyingStopsTheThreadAndFreesTheIndex) {
   ScratchFabric fabric("destroy");
+  Log log;
   auto a = must_join(fabric.name());
   ASSERT_TRUE(a);
-  Log log;
   a->start(log.frame_handler(), log.gone_handler());
   ASSERT_TRUE(send_char(*a, 0, 's'));
   ASSERT_TRUE(eventually([&] { return log.count("frame 0 s") == 1; }));
@@ -317,9 +318,9 @@ TEST(WireJoin, DestroyingStopsTheThreadAndFreesTheIndex) {
 
 TEST(WireFrames, SendToSelf) {
   ScratchFabric fabric("self");
+  Log log;
   auto a = must_join(fabric.name(), 3);
   ASSERT_TRUE(a);
-  Log log;
   a->start(log.frame_handler(), log.gone_handler());
   ASSERT_TRUE(send_char(*a, 3, 'm'));
   ASSERT_TRUE(send_bytes(*a, 3, {}));
@@ -357,9 +358,9 @@ TEST(WireFrames, InOrderBothWaysBetweenProcesses) {
     CHILD_CHECK(parent_got_all.wait(60) == 'g');
     return 0;
   });
+  OrderedReceiver from_child(1);
   auto endpoint = must_join(fabric.name(), 0);
   ASSERT_TRUE(endpoint);
-  OrderedReceiver from_child(1);
   endpoint->start(std::ref(from_child), {});
   parent_joined.post('j');
   ASSERT_TRUE(eventually([&] { return endpoint->alive(1); }));
@@ -419,9 +420,9 @@ TEST(WireFrames, NoDeadlockSendingFromHandlersBothWays) {
     CHILD_CHECK(parent_done.wait(60) == 'd');
     return 0;
   });
+  Side side(1);
   auto endpoint = must_join(fabric.name(), 0);
   ASSERT_TRUE(endpoint);
-  Side side(1);
   endpoint->start([&](uint32_t, std::span<const uint8_t> f) { side.on_frame(*endpoint, f); }, {});
   parent_joined.post('j');
   ASSERT_EQ(child_started.wait(), 's');
@@ -455,6 +456,7 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
     ready_2.post('r');
     sleep_forever();
   });
+  Log log;
   auto endpoint = must_join(fabric.name(), 0);
   ASSERT_TRUE(endpoint);
   go_1.post('g');
@@ -471,7 +473,7 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
   EXPECT_EQ(wait_child(receiver), 128 + SIGKILL);
   EXPECT_EQ(endpoint->members(), (std::vector<uint32_t>{0}));
   EXPECT_FALSE(endpoint->alive(1));
-  Log log;
+
   endpoint->start(log.frame_handler(), log.gone_handler());
   ASSERT_TRUE(eventually([&] { return log.count("gone 1") == 1 && log.count("gone 2") == 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -502,11 +504,11 @@ TEST(WirePeers, GoneOnceWhenKilledMidStream) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   });
-  auto endpoint = must_join(fabric.name(), 0);
-  ASSERT_TRUE(endpoint);
   std::atomic<int> frames{0};
   std::atomic<int> gone{0};
   std::atomic<bool> frame_after_gone{false};
+  auto endpoint = must_join(fabric.name(), 0);
+  ASSERT_TRUE(endpoint);
   endpoint->start(
       [&](uint32_t, std::span<const uint8_t>) {
         if (gone.load() != 0) frame_after_gone.store(true);
@@ -609,9 +611,9 @@ TEST(WireStatus, AReusedIndexStartsClean) {
     CHILD_CHECK(finish_2.wait(60) == 'f');
     return 0;
   });
+  Log log;
   auto endpoint = must_join(fabric.name(), 0);
   ASSERT_TRUE(endpoint);
-  Log log;
   endpoint->start(log.frame_handler(), log.gone_handler());
   endpoint->set_waiting(true);
   go_1.post('g');
@@ -640,9 +642,9 @@ TEST(WireFork, AbandonAfterForkLeavesTheParentsEndpointWorking) {
   ScratchFabric fabric("fork");
   Signal child_done;
   const std::set<int> before = open_fds();
+  Log log;
   auto endpoint = must_join(fabric.name(), 0);
   ASSERT_TRUE(endpoint);
-  Log log;
   Endpoint* self = endpoint.get();
   endpoint->start(
       [&](uint32_t member, std::span<const uint8_t> frame) {

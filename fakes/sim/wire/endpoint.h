@@ -80,7 +80,9 @@ class Endpoint {
   virtual uint32_t member() const = 0;
   virtual const std::string& fabric() const = 0;
 
-  // Starts the service thread (once). Handlers run on it, one at a time.
+  // Starts the service thread (once). Handlers run on it, one at a time,
+  // until the endpoint is destroyed: what they use must outlive it. They
+  // must not throw, nor destroy the endpoint.
   virtual void start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) = 0;
 
   // Queues a frame (the concatenation of `parts`) for `member`. Never
