@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace verbfault::sim::wire::testing {
 
@@ -49,33 +50,55 @@ class ScratchFabric {
     }                                                                                         \
   } while (0)
 
+// A forked child; killed and reaped when this goes without wait() (a test
+// that failed half-way must not leave members behind).
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  Child(Child&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+
+  // The exit code; 128 + signal when killed; -1 after `seconds` (then it
+  // is killed).
+  int wait(double seconds = 60) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        if (WIFEXITED(status)) return WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+        return -1;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+ private:
+  pid_t pid_;
+};
+
 // Runs `body` in a forked child, which _exits with its result.
 template <typename Body>
-pid_t spawn(Body&& body) {
+Child spawn(Body&& body) {
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) _exit(body());
-  return pid;
-}
-
-// The child's exit code; 128 + signal when killed; -1 after `seconds`
-// (then it is killed).
-inline int wait_child(pid_t pid, double seconds = 60) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  for (;;) {
-    int status = 0;
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  return Child(pid);
 }
 
 // Polls `condition` until it holds or `seconds` pass.

@@ -346,7 +346,7 @@ TEST(WireFrames, SendToAnAbsentMemberFails) {
 TEST(WireFrames, InOrderBothWaysBetweenProcesses) {
   ScratchFabric fabric("order");
   Signal parent_joined, parent_got_all;
-  const pid_t child = spawn([&]() -> int {
+  Child child = spawn([&]() -> int {
     CHILD_CHECK(parent_joined.wait() == 'j');
     auto endpoint = child_join(fabric.name(), 1);
     OrderedReceiver from_parent(0);
@@ -368,7 +368,7 @@ TEST(WireFrames, InOrderBothWaysBetweenProcesses) {
   EXPECT_TRUE(eventually([&] { return from_child.next.load() == kOrderFrames; }, 60));
   EXPECT_FALSE(from_child.bad.load());
   parent_got_all.post('g');
-  EXPECT_EQ(wait_child(child), 0);
+  EXPECT_EQ(child.wait(), 0);
 }
 
 // Both send 64 MiB to the other from inside their FrameHandler, at the same
@@ -408,7 +408,7 @@ TEST(WireFrames, NoDeadlockSendingFromHandlersBothWays) {
     std::atomic<uint32_t> received{0};
   };
   Signal parent_joined, child_started, parent_done;
-  const pid_t child = spawn([&]() -> int {
+  Child child = spawn([&]() -> int {
     CHILD_CHECK(parent_joined.wait() == 'j');
     auto endpoint = child_join(fabric.name(), 1);
     Side side(0);
@@ -431,7 +431,7 @@ TEST(WireFrames, NoDeadlockSendingFromHandlersBothWays) {
   EXPECT_TRUE(side.sent.load());
   EXPECT_FALSE(side.failed.load());
   parent_done.post('d');
-  EXPECT_EQ(wait_child(child), 0);
+  EXPECT_EQ(child.wait(), 0);
 }
 
 // ---- peers gone ------------------------------------------------------------
@@ -441,7 +441,7 @@ TEST(WireFrames, NoDeadlockSendingFromHandlersBothWays) {
 TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
   ScratchFabric fabric("killed");
   Signal go_1, go_2, ready_1, ready_2;
-  const pid_t sender = spawn([&]() -> int {
+  Child sender = spawn([&]() -> int {
     CHILD_CHECK(go_1.wait() == 'g');
     auto endpoint = child_join(fabric.name(), 1);
     for (int i = 0; i < 50; ++i)
@@ -449,7 +449,7 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
     ready_1.post('r');
     sleep_forever();
   });
-  const pid_t receiver = spawn([&]() -> int {
+  Child receiver = spawn([&]() -> int {
     CHILD_CHECK(go_2.wait() == 'g');
     auto endpoint = child_join(fabric.name(), 2);
     endpoint->start([](uint32_t, std::span<const uint8_t>) {}, {});
@@ -467,10 +467,10 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
   ASSERT_TRUE(send_char(*endpoint, 2, 'z'));
   // Both dead before the parent's thread reads anything: 1's frames wait in
   // the parent's socket, its connection in the listen backlog.
-  kill(sender, SIGKILL);
-  kill(receiver, SIGKILL);
-  EXPECT_EQ(wait_child(sender), 128 + SIGKILL);
-  EXPECT_EQ(wait_child(receiver), 128 + SIGKILL);
+  kill(sender.pid(), SIGKILL);
+  kill(receiver.pid(), SIGKILL);
+  EXPECT_EQ(sender.wait(), 128 + SIGKILL);
+  EXPECT_EQ(receiver.wait(), 128 + SIGKILL);
   EXPECT_EQ(endpoint->members(), (std::vector<uint32_t>{0}));
   EXPECT_FALSE(endpoint->alive(1));
 
@@ -494,7 +494,7 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
 TEST(WirePeers, GoneOnceWhenKilledMidStream) {
   ScratchFabric fabric("midstream");
   Signal go;
-  const pid_t child = spawn([&]() -> int {
+  Child child = spawn([&]() -> int {
     CHILD_CHECK(go.wait() == 'g');
     auto endpoint = child_join(fabric.name(), 1);
     endpoint->start([](uint32_t, std::span<const uint8_t>) {}, {});
@@ -521,8 +521,8 @@ TEST(WirePeers, GoneOnceWhenKilledMidStream) {
   ASSERT_TRUE(eventually([&] { return frames.load() > 200; }));
   // Keeps a connection to it too, so both directions end.
   ASSERT_TRUE(send_char(*endpoint, 1, 'x'));
-  kill(child, SIGKILL);
-  EXPECT_EQ(wait_child(child), 128 + SIGKILL);
+  kill(child.pid(), SIGKILL);
+  EXPECT_EQ(child.wait(), 128 + SIGKILL);
   ASSERT_TRUE(eventually([&] { return gone.load() == 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(gone.load(), 1);
@@ -534,7 +534,7 @@ TEST(WirePeers, GoneOnceWhenKilledMidStream) {
 TEST(WireStatus, QuiescentOnlyWhenAllWaitAndAllIsHandled) {
   ScratchFabric fabric("quiescent");
   Signal go, commands, acks, release;
-  const pid_t child = spawn([&]() -> int {
+  Child child = spawn([&]() -> int {
     CHILD_CHECK(go.wait() == 'g');
     auto endpoint = child_join(fabric.name(), 1);
     // A frame 'B' keeps the handler until the parent releases it.
@@ -585,7 +585,7 @@ TEST(WireStatus, QuiescentOnlyWhenAllWaitAndAllIsHandled) {
   child_does('w');
   EXPECT_TRUE(endpoint->quiescent());
   commands.post('q');
-  EXPECT_EQ(wait_child(child), 0);
+  EXPECT_EQ(child.wait(), 0);
   EXPECT_EQ(endpoint->members(), (std::vector<uint32_t>{0}));
   EXPECT_TRUE(endpoint->quiescent());
 }
@@ -595,14 +595,14 @@ TEST(WireStatus, QuiescentOnlyWhenAllWaitAndAllIsHandled) {
 TEST(WireStatus, AReusedIndexStartsClean) {
   ScratchFabric fabric("reused");
   Signal go_1, ready_1, go_2, ready_2, finish_2;
-  const pid_t first = spawn([&]() -> int {
+  Child first = spawn([&]() -> int {
     CHILD_CHECK(go_1.wait() == 'g');
     auto endpoint = child_join(fabric.name(), 1);
     endpoint->set_waiting(true);  // and never started: nothing is handled
     ready_1.post('r');
     sleep_forever();
   });
-  const pid_t second = spawn([&]() -> int {
+  Child second = spawn([&]() -> int {
     CHILD_CHECK(go_2.wait() == 'g');
     auto endpoint = child_join(fabric.name(), 1);
     endpoint->start([](uint32_t, std::span<const uint8_t>) {}, {});
@@ -620,8 +620,8 @@ TEST(WireStatus, AReusedIndexStartsClean) {
   ASSERT_EQ(ready_1.wait(), 'r');
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(send_char(*endpoint, 1, 'u'));
   EXPECT_FALSE(endpoint->quiescent());
-  kill(first, SIGKILL);
-  EXPECT_EQ(wait_child(first), 128 + SIGKILL);
+  kill(first.pid(), SIGKILL);
+  EXPECT_EQ(first.wait(), 128 + SIGKILL);
   ASSERT_TRUE(eventually([&] { return log.count("gone 1") == 1; }));
   EXPECT_TRUE(endpoint->quiescent());  // frames to a dead member do not count
 
@@ -632,7 +632,7 @@ TEST(WireStatus, AReusedIndexStartsClean) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(send_char(*endpoint, 1, 'n'));
   EXPECT_TRUE(eventually([&] { return endpoint->quiescent(); }));
   finish_2.post('f');
-  EXPECT_EQ(wait_child(second), 0);
+  EXPECT_EQ(second.wait(), 0);
   EXPECT_EQ(log.count("gone 1"), 2u);
 }
 
@@ -656,7 +656,7 @@ TEST(WireFork, AbandonAfterForkLeavesTheParentsEndpointWorking) {
   ASSERT_TRUE(send_char(*endpoint, 0, 'p'));
   ASSERT_TRUE(eventually([&] { return log.count("frame 0 p") == 1; }));
 
-  const pid_t child = spawn([&]() -> int {
+  Child child = spawn([&]() -> int {
     Endpoint::abandon_after_fork(endpoint);
     CHILD_CHECK(endpoint == nullptr);
     CHILD_CHECK(open_fds() == before);
@@ -681,7 +681,7 @@ TEST(WireFork, AbandonAfterForkLeavesTheParentsEndpointWorking) {
     return 0;
   });
   EXPECT_EQ(child_done.wait(), 'd');
-  EXPECT_EQ(wait_child(child), 0);
+  EXPECT_EQ(child.wait(), 0);
   EXPECT_TRUE(eventually([&] { return log.count("gone 1") == 1; }));
   EXPECT_EQ(log.count("frame 1 c"), 1u);
   // The parent's own connections survived the child's closing its copies.
@@ -695,7 +695,7 @@ TEST(WireFork, AbandonAfterForkLeavesTheParentsEndpointWorking) {
 // handler: the process ends at once.
 TEST(WireFork, ExitWithTheEndpointLeaked) {
   ScratchFabric fabric("leaked");
-  const pid_t child = spawn([&]() -> int {
+  Child child = spawn([&]() -> int {
     std::string error;
     Endpoint* leaked = Endpoint::join(fabric.name(), std::nullopt, error).release();
     CHILD_CHECK(leaked != nullptr);
@@ -714,7 +714,7 @@ TEST(WireFork, ExitWithTheEndpointLeaked) {
     std::exit(0);
   });
   const auto began = std::chrono::steady_clock::now();
-  EXPECT_EQ(wait_child(child, 20), 0);
+  EXPECT_EQ(child.wait(20), 0);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10));
 }
 

@@ -106,6 +106,7 @@ bool LocalEndpoint::open(std::optional<uint32_t> requested, std::string& error) 
     error = failed(fabric_, "listen");
     return false;
   }
+  table_->mark_listening();
   epoll_event listen_event{};
   listen_event.events = EPOLLIN;
   listen_event.data.u64 = tag(kListener, 0, 0);

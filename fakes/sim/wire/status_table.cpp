@@ -73,9 +73,10 @@ struct StatusTable::Layout {
   struct alignas(64) Slot {
     uint64_t pid;
     uint64_t incarnation;
-    uint64_t waits;  // odd while waiting; bumped at each change, so a reader
-                     // that sees the same value twice knows it never changed
-    uint64_t reserved[5];
+    uint64_t waits;      // odd while waiting; bumped at each change, so a reader
+                         // that sees the same value twice knows it never changed
+    uint64_t listening;  // == incarnation once the member listens (0 before)
+    uint64_t reserved[4];
     uint64_t sent_to[kMaxMembers];       // (tag, count): see status_table.h
     uint64_t handled_from[kMaxMembers];  // (tag, count)
   } slots[kMaxMembers];
@@ -155,8 +156,9 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   }
   index_ = index;
   Layout::Slot& slot = table_->slots[index];
-  // Not waiting first: a reader that sees the slot mid-reset must not take
-  // it for quiescent.
+  // Not listening and not waiting first: a reader that sees the slot
+  // mid-reset must take it for neither live nor quiescent.
+  store(slot.listening, 0);
   store(slot.waits, 0);
   for (uint32_t other = 0; other < kMaxMembers; ++other) {
     store(slot.sent_to[other], 0);
@@ -172,6 +174,16 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   return true;
 }
 
+void StatusTable::mark_listening() {
+  store(table_->slots[index_].listening, incarnation_);
+}
+
+bool StatusTable::ready(uint32_t index) const {
+  const Layout::Slot& slot = table_->slots[index];
+  const uint64_t listening = load(slot.listening);
+  return listening != 0 && listening == load(slot.incarnation);
+}
+
 StatusTable::Holder StatusTable::holder(uint32_t index) const {
   const Layout::Slot& slot = table_->slots[index];
   return {static_cast<pid_t>(load(slot.pid)), load(slot.incarnation)};
@@ -183,7 +195,7 @@ bool StatusTable::live(uint32_t index) const {
   flock lock = byte_lock(F_WRLCK, index, 1);
   // Locks of our own open file description do not conflict: ours is not
   // reported, which is why our own index is answered above.
-  return fcntl(fd_.get(), F_OFD_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+  return fcntl(fd_.get(), F_OFD_GETLK, &lock) == 0 && lock.l_type != F_UNLCK && ready(index);
 }
 
 std::vector<uint32_t> StatusTable::live_members() const {
@@ -205,7 +217,7 @@ std::vector<uint32_t> StatusTable::live_members() const {
     // member's, but it still says which byte to split at.
     const auto found = static_cast<uint32_t>(
         std::clamp<off_t>(lock.l_start, range.begin, static_cast<off_t>(range.end) - 1));
-    if (found != index_) members.push_back(found);
+    if (found != index_ && ready(found)) members.push_back(found);
     pending[count++] = {range.begin, found};
     pending[count++] = {found + 1, range.end};
   }

@@ -11,11 +11,10 @@
 //
 // Liveness: member i holds a write lock on byte i of the file, an open file
 // description lock (fcntl(2) F_OFD_SETLK) taken right after binding its
-// socket. The kernel releases it with the last descriptor of that
-// description, as it frees the socket's name: when the process ends, and
-// before it is a zombie (so not kill(pid, 0), which says yes to a zombie).
-// F_OFD_GETLK on a range answers with one live member in it, so the live
-// members are found in about two calls each.
+// socket, and is live once its slot also says it listens. The kernel releases it with the last
+// descriptor of that description, as it frees the socket's name: when the process ends, and before
+// it is a zombie (so not kill(pid, 0), which says yes to a zombie). F_OFD_GETLK on a range answers
+// with one live member in it, so the live members are found in about two calls each.
 //
 // Counters and reused indexes: a frame counter is a (tag, count) pair in
 // one uint64: the high 32 bits are the low 32 bits of the incarnation (the
@@ -58,6 +57,10 @@ class StatusTable {
   // index's socket and before listening on it, so that whoever connects
   // finds the slot filled. False with `error` when the lock stays taken.
   bool claim(uint32_t index, std::string& error);
+  // Says the member listens now: only from then on is it live to the
+  // others (a connect(2) before listen(2) is refused, unix(7), so a member
+  // that looked live then would fail a send).
+  void mark_listening();
   uint32_t index() const { return index_; }
   uint64_t incarnation() const { return incarnation_; }
 
@@ -92,6 +95,8 @@ class StatusTable {
  private:
   struct Layout;
   StatusTable(OwnedFd fd, Layout* table) : fd_(std::move(fd)), table_(table) {}
+  // Whether the holder of the slot said it listens.
+  bool ready(uint32_t index) const;
   // One consistent read of the slots of `members` (see quiescent()).
   std::vector<uint64_t> snapshot(const std::vector<uint32_t>& members) const;
 
