@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -258,9 +259,14 @@ void LocalEndpoint::accept_all() {
     const int fd = accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      // EAGAIN: the backlog is empty. EMFILE and the like: the connection
-      // stays in the backlog, and the listener is reported again.
-      return;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The connection stays in the backlog and the listener is reported
+        // again at once (level-triggered): a pause, not a hot loop, until
+        // a descriptor is free.
+        const timespec millisecond{0, 1000 * 1000};
+        nanosleep(&millisecond, nullptr);
+      }
+      return;  // EAGAIN: the backlog is empty
     }
     const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
     auto connection = std::make_unique<IncomingConnection>(OwnedFd(fd, &fds_), id);
