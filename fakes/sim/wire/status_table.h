@@ -9,12 +9,14 @@
 // is a uint64 read and written through std::atomic_ref (lock-free, so it
 // works between processes).
 //
-// Liveness: member i holds a write lock on byte i of the file, an open file
-// description lock (fcntl(2) F_OFD_SETLK) taken right after binding its
-// socket, and is live once its slot also says it listens. The kernel releases it with the last
-// descriptor of that description, as it frees the socket's name: when the process ends, and before
-// it is a zombie (so not kill(pid, 0), which says yes to a zombie). F_OFD_GETLK on a range answers
-// with one live member in it, so the live members are found in about two calls each.
+// Liveness: member i holds a write lock on byte i of the file, an open
+// file description lock (fcntl(2) F_OFD_SETLK) taken right after binding
+// its socket, and is live once its slot also says it listens. The kernel
+// releases the lock with the last descriptor of that description, as it
+// frees the socket's name: when the process ends, and before it is a
+// zombie (unlike kill(pid, 0), which says yes to a zombie). F_OFD_GETLK on
+// a range answers with one live member in it, so the live members are
+// found in about two calls each.
 //
 // Counters and reused indexes: a frame counter is a (tag, count) pair in
 // one uint64: the high 32 bits are the low 32 bits of the incarnation (the
