@@ -19,6 +19,12 @@
 // from the wire. All members waiting and every sent frame received means
 // the fabric is quiescent: nothing can happen until some member is called
 // again.
+//
+// On the wire (one host, so host byte order): a connection starts with a
+// hello from the connecting side (frame_format.h: a magic word, its member
+// index and its incarnation, the join number that tells a member from an
+// earlier holder of the same index); then each frame is a uint64 length
+// followed by that many bytes.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +41,9 @@ namespace verbfault::sim::wire {
 
 // The most members a fabric has (indexes 0 .. kMaxMembers - 1).
 inline constexpr uint32_t kMaxMembers = 64;
+// The longest frame send() takes (a receiver grows its buffer to the
+// frame's length, so a bound keeps a corrupt length from asking for more).
+inline constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 31;
 
 class Endpoint {
  public:
@@ -51,12 +60,29 @@ class Endpoint {
   // what went wrong (index taken, name too long, socket error).
   static std::unique_ptr<Endpoint> join(std::string_view fabric, std::optional<uint32_t> requested,
                                         std::string& error);
+  // Stops the service thread (waking it, then joining it) and closes the
+  // sockets: the other members see this one gone. No other call may be
+  // running. Leaking the endpoint at exit instead is safe too: the wire
+  // keeps no state outside it, so its thread touches nothing that static
+  // destructors end.
   virtual ~Endpoint() = default;
+
+  // In a child made by fork(2) from a process with an endpoint: closes the
+  // child's copies of the endpoint's descriptors (the parent's sockets and
+  // epoll set stay as they are: only the last descriptor of a socket closes
+  // it, epoll(7)) and releases `endpoint` without destroying it: the
+  // service thread is the parent's (fork copies only the calling thread),
+  // and the object's containers may have been half-changed by another of
+  // the parent's threads at fork() time, so the child leaks its copy. The
+  // child may then join the fabric afresh. Does nothing for nullptr.
+  static void abandon_after_fork(std::unique_ptr<Endpoint>& endpoint);
 
   virtual uint32_t member() const = 0;
   virtual const std::string& fabric() const = 0;
 
-  // Starts the service thread (once). Handlers run on it, one at a time.
+  // Starts the service thread (once). Handlers run on it, one at a time,
+  // until the endpoint is destroyed: what they use must outlive it. They
+  // must not throw, nor destroy the endpoint.
   virtual void start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) = 0;
 
   // Queues a frame (the concatenation of `parts`) for `member`. Never
@@ -64,18 +90,29 @@ class Endpoint {
   // and written by the service thread when the socket drains, so a caller
   // holding a lock the service thread's handlers take cannot deadlock
   // with a peer doing the same. Frames to one member leave in call order.
-  // False (nothing queued) when no live member has that index or its
-  // connection is gone. Thread-safe.
+  // False (nothing queued) when no live member has that index, its
+  // connection is gone (until the PeerGoneHandler for it has run; a later
+  // send connects to whoever holds the index then), or the frame is longer
+  // than kMaxFrameBytes. Thread-safe; may be called from the handlers.
   virtual bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) = 0;
 
-  // Whether a member with that index is live (bound) now.
+  // Whether a member with that index is live (bound) now. A member holds,
+  // besides its socket, a lock on its own byte of the status table file
+  // (fcntl(2) F_OFD_SETLK); the kernel drops both when the process ends,
+  // before it is a zombie (kill(pid, 0) would still say yes then), so the
+  // lock tells whether the index is held with one fcntl(2) F_OFD_GETLK.
   virtual bool alive(uint32_t member) = 0;
 
   // The status table. set_waiting(true) before sleeping in the fabric,
   // false after. quiescent(): every live member is waiting and every frame
   // sent on the wire to a live member has been handled by it (frames to or
   // from a member that is gone do not count; a reused index starts clean).
-  // Cheap enough to call every few hundred microseconds while waiting.
+  // A frame counts as sent once send() took it, as handled once the
+  // FrameHandler returned: a handler that gives this process's waiting
+  // thread something to do should set_waiting(false) before it returns.
+  // The table is read twice and must not change in between, so the answer
+  // held at one instant. Cheap enough to call every few hundred
+  // microseconds while waiting.
   virtual void set_waiting(bool waiting) = 0;
   virtual bool quiescent() = 0;
   // Live members now, lowest index first (this one included).

@@ -1,0 +1,23 @@
+// Endpoint's factory and fork helper; the endpoint itself is LocalEndpoint.
+#include "endpoint.h"
+
+#include "fabric_name.h"
+#include "local_endpoint.h"
+
+namespace verbfault::sim::wire {
+
+std::unique_ptr<Endpoint> Endpoint::join(std::string_view fabric, std::optional<uint32_t> requested,
+                                         std::string& error) {
+  error = check_fabric_name(fabric);
+  if (!error.empty()) return nullptr;
+  auto endpoint = std::make_unique<LocalEndpoint>(std::string(fabric));
+  if (!endpoint->open(requested, error)) return nullptr;
+  return endpoint;
+}
+
+void Endpoint::abandon_after_fork(std::unique_ptr<Endpoint>& endpoint) {
+  Endpoint* released = endpoint.release();
+  if (auto* local = dynamic_cast<LocalEndpoint*>(released)) local->abandon_in_child();
+}
+
+}  // namespace verbfault::sim::wire

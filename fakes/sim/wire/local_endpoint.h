@@ -1,0 +1,123 @@
+// The Endpoint of this process: its bound socket, a connection to each
+// member it sends to, one from each member that sends to it, the status
+// table, and the service thread that reads frames and writes what the
+// sockets did not take at once.
+//
+// Incarnations. An index may change hands: a member dies and another
+// process joins with its index. Every connection is tied to one holder,
+// its incarnation (the join number from the status table): the hello says
+// the connecting side's, and the connecting side reads the listener's from
+// the table (checked against the listener's pid, SO_PEERCRED in unix(7)).
+// Per index, the endpoint talks to one incarnation at a time; a connection
+// from a newer one waits (parked, out of the epoll set, its bytes left in
+// the socket) until the older one's last frame was handled and the
+// PeerGoneHandler ran for it; one from an older one (a connection made
+// just before its process died, found in the listen backlog late) is
+// closed unread.
+//
+// Gone. A member's process closes its connections when it ends. Whichever
+// end of stream the service thread sees first, the PeerGoneHandler runs
+// after the incoming connection's last frame: on the incoming connection's
+// end of stream, or, when the member never sent us anything, on the
+// outgoing connection's hangup (after accepting whatever waits in the
+// listen backlog, which may hold that member's connection still).
+//
+// Locks. Peer::mutex guards a peer's `incarnation` and `out` (the outgoing
+// connection and its queue); senders and the service thread take it, never
+// while calling a handler and never two at once. Everything else (incoming
+// connections, parked ones, the handlers) is the service thread's alone;
+// the status table is atomics.
+#pragma once
+
+#include "endpoint.h"
+#include "incoming_connection.h"
+#include "outgoing_connection.h"
+#include "owned_fds.h"
+#include "status_table.h"
+
+#include <pthread.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace verbfault::sim::wire {
+
+class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
+ public:
+  explicit LocalEndpoint(std::string fabric) : fabric_(std::move(fabric)) {}
+  ~LocalEndpoint() override;
+
+  // Binds an index (`requested`, or the lowest free one), claims its slot
+  // of the status table, listens. False with `error` set when it cannot.
+  bool open(std::optional<uint32_t> requested, std::string& error);
+  // In a forked child: see Endpoint::abandon_after_fork.
+  void abandon_in_child();
+
+  uint32_t member() const override { return member_; }
+  const std::string& fabric() const override { return fabric_; }
+  void start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) override;
+  bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) override;
+  bool alive(uint32_t member) override { return table_->live(member); }
+  void set_waiting(bool waiting) override { table_->set_waiting(waiting); }
+  bool quiescent() override { return table_->quiescent(); }
+  std::vector<uint32_t> members() override { return table_->live_members(); }
+
+ private:
+  struct Peer {
+    std::mutex mutex;
+    // Guarded by `mutex`: the incarnation we talk to (0: none yet), and our
+    // connection to it.
+    uint64_t incarnation = 0;
+    std::unique_ptr<OutgoingConnection> out;
+    // The service thread's: the connection from that incarnation, and ones
+    // from newer incarnations waiting for it to be gone.
+    IncomingConnection* in = nullptr;
+    std::vector<IncomingConnection*> parked;
+  };
+
+  // Connects to `member` for a first send (peer.mutex held).
+  bool connect_locked(uint32_t member, Peer& peer);
+
+  // The service thread.
+  static void* serve_thread(void* self);
+  void serve();
+  void accept_all();
+  bool read_hello(IncomingConnection* connection);
+  void admit(IncomingConnection* connection);
+  void on_incoming(uint64_t id);
+  void on_outgoing(uint32_t member, uint64_t id, uint32_t events);
+  void on_hangup(uint32_t member, uint64_t id);
+  void deliver_gone(uint32_t member);
+  void retire(IncomingConnection* connection);
+  void watch(IncomingConnection* connection);
+  void unwatch(IncomingConnection* connection);
+  // IncomingConnection::Sink: hands a frame to the FrameHandler.
+  void frame(const IncomingConnection& from, std::span<const uint8_t> bytes) override;
+
+  const std::string fabric_;
+  uint32_t member_ = 0;
+  // Before the descriptors it lists, so it outlives them.
+  OwnedFds fds_;
+  std::unique_ptr<StatusTable> table_;
+  OwnedFd epoll_;
+  OwnedFd wake_;  // an eventfd: written to stop the service thread
+  OwnedFd listener_;
+  std::atomic<uint64_t> next_id_{1};
+  std::array<Peer, kMaxMembers> peers_;
+
+  FrameHandler on_frame_;
+  PeerGoneHandler on_peer_gone_;
+  bool started_ = false;
+  pthread_t thread_{};
+  // Every incoming connection (not yet identified, admitted, parked), by id.
+  std::unordered_map<uint64_t, std::unique_ptr<IncomingConnection>> incoming_;
+};
+
+}  // namespace verbfault::sim::wire
