@@ -5,10 +5,10 @@
 
 namespace verbfault::sim {
 
-Device::Device(int index)
+Device::Device(int index, uint32_t member)
     : index_(index),
       name_("vfsim" + std::to_string(index)),
-      profile_(DeviceProfile::standard(index)),
+      profile_(DeviceProfile::standard(index, member)),
       port_(profile_.port) {
   handle_.owner = this;
   ibv_device& d = handle_.verbs;

@@ -13,7 +13,8 @@ namespace verbfault::sim {
 
 class Device {
  public:
-  explicit Device(int index);
+  // The index-th device of member `member` of the local fabric.
+  Device(int index, uint32_t member);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 

@@ -1,15 +1,18 @@
 #include "device_profile.h"
 
+#include "fabric_address.h"
+
 #include <cstring>
 
 namespace verbfault::sim {
 
-DeviceProfile DeviceProfile::standard(int index) {
+DeviceProfile DeviceProfile::standard(int index, uint32_t member) {
   DeviceProfile p;
   ibv_device_attr& d = p.device;
   std::strncpy(d.fw_ver, p.fw_ver.c_str(), sizeof(d.fw_ver) - 1);
   // GUIDs are kept in network byte order, as the kernel reports them.
-  const uint64_t guid = 0x02fa'f100'0000'0000ull | static_cast<uint64_t>(index + 1);
+  const uint64_t guid = 0x02fa'f100'0000'0000ull | static_cast<uint64_t>(member) << 16 |
+                        static_cast<uint64_t>(index + 1);
   d.node_guid = htobe64(guid);
   d.sys_image_guid = htobe64(guid);
   d.max_mr_size = ~0ull;
@@ -64,7 +67,7 @@ DeviceProfile DeviceProfile::standard(int index) {
   port.bad_pkey_cntr = 0;
   port.qkey_viol_cntr = 0;
   port.pkey_tbl_len = 128;
-  port.lid = static_cast<uint16_t>(index + 1);
+  port.lid = lid_of(member, index);
   port.sm_lid = 1;
   port.lmc = 0;
   port.max_vl_num = 4;  // 8 VLs: IBTA encoding 4

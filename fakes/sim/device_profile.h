@@ -19,8 +19,9 @@ struct DeviceProfile {
   std::string board_id = "VERBFAULT_SIM";
   std::string hca_type = "vfsim";
 
-  // The profile of the index-th simulated device: unique GUIDs and LIDs.
-  static DeviceProfile standard(int index);
+  // The profile of the index-th simulated device of member `member` of the
+  // local fabric: GUIDs and LIDs unique on the fabric (fabric_address.h).
+  static DeviceProfile standard(int index, uint32_t member = 0);
 };
 
 }  // namespace verbfault::sim

@@ -1,6 +1,8 @@
 #include "fabric.h"
 
+#include "fabric_address.h"
 #include "memory_region.h"
+#include "remote.h"
 #include "queue_pair.h"
 #include "transport.h"
 
@@ -41,9 +43,32 @@ Fabric& Fabric::get() {
   return *fabric;
 }
 
-Fabric::Fabric() {
+Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
+  next_qpn_ = first_qpn(membership_.member);
+  if (!membership_.error.empty()) {
+    // The devices are withheld: a process that cannot be told apart from
+    // another member must not talk to anyone (it would talk to itself).
+    std::fprintf(stderr, "%s; no simulated device is available\n", membership_.error.c_str());
+    return;
+  }
   int n = configured_device_count();
-  for (int i = 0; i < n; ++i) devices_.push_back(std::make_unique<Device>(i));
+  for (int i = 0; i < n; ++i) devices_.push_back(std::make_unique<Device>(i, membership_.member));
+}
+
+std::optional<uint32_t> Fabric::member_with_lid(uint16_t lid) const {
+  if (membership_.endpoint == nullptr || lid == 0 || lid >= 0xc000) return std::nullopt;
+  const uint32_t member = member_of_lid(lid);
+  if (member == membership_.member || member >= wire::kMaxMembers) return std::nullopt;
+  return member;
+}
+
+wire::Endpoint* Fabric::endpoint() {
+  wire::Endpoint* endpoint = membership_.endpoint.get();
+  if (endpoint != nullptr && !service_started_) {
+    service_started_ = true;
+    endpoint->start(remote::on_frame, remote::on_peer_gone);
+  }
+  return endpoint;
 }
 
 Device* Fabric::device_with_lid(uint16_t lid) {
@@ -53,10 +78,14 @@ Device* Fabric::device_with_lid(uint16_t lid) {
 }
 
 uint32_t Fabric::reserve_qpn() {
-  // QPNs are 24 bits; skip the special QPs and any number still in use.
-  while (next_qpn_ < 2 || qps_.count(next_qpn_)) next_qpn_ = (next_qpn_ + 1) & 0xffffff;
+  // QPNs come from the member's range, wrapping inside it; skip any number
+  // still in use.
+  const uint32_t first = first_qpn(membership_.member), end = end_qpn(membership_.member);
+  auto step = [&](uint32_t q) { return q + 1 < end ? q + 1 : first; };
+  while (next_qpn_ < first || next_qpn_ >= end || qps_.count(next_qpn_))
+    next_qpn_ = step(next_qpn_);
   uint32_t qpn = next_qpn_;
-  next_qpn_ = (next_qpn_ + 1) & 0xffffff;
+  next_qpn_ = step(next_qpn_);
   qps_[qpn] = nullptr;
   return qpn;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "device.h"
+#include "fabric_membership.h"
 #include "freedoms.h"
 #include "virtual_clock.h"
 
@@ -47,6 +48,22 @@ class Fabric {
   std::vector<Context*>& contexts() { return contexts_; }
   Device* device_with_lid(uint16_t lid);
 
+  // The local fabric (fabric_membership.h): this process's member index
+  // (its LIDs and QP numbers follow from it, fabric_address.h), and the
+  // member that owns a LID no device of this process has (nullopt: none,
+  // or no fabric).
+  uint32_t member() const { return membership_.member; }
+  std::optional<uint32_t> member_with_lid(uint16_t lid) const;
+  // The wire to the other members, its service thread started; nullptr
+  // when the process is on no fabric. Called under `mutex`.
+  wire::Endpoint* endpoint();
+  // Members this process has exchanged frames with and that are not known
+  // to be gone: while there is one, work may arrive without any verbs call
+  // of this process, so no wait here is provably endless.
+  void note_peer(uint32_t member) { peers_ |= uint64_t{1} << member; }
+  void forget_peer(uint32_t member) { peers_ &= ~(uint64_t{1} << member); }
+  bool peers_may_send() const { return peers_ != 0; }
+
   // A fresh QPN, reserved until bind_qp() or unregister_qp().
   uint32_t reserve_qpn();
   void bind_qp(uint32_t qpn, QueuePair* qp) { qps_[qpn] = qp; }
@@ -88,7 +105,10 @@ class Fabric {
   std::vector<Context*> contexts_;
   std::unordered_map<uint32_t, QueuePair*> qps_;
   std::unordered_map<uint32_t, MemoryRegion*> mrs_;
-  uint32_t next_qpn_ = 0x11;  // QPNs 0 and 1 are the special QPs
+  FabricMembership membership_;
+  bool service_started_ = false;
+  uint64_t peers_ = 0;     // bit per member index (wire::kMaxMembers == 64)
+  uint32_t next_qpn_ = 0;  // in the member's range (fabric_address.h)
   uint32_t next_mr_index_ = 1;
   uint32_t next_index_[static_cast<int>(Kind::kCount)] = {};
   VirtualClock clock_;

@@ -247,7 +247,7 @@ bool cq_event_pending(ibv_cq* verbs) {
 
 bool work_pending() {
   std::lock_guard guard(Fabric::get().mutex);
-  return Fabric::get().deadline_pending();
+  return Fabric::get().deadline_pending() || Fabric::get().peers_may_send();
 }
 
 bool advance_clock() {
@@ -344,6 +344,9 @@ int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
 
 ibv_context* open_device(ibv_device* device) {
   Lock guard = lock();
+  // The device answers other processes of the local fabric from now on,
+  // whatever this process's threads do (its service thread).
+  Fabric::get().endpoint();
   auto* context = new Context(*Device::from(device));
   install_ops(*context);
   return context->verbs();

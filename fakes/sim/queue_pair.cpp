@@ -169,10 +169,10 @@ void QueuePair::apply(const ibv_qp_attr& attr, int mask) {
   if (mask & IBV_QP_TIMEOUT) attr_.timeout = attr.timeout;
   if (mask & IBV_QP_RETRY_CNT) attr_.retry_cnt = attr.retry_cnt;
   if (mask & IBV_QP_RNR_RETRY) attr_.rnr_retry = attr.rnr_retry;
-  if (mask & IBV_QP_RQ_PSN) attr_.rq_psn = attr.rq_psn;
+  if (mask & IBV_QP_RQ_PSN) attr_.rq_psn = expected_psn = attr.rq_psn;
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) attr_.max_rd_atomic = attr.max_rd_atomic;
   if (mask & IBV_QP_MIN_RNR_TIMER) attr_.min_rnr_timer = attr.min_rnr_timer;
-  if (mask & IBV_QP_SQ_PSN) attr_.sq_psn = attr.sq_psn;
+  if (mask & IBV_QP_SQ_PSN) attr_.sq_psn = next_psn = attr.sq_psn;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) attr_.max_dest_rd_atomic = attr.max_dest_rd_atomic;
   if (mask & IBV_QP_PATH_MIG_STATE) attr_.path_mig_state = attr.path_mig_state;
   if (mask & IBV_QP_DEST_QPN) attr_.dest_qp_num = attr.dest_qp_num;

@@ -65,6 +65,13 @@ class QueuePair {
   }
   uint64_t next_send_seq() const { return sq_next_seq_; }
 
+  // Packet sequence numbers of requests to and from another process of the
+  // local fabric (IBA 9.7.1; one PSN per WQE: a message is one packet
+  // here): the next one this QP sends (from sq_psn) and the next one its
+  // responder accepts (from rq_psn). Guarded by Fabric::mutex.
+  uint32_t next_psn = 0;
+  uint32_t expected_psn = 0;
+
   // IBV_EVENT_COMM_EST is raised once, for the first message received in RTR.
   bool communication_established = false;
   // IBV_EVENT_QP_LAST_WQE_REACHED is raised once per entry into ERR.

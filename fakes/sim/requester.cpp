@@ -8,39 +8,41 @@
 #include "memory_access.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
+#include "remote.h"
 #include "transport.h"
+
+#include <optional>
 
 namespace verbfault::sim {
 
 namespace {
 
-bool receives(ibv_qp_state s) {
-  return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
-}
-
 bool port_active(Device& device) {
   return device.port().state == IBV_PORT_ACTIVE;
 }
 
-// The QP a message from `qp` reaches, or nullptr when nothing answers on the
-// fabric (unknown LID or QPN, port down, QP of another type or not ready).
-QueuePair* destination(QueuePair& qp, const SendWqe& wqe) {
+// Where a message from `qp` goes on the fabric: a QP of this process, or a
+// device of another member (the owner of the destination LID), or nowhere
+// (port down, unknown LID).
+struct Destination {
+  QueuePair* local = nullptr;
+  std::optional<uint32_t> member;  // another process of the local fabric
+};
+
+Destination destination(QueuePair& qp, const SendWqe& wqe) {
   Fabric& fabric = Fabric::get();
-  if (!port_active(qp.context().device())) return nullptr;
+  if (!port_active(qp.context().device())) return {};
   const bool ud = qp.type() == IBV_QPT_UD;
   const uint16_t dlid = ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid;
   const uint32_t qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
-  Device* device = fabric.device_with_lid(dlid);
-  if (device == nullptr || !port_active(*device)) return nullptr;
-  QueuePair* peer = fabric.find_qp(qpn);
-  if (peer == nullptr || &peer->context().device() != device) return nullptr;
-  if (peer->type() != qp.type() || !receives(peer->state())) return nullptr;
-  // A connected QP only accepts the peer it was connected to.
-  if (!ud && peer->attr().dest_qp_num != qp.qpn()) return nullptr;
-  return peer;
+  if (Device* device = fabric.device_with_lid(dlid)) {
+    if (!port_active(*device)) return {};
+    return {responder::accepting(*device, qpn, qp.type(), qp.qpn()), std::nullopt};
+  }
+  return {nullptr, fabric.member_with_lid(dlid)};
 }
 
-enum class Step { kCompleted, kWaiting };
+enum class Step { kCompleted, kWaiting, kInFlight };
 
 // The request a WQE makes, as the responder sees it (payload set later).
 Message message_of(QueuePair& qp, const SendWqe& wqe) {
@@ -66,55 +68,35 @@ Message message_of(QueuePair& qp, const SendWqe& wqe) {
   return m;
 }
 
-// One attempt at the WQE at the head of the send queue.
-Step attempt(QueuePair& qp, SendWqe& wqe) {
+bool reads_into_local(const SendWqe& wqe) {
+  return wqe.opcode == IBV_WR_RDMA_READ || wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+         wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// The answer to a request, applied at the requester: a completion, or a
+// retry scheduled on the virtual clock. `rnr_timer` is the min_rnr_timer
+// an RNR NAK carried; `targets` the WQE's resolved SGEs for READ and atomic
+// data (nullptr: resolve them now, for an answer from another process).
+Step conclude(QueuePair& qp, SendWqe& wqe, const ResponderResult& result, uint8_t rnr_timer,
+              const Pieces<Target>* targets) {
   Fabric& fabric = Fabric::get();
-  Message message = message_of(qp, wqe);
-
-  // Local checks first: a bad lkey never leaves the HCA (IBV_WC_LOC_PROT_ERR).
-  // The SGEs are resolved here and read or written in place later: the
-  // payload by the responder, a READ or atomic response when it is ACKed.
-  const bool reads_into_local = wqe.opcode == IBV_WR_RDMA_READ ||
-                                wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-                                wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-  Pieces<Target> response_targets;
-  Pieces<Source> payload;
-  Source inline_payload;
-  if (reads_into_local) {
-    if (!writable(qp.pd(), wqe.sges, response_targets)) {
-      completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
-      return Step::kCompleted;
-    }
-  } else if (!wqe.inline_data.empty() || wqe.sges.empty()) {
-    inline_payload = wqe.inline_data;
-    message.payload = std::span(&inline_payload, 1);
-  } else if (!readable(qp.pd(), wqe.sges, payload)) {
-    completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
-    return Step::kCompleted;
-  } else {
-    message.payload = payload.view();
-  }
-  message.length = length_of(message.payload);
-
-  QueuePair* peer = destination(qp, wqe);
-  ResponderResult result;
-  if (wqe.forced == SendWqe::Forced::kNoAnswer)
-    result.response = Response::kNoAnswer;  // the message is lost on every attempt
-  else if (wqe.forced == SendWqe::Forced::kRnrNak)
-    result.response = Response::kRnrNak;  // the responder has no receive WR, every time
-  else if (peer == nullptr)
-    result.response = qp.type() == IBV_QPT_RC ? Response::kNoAnswer : Response::kDropped;
-  else
-    result = responder::receive(*peer, message);
-
   switch (result.response) {
     case Response::kAck:
-      if (reads_into_local) {
+      if (reads_into_local(wqe)) {
+        Pieces<Target> resolved;
+        if (targets == nullptr) {
+          // The local MR was deregistered while the request was out.
+          if (!writable(qp.pd(), wqe.sges, resolved)) {
+            completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
+            return Step::kCompleted;
+          }
+          targets = &resolved;
+        }
         const Source response = wqe.opcode == IBV_WR_RDMA_READ
                                     ? result.read_data
                                     : Source(reinterpret_cast<const uint8_t*>(&result.original),
                                              sizeof result.original);
-        copy(response_targets.view(), 0, std::span(&response, 1));
+        copy(targets->view(), 0, std::span(&response, 1));
       }
       completer::complete_send(qp, wqe, IBV_WC_SUCCESS, kVendorNone);
       return Step::kCompleted;
@@ -132,10 +114,7 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
         return Step::kCompleted;
       }
       ++wqe.rnr_retries_done;
-      // The NAK carries the responder's min_rnr_timer (the requester's own
-      // when no responder answers an injected NAK).
-      const uint8_t timer = (peer != nullptr ? *peer : qp).attr().min_rnr_timer;
-      wqe.not_before_ns = fabric.clock().now() + rnr_timer_ns(timer);
+      wqe.not_before_ns = fabric.clock().now() + rnr_timer_ns(rnr_timer);
       wqe.waiting = true;
       return Step::kWaiting;
     }
@@ -169,6 +148,82 @@ Step attempt(QueuePair& qp, SendWqe& wqe) {
   return Step::kCompleted;
 }
 
+// One attempt at the WQE at the head of the send queue, or (RC to another
+// process) at the first WQE not yet in flight: kInFlight when it was sent
+// to another process and waits for its answer.
+Step attempt(QueuePair& qp, SendWqe& wqe, bool is_head) {
+  Message message = message_of(qp, wqe);
+
+  // Local checks first: a bad lkey never leaves the HCA (IBV_WC_LOC_PROT_ERR).
+  // The SGEs are resolved here and read or written in place later: the
+  // payload by the responder, a READ or atomic response when it is ACKed.
+  Pieces<Target> response_targets;
+  Pieces<Source> payload;
+  Source inline_payload;
+  bool local_error = false;
+  if (reads_into_local(wqe)) {
+    local_error = !writable(qp.pd(), wqe.sges, response_targets);
+  } else if (!wqe.inline_data.empty() || wqe.sges.empty()) {
+    inline_payload = wqe.inline_data;
+    message.payload = std::span(&inline_payload, 1);
+  } else if (!readable(qp.pd(), wqe.sges, payload)) {
+    local_error = true;
+  } else {
+    message.payload = payload.view();
+  }
+  if (local_error) {
+    // Behind requests still in flight, it completes in its turn.
+    if (!is_head) return Step::kWaiting;
+    completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
+    return Step::kCompleted;
+  }
+  message.length = length_of(message.payload);
+
+  const Destination to = destination(qp, wqe);
+  // Behind a request in flight only another request to the same process
+  // may go out; anything else waits to be the head.
+  if (!is_head && !(to.member && qp.type() == IBV_QPT_RC && wqe.forced == SendWqe::Forced::kNone))
+    return Step::kWaiting;
+  ResponderResult result;
+  if (wqe.forced == SendWqe::Forced::kNoAnswer) {
+    result.response = Response::kNoAnswer;  // the message is lost on every attempt
+  } else if (wqe.forced == SendWqe::Forced::kRnrNak) {
+    result.response = Response::kRnrNak;  // the responder has no receive WR, every time
+  } else if (to.member) {
+    if (qp.type() == IBV_QPT_RC) {
+      if (!wqe.has_psn) {
+        wqe.psn = qp.next_psn;
+        wqe.has_psn = true;
+        qp.next_psn = (qp.next_psn + 1) & 0xffffff;
+      }
+      if (remote::send_request(qp, wqe, message, *to.member)) return Step::kInFlight;
+      result.response = Response::kNoAnswer;  // the member is gone
+    } else {
+      remote::send_request(qp, wqe, message, *to.member);
+      result.response = Response::kDropped;  // unreliable: complete on sending
+    }
+  } else if (to.local == nullptr) {
+    result.response = qp.type() == IBV_QPT_RC ? Response::kNoAnswer : Response::kDropped;
+  } else {
+    result = responder::receive(*to.local, message);
+  }
+  if (!is_head) return Step::kWaiting;  // the member is gone: the head times out first
+  // The NAK carries the responder's min_rnr_timer (the requester's own
+  // when no responder answers an injected NAK).
+  const uint8_t timer = (to.local != nullptr ? *to.local : qp).attr().min_rnr_timer;
+  return conclude(qp, wqe, result, timer, &response_targets);
+}
+
+// At most this many RC requests of one QP are in flight to another process
+// at a time (the requests pipeline as on a real link; IBA 9.7.7.1).
+constexpr std::size_t kWindow = 128;
+
+// Every WQE in flight is to be sent again, from the head on (go-back-N,
+// IBA 9.7.5.2.8: the responder drops what follows a NAK).
+void rewind(QueuePair& qp) {
+  for (SendWqe& wqe : qp.send_queue()) wqe.in_flight = false;
+}
+
 }  // namespace
 
 namespace requester {
@@ -183,22 +238,64 @@ void progress(QueuePair& qp) {
     return;
   }
   if (state != IBV_QPS_RTS) return;  // SQD: hold new WRs until back in RTS
-  while (!sq.empty() && qp.state() == IBV_QPS_RTS) {
-    if (sq.front().waiting) {
-      if (sq.front().not_before_ns != UINT64_MAX) fabric.schedule(&qp);
+  // Past the WQEs in flight to another process (a prefix of the queue).
+  std::size_t next = 0;
+  while (next < sq.size() && sq[next].in_flight) ++next;
+  while (next < sq.size() && next < kWindow && qp.state() == IBV_QPS_RTS) {
+    if (sq[next].waiting) {
+      if (sq[next].not_before_ns != UINT64_MAX) fabric.schedule(&qp);
       return;
+    }
+    if (next > 0) {
+      // Behind a request in flight: only another request to the same
+      // process may follow it before it is answered.
+      const Step step = attempt(qp, sq[next], false);
+      if (step != Step::kInFlight) return;
+      sq[next].in_flight = true;
+      ++next;
+      continue;
     }
     // Taken off the queue while it executes: a loopback to this very QP may
     // flush the queue from the responder side.
     SendWqe wqe = std::move(sq.front());
     sq.pop_front();
-    if (attempt(qp, wqe) == Step::kWaiting) {
-      sq.push_front(std::move(wqe));
-      if (sq.front().not_before_ns != UINT64_MAX) fabric.schedule(&qp);
-      return;
+    const Step step = attempt(qp, wqe, true);
+    if (step == Step::kCompleted) continue;
+    sq.push_front(std::move(wqe));
+    if (step == Step::kInFlight) {
+      sq.front().in_flight = true;
+      next = 1;
+      continue;
     }
+    if (sq.front().not_before_ns != UINT64_MAX) fabric.schedule(&qp);
+    return;
   }
   if (sq.empty()) fabric.unschedule(&qp);
+}
+
+void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_t rnr_timer) {
+  Ring<SendWqe>& sq = qp.send_queue();
+  // An answer to anything but the oldest request in flight is stale: to a
+  // request sent again after a NAK, or from before a flush or a reset.
+  if (sq.empty() || !sq.front().in_flight || sq.front().psn != psn) return;
+  SendWqe wqe = std::move(sq.front());
+  sq.pop_front();
+  wqe.in_flight = false;
+  if (conclude(qp, wqe, result, rnr_timer, nullptr) == Step::kWaiting) {
+    rewind(qp);
+    sq.push_front(std::move(wqe));
+    if (sq.front().not_before_ns != UINT64_MAX) Fabric::get().schedule(&qp);
+    return;
+  }
+  progress(qp);
+}
+
+void peer_gone(QueuePair& qp) {
+  Ring<SendWqe>& sq = qp.send_queue();
+  if (sq.empty() || !sq.front().in_flight) return;
+  ResponderResult lost;
+  lost.response = Response::kNoAnswer;
+  answered(qp, sq.front().psn, lost, 0);
 }
 
 }  // namespace requester

@@ -2,6 +2,7 @@
 // executes it (IBA 9.7.4 responder side, 9.7.5.2 NAK codes).
 #include "context.h"
 #include "device.h"
+#include "fabric.h"
 #include "memory_access.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
@@ -185,6 +186,18 @@ ResponderResult on_atomic(QueuePair& qp, const Message& m) {
 }  // namespace
 
 namespace responder {
+
+QueuePair* accepting(Device& device, uint32_t qpn, ibv_qp_type type, uint32_t src_qpn) {
+  QueuePair* peer = Fabric::get().find_qp(qpn);
+  if (peer == nullptr || &peer->context().device() != &device) return nullptr;
+  const ibv_qp_state s = peer->state();
+  const bool receives =
+      s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
+  if (peer->type() != type || !receives) return nullptr;
+  // A connected QP only accepts the peer it was connected to.
+  if (type != IBV_QPT_UD && peer->attr().dest_qp_num != src_qpn) return nullptr;
+  return peer;
+}
 
 ResponderResult receive(QueuePair& qp, const Message& m) {
   // IBA 10.3.1: the first packet received in RTR establishes communication.

@@ -83,10 +83,20 @@ namespace requester {
 // Executes as many WQEs at the head of the send queue as the QP's state
 // and the peers allow.
 void progress(QueuePair& qp);
+// The answer of another process's responder to the request with `psn`
+// (remote.cpp); stale answers are ignored.
+void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_t rnr_timer);
+// The process the QP's requests were in flight to is gone: nothing will
+// answer them (the transport timer runs, IBA 9.7.6.1.3).
+void peer_gone(QueuePair& qp);
 }  // namespace requester
 
 namespace responder {
 ResponderResult receive(QueuePair& destination, const Message& message);
+// The QP `qpn` of `device` if it takes a message of a QP of type `type`
+// numbered `src_qpn` now: same type, able to receive (RTR and later), and,
+// when connected, connected to that QP. nullptr: nothing answers.
+QueuePair* accepting(Device& device, uint32_t qpn, ibv_qp_type type, uint32_t src_qpn);
 }  // namespace responder
 
 namespace completer {

@@ -71,6 +71,11 @@ struct SendWqe {
   int transport_retries_done = 0;
   uint64_t not_before_ns = 0;  // virtual time of the next attempt
   bool waiting = false;        // NAKed or unanswered: retry at not_before_ns
+  // RC to another process (remote.h): sent and not answered yet, and the
+  // PSN it was first sent with (a retry resends the same PSN).
+  bool in_flight = false;
+  bool has_psn = false;
+  uint32_t psn = 0;
 };
 
 // A receive WR on a QP's receive queue or on an SRQ.

@@ -1,0 +1,31 @@
+// The transport between simulated QPs of different processes: the
+// requester's side sends a request frame and leaves the WQE in flight;
+// the responder's process runs responder::receive on its service thread
+// (the HCA of the target: no verbs call of the target is needed, as for a
+// one-sided operation on real hardware) and answers; the requester's
+// service thread completes the WQE. docs/architecture.md, "The local
+// fabric".
+#pragma once
+
+#include "transport.h"
+#include "work_request.h"
+
+#include <cstdint>
+#include <span>
+
+namespace verbfault::sim {
+
+class QueuePair;
+
+namespace remote {
+
+// Sends `wqe` of `qp` to member `member` (the owner of the destination
+// LID). False when the member is not there: nothing was sent.
+bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uint32_t member);
+
+// The service thread's handlers (wire::Endpoint::start).
+void on_frame(uint32_t from_member, std::span<const uint8_t> frame);
+void on_peer_gone(uint32_t member);
+
+}  // namespace remote
+}  // namespace verbfault::sim

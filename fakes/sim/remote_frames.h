@@ -1,0 +1,58 @@
+// The frames the simulated devices of two processes exchange over the
+// local fabric's wire (wire/endpoint.h): an RC/UC/UD request, and an RC
+// response. Both processes run the same library on the same host, so the
+// frames are plain structs in host byte order, versioned by kind.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace verbfault::sim::remote {
+
+enum class FrameKind : uint8_t { kRequest = 0x51, kResponse = 0x52 };
+
+// A request: one WQE of the requester, as transport.h's Message has it,
+// followed by `length` bytes of SEND/WRITE payload.
+struct RequestFrame {
+  FrameKind kind = FrameKind::kRequest;
+  uint8_t qp_type = 0;
+  uint8_t opcode = 0;
+  uint8_t sl = 0;
+  uint32_t send_flags = 0;
+  uint32_t imm_data = 0;  // network byte order, as posted
+  uint32_t rkey = 0;
+  uint32_t qkey = 0;
+  uint32_t src_qpn = 0;
+  uint32_t dst_qpn = 0;
+  uint16_t slid = 0;
+  uint16_t dlid = 0;
+  uint32_t psn = 0;  // RC: the request's packet sequence number (IBA 9.7.1)
+  uint64_t remote_addr = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  uint64_t read_length = 0;
+  uint64_t length = 0;
+  ibv_gid sgid{};
+  ibv_ah_attr ah{};
+};
+
+// What an RC responder answered (transport.h Response), followed by
+// `length` bytes of RDMA READ data.
+struct ResponseFrame {
+  FrameKind kind = FrameKind::kResponse;
+  uint8_t response = 0;
+  uint8_t min_rnr_timer = 0;  // an RNR NAK carries the responder's timer
+  uint8_t reserved = 0;
+  uint32_t qpn = 0;  // the requester's QP
+  uint32_t psn = 0;  // of the request answered
+  uint32_t reserved2 = 0;
+  uint64_t original = 0;  // atomics: the target's value before
+  uint64_t length = 0;
+};
+
+static_assert(std::is_trivially_copyable_v<RequestFrame>);
+static_assert(std::is_trivially_copyable_v<ResponseFrame>);
+
+}  // namespace verbfault::sim::remote
