@@ -3,13 +3,15 @@
 # on the simulated device vfsim0, joined in a local fabric, and checks the
 # outcome (README.md).
 #
-#   run_pair.sh [--lib PATH] [--port N] [--timeout S] [--workdir DIR] TEST
+#   run_pair.sh [--lib PATH] [--port N] [--timeout S] [--grace S] [--workdir DIR] TEST
 #   run_pair.sh --list
 #
 # The server runs with LD_PRELOAD=<libverbfault.so>,
 # VERBFAULT_FABRIC=lf-<TEST>-<pid of this script>, VERBFAULT_PROC=0; once
 # it listens on its TCP port, the client (VERBFAULT_PROC=1) connects to
-# 127.0.0.1. Both are waited for, up to --timeout seconds (60), then killed.
+# 127.0.0.1. Both are waited for, up to --timeout seconds (60), then killed;
+# once one side has ended, the other gets --grace seconds (10; 5 after a
+# failure) to end too, or the pair fails as a hang.
 # A passing pair: both exit 0; the two sides' addresses (LID, QPN, PSN)
 # cross over (the client's remote address is the server's local one and
 # the other way round) and differ (no process talks to itself); the result
@@ -20,7 +22,8 @@
 #
 # Exit status: 0 pass, 1 fail (the reason is one line, first, then the end
 # of both sides' output), 2 bad usage. Each side's output is kept in
-# DIR/server.log and DIR/client.log (default: a fresh temporary folder).
+# DIR/server.log and DIR/client.log (default: a fresh temporary folder),
+# this script's own stderr in DIR/run_pair.stderr. selftest/ tests it.
 set -uo pipefail
 
 me=run_pair
@@ -64,17 +67,18 @@ define_test() {
 }
 
 usage() {
-  echo "usage: $0 [--lib PATH] [--port N] [--timeout S] [--workdir DIR] TEST | --list" >&2
+  echo "usage: $0 [--lib PATH] [--port N] [--timeout S] [--grace S] [--workdir DIR] TEST | --list" >&2
   echo "tests: ${tests[*]}" >&2
   exit 2
 }
 
-lib=""; port=""; timeout=60; workdir=""; name=""
+lib=""; port=""; timeout=60; grace_ok=10; workdir=""; name=""
 while (($#)); do
   case $1 in
     --lib) lib=${2-}; shift 2 || usage ;;
     --port) port=${2-}; shift 2 || usage ;;
     --timeout) timeout=${2-}; shift 2 || usage ;;
+    --grace) grace_ok=${2-}; shift 2 || usage ;;
     --workdir) workdir=${2-}; shift 2 || usage ;;
     --list) printf '%s\n' "${tests[@]}"; exit 0 ;;
     -h|--help) usage ;;
@@ -85,6 +89,7 @@ done
 [[ -n $name ]] || usage
 define_test "$name" || { echo "$me: unknown test '$name'" >&2; usage; }
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || { echo "$me: --timeout '$timeout': expected seconds" >&2; exit 2; }
+[[ $grace_ok =~ ^[1-9][0-9]*$ ]] || { echo "$me: --grace '$grace_ok': expected seconds" >&2; exit 2; }
 if [[ -z $lib ]]; then
   lib=$(cd "$(dirname "$0")/../.." && pwd)/build/harness/libverbfault.so
 fi
@@ -96,6 +101,10 @@ if [[ -z $workdir ]]; then
   workdir=$(mktemp -d "${TMPDIR:-/tmp}/lf-$name.XXXXXX") || exit 1
 fi
 mkdir -p "$workdir" || exit 1
+# Bash reports a side that dies of a signal ("line N: PID Segmentation
+# fault ...") on its stderr, wherever it happens to be: the verdict says it
+# in its own words, so this script's stderr goes to a file from here on.
+exec 2> "$workdir/run_pair.stderr"
 fabric="lf-$name-$$"
 
 # ---------------------------------------------------------------- helpers
@@ -272,9 +281,10 @@ check_results() {
       local want_bytes=$((size * iters * 2))
       [[ ${i[0]} == "$iters" ]] || { reason="the $role did ${i[0]} iterations, expected $iters"; return 1; }
       [[ ${b[0]} == "$want_bytes" ]] || { reason="the $role moved ${b[0]} bytes, expected $want_bytes (2 x $size x $iters)"; return 1; }
-      positive "${b[5]}" || { reason="the $role's rate is not a positive number: ${b[5]} Mbit/sec"; return 1; }
-      positive "${i[5]}" || { reason="the $role's latency is not a positive number: ${i[5]} usec/iter"; return 1; }
-      printf -v "${role}_result" '%s bytes, %s iters, %s Mbit/sec, %s usec/iter' "${b[0]}" "${i[0]}" "${b[5]}" "${i[5]}"
+      # "N bytes in S seconds = R Mbit/sec": R is the 7th word.
+      positive "${b[6]}" || { reason="the $role's rate is not a positive number: ${b[6]} Mbit/sec"; return 1; }
+      positive "${i[6]}" || { reason="the $role's latency is not a positive number: ${i[6]} usec/iter"; return 1; }
+      printf -v "${role}_result" '%s bytes, %s iters, %s Mbit/sec, %s usec/iter' "${b[0]}" "${i[0]}" "${b[6]}" "${i[6]}"
       ;;
     perftest_bw|perftest_lat)
       local header row f
@@ -371,7 +381,7 @@ start_side client 1 "$prog" "${args[@]}" -p "$port" 127.0.0.1
 
 # Wait for both, checking the addresses as soon as they are printed; a side
 # that fails leaves the other a few seconds to end on its own; a side that
-# succeeds leaves the other 10 seconds to finish.
+# succeeds leaves the other --grace seconds to finish.
 deadline=$(( t0 + timeout * 1000000 ))
 other_deadline=""
 while :; do
@@ -381,7 +391,8 @@ while :; do
   ((addresses_done)) || check_addresses || fail "$reason"
   if [[ -n $server_rc || -n $client_rc ]]; then
     if [[ -z $other_deadline ]]; then
-      if [[ ${server_rc:-0} != 0 || ${client_rc:-0} != 0 ]]; then grace=5; else grace=10; fi
+      grace=$grace_ok
+      [[ ${server_rc:-0} != 0 || ${client_rc:-0} != 0 ]] && ((grace > 5)) && grace=5
       other_deadline=$(( $(now_us) + grace * 1000000 ))
     elif (($(now_us) >= other_deadline)); then
       if [[ -n $server_rc ]]; then done_role=server; left=client; else done_role=client; left=server; fi
@@ -403,4 +414,4 @@ check_addresses || fail "$reason"
 server_result=""; client_result=""
 check_results server || fail "$reason"
 check_results client || fail "$reason"
-echo "$me: $name: PASS in $(elapsed) s: $address_summary; client: ${client_result}$([[ -n $server_result ]] && echo "; server: $server_result")"
+echo "$me: $name: PASS in $(elapsed) s (TCP port $port): $address_summary; client: ${client_result}$([[ -n $server_result ]] && echo "; server: $server_result")"
