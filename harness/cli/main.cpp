@@ -1,7 +1,8 @@
 // The verbfault command line.
 //
 //   verbfault run [--seed N] [--plan FILE] [--fault RULE]... [--trace FILE]
-//                 [--check-determinism] [--library PATH] -- CMD ARGS
+//                 [--check-determinism] [--timeout S] [--peer-grace S]
+//                 [--library PATH] -- CMD ARGS [::: CMD ARGS]...   (run.h, run_group.h)
 //   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
 //                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
 //                   -- CMD ARGS   (sweep.h)
@@ -22,6 +23,7 @@
 // never make progress (liveness); 124 when --check-determinism finds the
 // two runs differ; 125 for a usage or plan error; 126 / 127 when the
 // command cannot be executed / is not found (the convention of env(1)).
+#include "command_list.h"
 #include "conform.h"
 #include "minimize.h"
 #include "process.h"
@@ -78,8 +80,19 @@ int main(int argc, char** argv) {
                   "how the program's threads are scheduled: pct (the default: PCT from the "
                   "seed), pct:depth=D:steps=K, random, each with :escape=MS, or free (as the "
                   "kernel schedules them; not deterministic)");
+  run->add_option("--timeout", options.timeout_seconds,
+                  "seconds of wall clock for the whole run before every process still running "
+                  "is ended (default: no limit)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--peer-grace", options.peer_grace_seconds,
+                  "with several commands: seconds the others may still run once one failed "
+                  "(nonzero exit or signal) before they are ended (default 5)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--library", options.library, "libverbfault.so to preload");
-  run->footer("Everything after -- is the program and its arguments, passed on untouched.");
+  run->footer(
+      "Everything after -- is the program and its arguments, passed on untouched. Several "
+      "commands separated by a lone ::: run together as one run (the first is started "
+      "first: the server), each with its own VERBFAULT_PROC and trace.");
 
   verbfault::cli::SweepOptions sweep_options;
   std::string seeds_text, shard_text;
@@ -263,6 +276,19 @@ int main(int argc, char** argv) {
                                  : *conform ? "conform"
                                             : "minimize",
                                  "expected the program to run after --");
+    // Several commands (`-- server ::: client`) go to each run as they
+    // are: checked here once, so that a bad one is one line, not one per seed.
+    if (*run || *sweep || *minimize || *conform) {
+      try {
+        verbfault::cli::split_commands(options.command);
+      } catch (const std::invalid_argument& error) {
+        throw std::invalid_argument(std::string(*run       ? "run"
+                                                : *sweep   ? "sweep"
+                                                : *conform ? "conform"
+                                                           : "minimize") +
+                                    ": " + error.what());
+      }
+    }
     if (*minimize) {
       minimize_options.seed = verbfault::parse_seed(minimize_seed_text, "--seed");
       minimize_options.same_signature = signature_text == "same";

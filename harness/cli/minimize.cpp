@@ -105,7 +105,8 @@ class Minimizer {
 };
 
 // The firings of a run as explicit rules: the rule that fired, on the
-// object it counted on, at that opportunity only.
+// object it counted on, at that opportunity only, in the process it fired
+// in (a run of several commands: each counts its own opportunities).
 std::vector<Rule> explicit_rules(const Plan& plan, const std::vector<FiredFault>& fired) {
   std::vector<Rule> rules;
   std::set<std::string> seen;
@@ -115,6 +116,8 @@ std::vector<Rule> explicit_rules(const Plan& plan, const std::vector<FiredFault>
     rule.selector.object = engine::parse_object(firing.object);
     if (!rule.selector.object) continue;
     rule.trigger = Trigger{Trigger::Kind::nth, firing.nth};
+    if (firing.process)
+      rule.selector.proc = ProcessRef{static_cast<std::uint32_t>(*firing.process), {}};
     rule.count.reset();
     // One decision can leave more than one record (cause and effect).
     if (seen.insert(to_cli(rule)).second) rules.push_back(std::move(rule));

@@ -1,11 +1,10 @@
-// Running the program under test: fork + exec with extra environment,
-// address-space randomization off (so that pointers an application uses as
-// wr_id replay identically), the exit status passed through.
+// The exit statuses of `verbfault` and how a program's status reads. The
+// program under test is run by process_group.h: fork + exec with extra
+// environment, address-space randomization off (so that pointers an
+// application uses as wr_id replay identically), its status passed through.
 #pragma once
 
-#include <map>
 #include <string>
-#include <vector>
 
 namespace verbfault::cli {
 
@@ -17,10 +16,8 @@ inline constexpr int kExitUsage = 125;             // bad option, plan, seed or 
 inline constexpr int kExitCannotExecute = 126;     // the command exists but cannot run
 inline constexpr int kExitNotFound = 127;          // the command was not found
 
-// Runs argv with `environment` added to (and overriding) the current one.
-// Returns the program's exit status, 128 + N when it died of signal N, or
-// kExitNotFound / kExitCannotExecute when exec failed.
-int run_program(const std::vector<std::string>& argv,
-                const std::map<std::string, std::string>& environment);
+// A program's exit status as verbfault passes it on (128 + N: it died of
+// signal N), for people: "exit 3", or "signal SEGV".
+std::string describe_status(int status);
 
 }  // namespace verbfault::cli

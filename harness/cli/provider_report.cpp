@@ -35,7 +35,8 @@ namespace pr = verbfault::provider_report;
 constexpr const char* kHarnessVariables[] = {
     "VERBFAULT_SEED",     "VERBFAULT_PLAN",     "VERBFAULT_FAULTS",
     "VERBFAULT_TRACE",    "VERBFAULT_THREADS",  "VERBFAULT_CHECKS",
-    "VERBFAULT_FREEDOMS", "VERBFAULT_FINDINGS", "VERBFAULT_DESTROY_CQ_UNACKED"};
+    "VERBFAULT_FREEDOMS", "VERBFAULT_FINDINGS", "VERBFAULT_DESTROY_CQ_UNACKED",
+    "VERBFAULT_PROC",     "VERBFAULT_SUMMARY"};
 
 struct Captured {
   int status = -1;  // exit status, 128 + N for signal N, -1 when it did not start

@@ -1,5 +1,6 @@
 #include "replay_command.h"
 
+#include "command_list.h"
 #include "process.h"
 #include "replay_file.h"
 #include "runner.h"
@@ -40,16 +41,22 @@ int replay(const ReplayOptions& options) {
   run.command = file.command;
   run.timeout_seconds = options.timeout_seconds;
 
-  // The program as found now (PATH or the working directory), else where
-  // it was recorded.
-  std::string program = resolve_program(file.command.front(), /*or_basename=*/true);
-  if (program.empty() && !file.program.file.empty() && fs::exists(file.program.file))
-    program = file.program.file;
-  if (!program.empty()) run.command.front() = program;
-  if (program.empty()) {
-    std::fprintf(stderr, "verbfault: %s: the program '%s' is not found (recorded: %s)\n",
-                 options.file.c_str(), file.command.front().c_str(), file.program.file.c_str());
-    return kExitNotFound;
+  // Each command's program as found now (PATH or the working directory),
+  // else, for the first, where it was recorded (the file records the first
+  // command's program: a server and client are usually one program).
+  std::string program;
+  for (const std::size_t at : program_positions(file.command)) {
+    std::string found = resolve_program(file.command[at], /*or_basename=*/true);
+    if (found.empty() && at == 0 && !file.program.file.empty() && fs::exists(file.program.file))
+      found = file.program.file;
+    if (found.empty()) {
+      std::fprintf(stderr, "verbfault: %s: the program '%s' is not found%s\n", options.file.c_str(),
+                   file.command[at].c_str(),
+                   at == 0 ? (" (recorded: " + file.program.file + ")").c_str() : "");
+      return kExitNotFound;
+    }
+    run.command[at] = found;
+    if (at == 0) program = found;
   }
 
   // What differs from the recorded run's build: the reason an outcome may

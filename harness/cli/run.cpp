@@ -1,19 +1,17 @@
 #include "run.h"
 
-#include "journal.h"
+#include "command_list.h"
 #include "process.h"
 #include "replay.h"
 #include "replay_file.h"
+#include "run_group.h"
 #include "scheduler.h"
 #include "verbfault/plan.h"
 
-#include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,6 +38,10 @@ engine::Replay replay_of(const RunOptions& options, std::uint64_t seed) {
   if (options.plan_file) replay.plan_file = fs::absolute(*options.plan_file).string();
   replay.rules = fault_rules(options.faults);
   replay.settings = engine::replay_settings();
+  // Several commands: verbfault run numbers the processes itself.
+  if (split_commands(options.command).size() > 1)
+    std::erase_if(replay.settings,
+                  [](const engine::Setting& setting) { return setting.first == "VERBFAULT_PROC"; });
   replay.threads = options.threads ? options.threads : engine::threads_setting();
   replay.command = options.command;
   return replay;
@@ -80,33 +82,6 @@ std::vector<std::string> escapes_in(const std::string& trace) {
                       record.value("activity", std::string("blocked")) + " outside the harness");
   }
   return escapes;
-}
-
-// A program that ended before the end of its run (SIGKILL, or a crash its
-// own signal handler took) leaves its records in the journal beside its
-// trace (observers/trace/journal.h): rendered here into the trace.
-void recover_journal(const std::string& trace) {
-  const std::string journal = trace + ".journal";
-  std::error_code ignored;
-  if (!fs::exists(journal, ignored)) return;
-  const int fd = ::open(trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::fprintf(stderr, "verbfault: cannot write the trace '%s': %s (its journal '%s' is kept)\n",
-                 trace.c_str(), std::strerror(errno), journal.c_str());
-    return;
-  }
-  std::string error;
-  const long long records = observers::journal::render_file(journal, fd, error);
-  ::close(fd);
-  if (records < 0) {
-    std::fprintf(stderr, "verbfault: %s (the journal is kept)\n", error.c_str());
-    return;
-  }
-  fs::remove(journal, ignored);
-  std::fprintf(stderr,
-               "verbfault: the program ended before writing its trace: %lld record%s recovered "
-               "from its journal into %s\n",
-               records, records == 1 ? "" : "s", trace.c_str());
 }
 
 }  // namespace
@@ -181,11 +156,15 @@ int run(const RunOptions& options) {
     return status == 0 ? kExitFindings : status;
   };
 
+  const std::vector<Command> commands = split_commands(options.command);
+  CommandsRun group;
+  group.environment = environment;
+  group.seed = seed;
+  group.timeout_seconds = options.timeout_seconds;
+  group.peer_grace_seconds = options.peer_grace_seconds;
   if (!options.check_determinism) {
-    if (options.trace) environment["VERBFAULT_TRACE"] = *options.trace;
-    const int status = run_program(options.command, environment);
-    if (options.trace) recover_journal(*options.trace);
-    return judge(status);
+    group.trace = options.trace;
+    return judge(run_commands(commands, group).status);
   }
 
   // Twice, with the same seed and plan: the traces must be identical.
@@ -194,37 +173,49 @@ int run(const RunOptions& options) {
           ? *options.trace
           : (fs::temp_directory_path() / ("verbfault-" + std::to_string(getpid()) + ".trace"))
                 .string();
-  const std::string traces[2] = {base + ".1", base + ".2"};
+  // Each run's traces: one per process.
+  std::vector<std::string> traces[2];
   int status[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
-    environment["VERBFAULT_TRACE"] = traces[i];
+    group.trace = base + "." + std::to_string(i + 1);
     std::fprintf(stderr, "verbfault: determinism check: run %d of 2\n", i + 1);
-    const int exit_status = run_program(options.command, environment);
-    recover_journal(traces[i]);
-    status[i] = judge(exit_status);
+    const CommandsEnd end = run_commands(commands, group);
+    traces[i] = end.traces;
+    status[i] = judge(end.status);
   }
-  const auto difference = compare_traces(traces[0], traces[1]);
+  std::optional<Difference> difference;
+  std::size_t differing = 0;  // the first process whose traces differ
+  for (std::size_t i = 0; i < traces[0].size() && !difference; ++i) {
+    difference = compare_traces(traces[0][i], traces[1][i]);
+    differing = i;
+  }
   int result = status[0];
   if (difference) {
+    const std::string whose = commands.size() > 1 ? " of process " + std::to_string(differing) : "";
     std::fprintf(stderr,
-                 "verbfault: determinism check FAILED: the traces differ at record %zu\n"
+                 "verbfault: determinism check FAILED: the traces%s differ at record %zu\n"
                  "verbfault:   run 1: %s\nverbfault:   run 2: %s\n",
-                 difference->line, difference->first.c_str(), difference->second.c_str());
+                 whose.c_str(), difference->line, difference->first.c_str(),
+                 difference->second.c_str());
     result = kExitNondeterministic;
     // A thread released to run outside the schedule explains a difference.
     for (int i = 0; i < 2; ++i)
-      for (const std::string& escape : escapes_in(traces[i]))
+      for (const std::string& escape : escapes_in(traces[i][differing]))
         std::fprintf(stderr, "verbfault:   why: in run %d, %s\n", i + 1, escape.c_str());
   } else if (status[0] != status[1]) {
     std::fprintf(stderr, "verbfault: determinism check FAILED: exit status %d, then %d\n",
                  status[0], status[1]);
     result = kExitNondeterministic;
   } else {
+    std::string hashes;
+    for (const std::string& trace : traces[0])
+      hashes += (hashes.empty() ? "" : ", ") + file_hash(trace);
     std::fprintf(stderr, "verbfault: determinism check passed: identical traces (file FNV-1a %s)\n",
-                 file_hash(traces[0]).c_str());
+                 hashes.c_str());
   }
   if (!options.trace)
-    for (const std::string& trace : traces) fs::remove(trace);
+    for (const auto& run_traces : traces)
+      for (const std::string& trace : run_traces) fs::remove(trace);
   return result;
 }
 

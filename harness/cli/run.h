@@ -1,6 +1,7 @@
 // `verbfault run`: an unmodified program under the harness.
 #pragma once
 
+#include "process_group.h"
 #include "verbfault/plan.h"
 
 #include <cstdint>
@@ -19,6 +20,12 @@ struct RunOptions {
   // VERBFAULT_THREADS for the program: "pct..." (default), "random", "free".
   std::optional<std::string> threads;
   std::string library;  // libverbfault.so to preload
+  // Over all the run's processes, wall clock (process_group.h); none: no limit.
+  std::optional<double> timeout_seconds;
+  // How long the others may run on once a process failed (process_group.h).
+  double peer_grace_seconds = kDefaultPeerGraceSeconds;
+  // The program and its arguments; several commands separated by ":::"
+  // (command_list.h) are started together as one run (run_group.h).
   std::vector<std::string> command;
 };
 

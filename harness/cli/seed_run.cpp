@@ -1,6 +1,7 @@
 #include "seed_run.h"
 
 #include "process.h"
+#include "run_group.h"
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
@@ -84,36 +85,45 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
       outcome.reproduce = line.substr(22);
     } else if (const std::size_t at = line.find(", trace hash ");
                line.rfind("verbfault: seed ", 0) == 0 && at != std::string::npos) {
-      outcome.trace_hash = line.substr(at + 13, 16);
+      // The last such line is the run's: a run of several processes ends
+      // with its combined hash, or "unknown" when one left none.
+      const std::string hash = line.substr(at + 13, 16);
+      outcome.trace_hash.reset();
+      if (hash.size() == 16 && hash.find_first_not_of("0123456789abcdef") == std::string::npos)
+        outcome.trace_hash = hash;
     }
   }
   // The faults that fired: {"obj":..,"fault":"flush","rule":0,..,"nth":3[,"per":"context#0"]}.
-  std::ifstream records(trace);
-  std::size_t index = 0;
-  for (std::string line; std::getline(records, line); ++index) {
-    if (line.find("\"fault\":\"") == std::string::npos) continue;
-    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!record.is_object() || !record.contains("fault")) continue;
-    FiredFault fired;
-    fired.kind = record.value("fault", std::string());
-    fired.rule = record.value("rule", std::size_t{0});
-    fired.object = record.value("per", record.value("obj", std::string()));
-    fired.nth = record.value("nth", std::uint64_t{0});
-    fired.level = record.value("level", std::string());
-    fired.record = index;
-    outcome.fired.push_back(std::move(fired));
+  std::vector<fs::path> traces = {trace};
+  std::error_code missing;
+  if (!fs::exists(trace, missing))
+    for (std::size_t i = 0; fs::exists(process_trace_path(trace, i), missing); ++i)
+      traces.push_back(process_trace_path(trace, i));
+  for (std::size_t process = 0; process < traces.size(); ++process) {
+    std::ifstream records(traces[process]);
+    std::size_t index = 0;
+    for (std::string line; std::getline(records, line); ++index) {
+      if (line.find("\"fault\":\"") == std::string::npos) continue;
+      const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!record.is_object() || !record.contains("fault")) continue;
+      FiredFault fired;
+      fired.kind = record.value("fault", std::string());
+      fired.rule = record.value("rule", std::size_t{0});
+      fired.object = record.value("per", record.value("obj", std::string()));
+      fired.nth = record.value("nth", std::uint64_t{0});
+      fired.level = record.value("level", std::string());
+      fired.record = index;
+      // traces[0] is a single command's; process p's is traces[p + 1].
+      if (process > 0) fired.process = process - 1;
+      outcome.fired.push_back(std::move(fired));
+    }
   }
   const bool pass_status =
       std::find(pass_statuses.begin(), pass_statuses.end(), status) != pass_statuses.end();
   outcome.failed = timed_out || findings || !pass_status;
 
   std::string& s = outcome.signature;
-  if (timed_out)
-    s = "timeout";
-  else if (status > 128 && status < 128 + 65)
-    s = std::string("signal ") + sigabbrev_np(status - 128);
-  else
-    s = "exit " + std::to_string(status);
+  s = timed_out ? "timeout" : describe_status(status);
   if (!outcome.checks.empty()) {
     s += ", checks ";
     bool first = true;

@@ -42,6 +42,8 @@ struct FiredFault {
   std::uint64_t nth = 0;   // the opportunity number there
   std::string level;       // "cause" or "effect" (docs/architecture.md, "Fault levels")
   std::size_t record = 0;  // its trace record's index (0-based line)
+  // The process whose trace has it, in a run of several commands (run_group.h).
+  std::optional<std::size_t> process;
 };
 
 // What the run came to.
@@ -65,7 +67,9 @@ struct Outcome {
 pid_t start_seed_run(const SeedRun& run, const std::filesystem::path& log,
                      const std::filesystem::path& trace);
 
-// Reads what an ended run left: `status` as run_program returns it.
+// Reads what an ended run left: `status` as verbfault run passes it on
+// (process.h). A run of several commands left a trace per process
+// (run_group.h): their faults are read in process order.
 // `pass_statuses`: the exit statuses that count as a pass when no check
 // reported (0 alone by default).
 Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out,

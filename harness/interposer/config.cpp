@@ -1,10 +1,36 @@
 #include "config.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 
 namespace verbfault::interposer {
+
+namespace {
+
+// The basename of argv[0]: the name the process was started by.
+std::string program_name() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string argv0;
+  std::getline(in, argv0, '\0');
+  const std::size_t slash = argv0.rfind('/');
+  return slash == std::string::npos ? argv0 : argv0.substr(slash + 1);
+}
+
+engine::ProcessIdentity process_identity(const std::optional<std::string>& proc) {
+  engine::ProcessIdentity self;
+  self.name = program_name();
+  if (!proc) return self;
+  // The index only: a name is never a member (VERBFAULT_PROC=server is a mistake).
+  const auto ref = engine::parse_process(*proc);
+  if (!ref || !ref->index)
+    throw std::runtime_error("VERBFAULT_PROC='" + *proc + "': expected a member index 0..63");
+  self.index = ref->index;
+  return self;
+}
+
+}  // namespace
 
 Config config_from_environment() {
   Config config;
@@ -41,6 +67,11 @@ Config config_from_environment() {
     if (findings->empty()) throw std::runtime_error("VERBFAULT_FINDINGS='': expected a file path");
     config.findings_file = *findings;
   }
+  if (auto summary = variable("VERBFAULT_SUMMARY")) {
+    if (summary->empty()) throw std::runtime_error("VERBFAULT_SUMMARY='': expected a file path");
+    config.summary_file = *summary;
+  }
+  config.process = process_identity(variable("VERBFAULT_PROC"));
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {
     // A plan needs a seed; one drawn here is printed so the run replays.

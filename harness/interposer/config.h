@@ -12,6 +12,12 @@
 //   VERBFAULT_FREEDOMS  "drawn" (default): the simulated device draws the
 //                    choices the verbs leave open from the seed;
 //                    "canonical": it takes the canonical ones
+//   VERBFAULT_PROC   this process's member index in its run, 0..63 (verbfault
+//                    run sets it per command): what `proc=N` selectors match
+//   VERBFAULT_SUMMARY   a file the end-of-run line goes to instead of
+//                    stderr, appended as "pid=P seed=S hash=H records=R"
+//                    (verbfault run sets it to print each process's line
+//                    of a multi-process run)
 //   VERBFAULT_THREADS   "pct[:depth=D][:steps=K]" (unset: pct) or "random",
 //                    each with ":escape=MS": the program's threads run
 //                    one at a time, chosen from the seed, whenever the
@@ -22,6 +28,7 @@
 #pragma once
 
 #include "check_catalogue.h"
+#include "process_ref.h"
 #include "scheduler.h"
 #include "verbfault/plan.h"
 
@@ -42,6 +49,9 @@ struct Config {
   std::optional<scheduler::Options> threads;  // VERBFAULT_THREADS; nullopt: free
   checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
   std::string findings_file;
+  std::string summary_file;  // VERBFAULT_SUMMARY
+  // For proc= selectors: VERBFAULT_PROC and the basename of argv[0].
+  engine::ProcessIdentity process;
   // Whether the harness does anything beyond routing: a plan, a seed or a
   // trace was asked for. Without it every call is the provider's own.
   bool active = false;

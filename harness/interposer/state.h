@@ -84,6 +84,8 @@ class State final : public checkers::Host, public engine::Recorder {
 
  private:
   State();
+  // The end-of-run line for verbfault run (VERBFAULT_SUMMARY).
+  void write_summary() const noexcept;
   std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
   bool finished_ = false;
   bool environment_active_ = false;  // g_active as the environment set it

@@ -1,5 +1,5 @@
 // The one-line form of a rule:
-//   completion_error(rem_access_err) qp#1 type=rc opcode=send nth=3 count=1
+//   completion_error(rem_access_err) qp#1 type=rc opcode=send proc=1 nth=3 count=1
 #include "plan_names.h"
 #include "rule_fields.h"
 
@@ -121,12 +121,12 @@ Rule parse_rule(std::string_view text, std::string_view source) {
         engine::set_field(rule, "wr_id", value.substr(0, slash));
         if (slash != std::string_view::npos)
           engine::set_field(rule, "wr_id_mask", value.substr(slash + 1));
-      } else if (key == "opcode" || key == "side" || key == "nth" || key == "every" ||
-                 key == "count" || key == "name") {
+      } else if (key == "opcode" || key == "side" || key == "proc" || key == "nth" ||
+                 key == "every" || key == "count" || key == "name") {
         engine::set_field(rule, key, value);
       } else {
         throw FieldError{
-            "unknown option: expected type=, opcode=, side=, wr_id=, nth=, every=, "
+            "unknown option: expected type=, opcode=, side=, wr_id=, proc=, nth=, every=, "
             "window=, p=, count=, name="};
       }
     } catch (const FieldError& error) {
@@ -170,6 +170,7 @@ std::string to_cli(const Rule& rule) {
     out += " wr_id=" + engine::hex(*s.wr_id);
     if (s.wr_id_mask != ~std::uint64_t{0}) out += "/" + engine::hex(s.wr_id_mask);
   }
+  if (s.proc) out += " proc=" + to_string(*s.proc);
   const Trigger& t = rule.trigger;
   switch (t.kind) {
     case Trigger::Kind::always:

@@ -1,6 +1,7 @@
 // The parameters a fault kind takes, checked once for every way a rule is
 // made (files, the one-line form, Session, generators).
 #include "plan_names.h"
+#include "process_ref.h"
 
 namespace verbfault {
 
@@ -38,6 +39,9 @@ void validate(const Rule& rule, std::string_view source) {
   if (!rule.selector.wr_id && rule.selector.wr_id_mask != ~std::uint64_t{0})
     reject(source, rule, "wr_id_mask without wr_id: expected both");
   if (rule.port && *rule.port == 0) reject(source, rule, "port 0: expected 1..255");
+  if (rule.selector.proc && !engine::valid_process(*rule.selector.proc))
+    reject(source, rule,
+           "proc '" + to_string(*rule.selector.proc) + "': expected " + engine::kProcessExpected);
   const Trigger& t = rule.trigger;
   switch (t.kind) {
     case Trigger::Kind::always:

@@ -46,10 +46,13 @@ Rule parse_rule_node(std::string_view source, const YAML::Node& node) {
           throw FieldError{"window: expected [start, end]"};
         engine::set_window(rule, scalar(source, value[0], key), scalar(source, value[1], key));
       } else {
-        engine::set_field(rule, key, scalar(source, value, key));
+        // An empty value (`proc:`) is the field's own error: "proc '': expected ...".
+        engine::set_field(rule, key, value.IsNull() ? std::string() : scalar(source, value, key));
       }
     } catch (const FieldError& error) {
-      fail(source, value.IsDefined() && key != "kind" ? value : entry.first, error.message);
+      // An empty value has no place of its own (yaml-cpp marks the next line).
+      fail(source, value.IsDefined() && !value.IsNull() && key != "kind" ? value : entry.first,
+           error.message);
     }
   }
   if (!has_kind)
@@ -57,6 +60,12 @@ Rule parse_rule_node(std::string_view source, const YAML::Node& node) {
          "a rule without 'kind': expected one of " + engine::choices(engine::fault_kind_names()));
   validate(rule, std::string(source) + ":" + std::to_string(node.Mark().line + 1));
   return rule;
+}
+
+// A plain scalar YAML reads back as the same text: only the null words
+// among the names a plan takes would read as something else.
+std::string yaml_text(const std::string& text) {
+  return text == "null" || text == "Null" || text == "NULL" ? "\"" + text + "\"" : text;
 }
 
 void line(std::string& out, std::string_view key, const std::string& value) {
@@ -125,6 +134,7 @@ std::string to_yaml(const Plan& plan) {
     if (s.side) line(out, "side", std::string(engine::name_of(engine::side_names(), *s.side)));
     if (s.wr_id) line(out, "wr_id", engine::hex(*s.wr_id));
     if (s.wr_id_mask != ~std::uint64_t{0}) line(out, "wr_id_mask", engine::hex(s.wr_id_mask));
+    if (s.proc) line(out, "proc", yaml_text(to_string(*s.proc)));
     const Trigger& t = rule.trigger;
     switch (t.kind) {
       case Trigger::Kind::always:

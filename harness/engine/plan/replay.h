@@ -27,12 +27,14 @@ struct Replay {
   // How the threads are scheduled when not the default (VERBFAULT_THREADS,
   // `--threads`): "free", "random", "pct:depth=5"...
   std::optional<std::string> threads;
-  std::vector<std::string> command;  // the program and its arguments
+  // The program and its arguments; a run of several commands has them all,
+  // separated by ":::" words, as `verbfault run` takes them.
+  std::vector<std::string> command;
 };
 
 // The variables besides seed and plan that change a run, with the values
 // this process has, in a fixed order: VERBFAULT_FREEDOMS, VERBFAULT_CHECKS,
-// VERBFAULT_SIM_DEVICES, VERBFAULT_DESTROY_CQ_UNACKED.
+// VERBFAULT_SIM_DEVICES, VERBFAULT_DESTROY_CQ_UNACKED, VERBFAULT_PROC.
 std::vector<Setting> replay_settings();
 // VERBFAULT_THREADS of this process, if set (Replay::threads).
 std::optional<std::string> threads_setting();

@@ -1,6 +1,7 @@
 #include "rule_fields.h"
 
 #include "plan_names.h"
+#include "process_ref.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,10 @@ void set_field(Rule& rule, std::string_view key, std::string_view value) {
     s.wr_id = number(key, value, 0, UINT64_MAX);
   } else if (key == "wr_id_mask") {
     s.wr_id_mask = number(key, value, 0, UINT64_MAX);
+  } else if (key == "proc") {
+    auto proc = parse_process(value);
+    if (!proc) fail("proc " + quoted(value), kProcessExpected);
+    s.proc = std::move(*proc);
   } else if (key == "nth") {
     set_trigger(rule, key, {Trigger::Kind::nth, number(key, value, 1, UINT64_MAX), 0, 0, 0});
   } else if (key == "every") {
@@ -102,7 +107,7 @@ void set_field(Rule& rule, std::string_view key, std::string_view value) {
   } else {
     fail("unknown key " + quoted(key),
          "one of kind, status, event, verb, error, polls, port, object, qp_type, opcode, side, "
-         "wr_id, wr_id_mask, nth, every, window, probability, count, name");
+         "wr_id, wr_id_mask, proc, nth, every, window, probability, count, name");
   }
 }
 

@@ -18,8 +18,8 @@ struct FieldError {
 };
 
 // Sets one field from its text (canonical keys: status, event, verb, error,
-// polls, port, object, qp_type, opcode, side, wr_id, wr_id_mask, nth,
-// every, probability, count, name; window takes "A" and "B" through
+// polls, port, object, qp_type, opcode, side, wr_id, wr_id_mask, proc,
+// nth, every, probability, count, name; window takes "A" and "B" through
 // set_window). Throws FieldError.
 void set_field(Rule& rule, std::string_view key, std::string_view value);
 void set_window(Rule& rule, std::string_view from, std::string_view to);

@@ -66,13 +66,14 @@ bool matches_all(const Rule& rule) {
 
 }  // namespace
 
-void FaultEngine::configure(Plan plan, std::uint64_t seed) {
+void FaultEngine::configure(Plan plan, std::uint64_t seed, const ProcessIdentity& self) {
   plan_ = std::move(plan);
   seed_ = seed;
   for (auto& rules : by_site_) rules.clear();
   site_kinds_.fill(0);
   for (std::uint32_t i = 0; i < plan_.rules.size(); ++i) {
     const Rule& rule = plan_.rules[i];
+    if (!for_process(rule, self)) continue;
     site_kinds_[static_cast<std::size_t>(site_of(rule))] |= kind_bit(rule.kind);
     by_site_[static_cast<std::size_t>(site_of(rule))].push_back(
         {i, kind_bit(rule.kind), matches_all(rule), rule.selector.object.has_value(),

@@ -54,6 +54,16 @@ struct ObjectRef {
 
 enum class Side : std::uint8_t { send, recv };
 
+// A process of a multi-process run (`proc=`): its member index
+// (VERBFAULT_PROC, 0..kMaxProcessIndex) or the basename of its argv[0]
+// ("ib_write_bw"). Exactly one of the two is set.
+inline constexpr std::uint32_t kMaxProcessIndex = 63;
+struct ProcessRef {
+  std::optional<std::uint32_t> index;
+  std::string name;  // when index is unset
+  bool operator==(const ProcessRef&) const = default;
+};
+
 // Work request / completion operations, named as in the plan files.
 enum class Opcode : std::uint8_t {
   send,
@@ -96,6 +106,9 @@ struct Selector {
   // Matches when (wr_id & wr_id_mask) == *wr_id.
   std::optional<std::uint64_t> wr_id;
   std::uint64_t wr_id_mask = ~std::uint64_t{0};
+  // The rule is for that process only; in every other one it never fires
+  // (and keeps its index in the plan, so rule numbers agree across them).
+  std::optional<ProcessRef> proc;
   bool operator==(const Selector&) const = default;
 };
 
@@ -160,6 +173,7 @@ std::string_view to_string(ObjectKind kind);
 std::string_view to_string(Opcode opcode);
 std::string_view to_string(Verb verb);
 std::string to_string(const ObjectRef& ref);       // "qp#2"
+std::string to_string(const ProcessRef& ref);      // "1", "ib_write_bw"
 std::string_view to_string(ibv_wc_status status);  // "rem_access_err" ("success" too)
 std::string_view to_string(ibv_event_type event);  // "qp_fatal"
 std::string errno_name(int error);                 // "ENOMEM", or the number

@@ -8,7 +8,8 @@
 //
 // Every generated rule is valid (verbfault::validate accepts it), and a
 // failing plan shrinks: fewer rules, simpler kinds, no selector fields, the
-// first opportunity. Object indexes stay below 4 (the objects a small test
+// first opportunity. Some rules name a process (proc=, an index below 4 or
+// a name). Object indexes stay below 4 (the objects a small test
 // creates); probabilities are multiples of 1/16.
 #pragma once
 
@@ -105,6 +106,19 @@ struct Arbitrary<verbfault::Rule> {
       if (*gen::element(false, true))
         rule.selector.object =
             ObjectRef{on_cq ? ObjectKind::cq : ObjectKind::qp, *gen::inRange<std::uint32_t>(0, 4)};
+      // Now and then a rule for one process of a multi-process run: an
+      // index, or a name. In any other process the rule is inactive,
+      // which a property must survive too.
+      if (*gen::element(false, false, false, true))
+        rule.selector.proc =
+            *gen::oneOf(gen::map(gen::inRange<std::uint32_t>(0, 4),
+                                 [](std::uint32_t index) {
+                                   return ProcessRef{index, {}};
+                                 }),
+                        gen::map(gen::element<std::string>("server", "client", "ib_write_bw"),
+                                 [](std::string name) {
+                                   return ProcessRef{std::nullopt, std::move(name)};
+                                 }));
       rule.trigger = *gen::arbitrary<Trigger>();
       if (*gen::element(false, true)) rule.count = *gen::inRange<std::uint64_t>(1, 4);
       return rule;

@@ -98,6 +98,8 @@ TEST(Plans, EveryRuleRoundTripsThroughBothForms) {
       "partial_poll cq#3",
       "port_down(1) context#0 nth=9",
       "device_fatal context#0 nth=4",
+      "flush qp#0 proc=1 nth=2",
+      "partial_poll proc=ib_write_bw",
   };
   Plan plan;
   for (const std::string& text : rules) {
@@ -108,6 +110,70 @@ TEST(Plans, EveryRuleRoundTripsThroughBothForms) {
   const std::string yaml = to_yaml(plan);
   EXPECT_EQ(parse_plan_yaml(yaml), plan) << yaml;
   EXPECT_EQ(to_yaml(parse_plan_yaml(yaml)), yaml) << "the YAML writer is canonical";
+}
+
+// proc=: a member index 0..63 (VERBFAULT_PROC) or an executable's name,
+// in both forms, written back as read.
+TEST(Plans, ProcSelectorsParsePrintAndRoundTrip) {
+  const Rule by_index = parse_rule("flush qp#1 proc=1 nth=3");
+  ASSERT_TRUE(by_index.selector.proc.has_value());
+  EXPECT_EQ(by_index.selector.proc->index, 1u);
+  EXPECT_EQ(by_index.selector.proc->name, "");
+  EXPECT_EQ(to_cli(by_index), "flush qp#1 proc=1 nth=3");
+  const Rule by_name = parse_rule("partial_poll proc=ib_write_bw");
+  ASSERT_TRUE(by_name.selector.proc.has_value());
+  EXPECT_FALSE(by_name.selector.proc->index.has_value());
+  EXPECT_EQ(by_name.selector.proc->name, "ib_write_bw");
+  EXPECT_EQ(parse_rule("flush proc=0x3").selector.proc->index, 3u) << "hex, as every number";
+  EXPECT_EQ(parse_rule("flush proc=63").selector.proc->index, 63u);
+  EXPECT_EQ(parse_rule("flush proc=python3.11").selector.proc->name, "python3.11");
+  EXPECT_EQ(parse_rule("flush proc=g++-12").selector.proc->name, "g++-12");
+
+  const Plan yaml = parse_plan_yaml(
+      "rules:\n  - kind: flush\n    proc: 1\n  - kind: flush\n    proc: sample_rc\n"
+      "  - kind: flush\n    proc: \"null\"\n");
+  EXPECT_EQ(yaml, parse_rules("flush proc=1; flush proc=sample_rc; flush proc=null"));
+  const std::string text = to_yaml(yaml);
+  EXPECT_NE(text.find("    proc: 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    proc: sample_rc\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    proc: \"null\"\n"), std::string::npos) << "YAML's null, quoted\n"
+                                                                  << text;
+  EXPECT_EQ(parse_plan_yaml(text), yaml) << text;
+  for (const Rule& rule : yaml.rules) EXPECT_EQ(parse_rule(to_cli(rule)), rule) << to_cli(rule);
+}
+
+TEST(Plans, ABadProcIsOneLineNamingTheRuleAndWhatWasExpected) {
+  const std::string expected =
+      "expected a process index 0..63 (VERBFAULT_PROC) or an executable name";
+  for (const std::string text :
+       {"flush qp#0 proc=", "flush qp#0 proc=64", "flush qp#0 proc=99999999999",
+        "flush qp#0 proc=a/b", "flush qp#0 proc=-x", "flush qp#0 proc=a:b"}) {
+    const std::string error = rule_error(text);
+    EXPECT_NE(error.find("--fault: '" + text.substr(11) + "': proc '"), std::string::npos)
+        << text << ": " << error;
+    EXPECT_NE(error.find(expected), std::string::npos) << text << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+  }
+  for (const std::string value : {"", "64", "\"\"", "~"}) {
+    const std::string error =
+        yaml_error("rules:\n  - kind: flush\n    object: qp#0\n    proc: " + value + "\n");
+    EXPECT_NE(error.find("plan.yaml:4: proc '"), std::string::npos) << value << ": " << error;
+    EXPECT_NE(error.find(expected), std::string::npos) << value << ": " << error;
+  }
+  // A rule made by hand (Session, generators) is checked by validate().
+  Rule rule = parse_rule("flush qp#0");
+  rule.selector.proc = ProcessRef{64, {}};
+  try {
+    validate(rule, "Session");
+    FAIL() << "proc 64 accepted";
+  } catch (const PlanError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "Session: flush: proc '64': " + expected + " (letters, digits, '_', '.', '+', '-')");
+  }
+  rule.selector.proc = ProcessRef{std::nullopt, ""};
+  EXPECT_THROW(validate(rule, "Session"), PlanError) << "neither an index nor a name";
+  rule.selector.proc = ProcessRef{std::nullopt, "12"};
+  EXPECT_THROW(validate(rule, "Session"), PlanError) << "a name that reads as an index";
 }
 
 TEST(Plans, YamlErrorsNameTheFileTheLineAndWhatWasExpected) {

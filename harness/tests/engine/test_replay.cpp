@@ -38,11 +38,14 @@ TEST(Replay, SettingsComeFromTheEnvironmentInAFixedOrder) {
   ::setenv("VERBFAULT_FREEDOMS", "canonical", 1);
   ::unsetenv("VERBFAULT_CHECKS");
   ::unsetenv("VERBFAULT_DESTROY_CQ_UNACKED");
-  const std::vector<Setting> expected = {{"VERBFAULT_FREEDOMS", "canonical"},
-                                         {"VERBFAULT_SIM_DEVICES", "2"}};
+  // What proc=N rules match (a process started by hand into a fabric).
+  ::setenv("VERBFAULT_PROC", "1", 1);
+  const std::vector<Setting> expected = {
+      {"VERBFAULT_FREEDOMS", "canonical"}, {"VERBFAULT_SIM_DEVICES", "2"}, {"VERBFAULT_PROC", "1"}};
   EXPECT_EQ(replay_settings(), expected);
   ::unsetenv("VERBFAULT_SIM_DEVICES");
   ::unsetenv("VERBFAULT_FREEDOMS");
+  ::unsetenv("VERBFAULT_PROC");
   EXPECT_TRUE(replay_settings().empty());
 }
 

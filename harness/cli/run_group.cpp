@@ -1,0 +1,161 @@
+#include "run_group.h"
+
+#include "journal_recovery.h"
+#include "process.h"
+#include "process_group.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace verbfault::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// What a process said at its end (VERBFAULT_SUMMARY lines
+// "pid=P seed=S hash=H records=R"), by pid: a program's forked children
+// say theirs too, under their own pids.
+struct Said {
+  std::uint64_t hash = 0;
+  std::uint64_t records = 0;
+};
+std::map<pid_t, Said> read_summary(const std::string& file) {
+  std::map<pid_t, Said> said;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    long pid = 0;
+    unsigned long long seed = 0, records = 0;
+    std::uint64_t hash = 0;
+    if (std::sscanf(line.c_str(), "pid=%ld seed=%llu hash=%" SCNx64 " records=%llu", &pid, &seed,
+                    &hash, &records) == 4)
+      said[static_cast<pid_t>(pid)] = {hash, records};
+  }
+  return said;
+}
+
+std::string program_name(const Command& command) {
+  return fs::path(command.front()).filename().string();
+}
+
+std::string hex(std::uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, value);
+  return text;
+}
+
+}  // namespace
+
+std::string process_trace_path(const std::string& trace, std::size_t index) {
+  std::error_code error;
+  if (fs::exists(trace, error) && !fs::is_regular_file(trace, error)) return trace;
+  const fs::path path(trace);
+  return (path.parent_path() /
+          (path.stem().string() + "." + std::to_string(index) + path.extension().string()))
+      .string();
+}
+
+std::uint64_t combined_trace_hash(const std::vector<std::uint64_t>& hashes) {
+  std::uint64_t h = hashes.size();
+  for (std::uint64_t hash : hashes) h = splitmix64(h ^ hash);
+  return h;
+}
+
+CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun& run) {
+  const bool several = commands.size() > 1;
+  // Each group of processes its own fabric (--check-determinism runs two).
+  static unsigned groups = 0;
+  const std::string tag = std::to_string(getpid()) + "-" + std::to_string(++groups);
+  const bool fabric_given = std::getenv("VERBFAULT_FABRIC") != nullptr;
+  const std::string summary =
+      several ? (fs::temp_directory_path() / ("verbfault-" + tag + ".summary")).string() : "";
+  if (several) fs::remove(summary);
+
+  CommandsEnd end;
+  std::vector<GroupMember> members;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    GroupMember member{program_name(commands[i]), commands[i], run.environment};
+    auto& environment = member.environment;
+    if (!fabric_given) environment["VERBFAULT_FABRIC"] = "run-" + tag;
+    if (several)
+      environment["VERBFAULT_PROC"] = std::to_string(i);
+    else if (!fabric_given && std::getenv("VERBFAULT_PROC") == nullptr)
+      environment["VERBFAULT_PROC"] = "0";
+    if (run.trace) {
+      end.traces.push_back(several ? process_trace_path(*run.trace, i) : *run.trace);
+      environment["VERBFAULT_TRACE"] = end.traces.back();
+    }
+    if (several) environment["VERBFAULT_SUMMARY"] = summary;
+    members.push_back(std::move(member));
+  }
+
+  GroupOptions options;
+  options.timeout_seconds = run.timeout_seconds;
+  options.peer_grace_seconds = run.peer_grace_seconds;
+  const std::vector<MemberEnd> ends = run_group(members, options);
+
+  if (!several) {
+    if (run.trace) recover_journal(*run.trace);
+    end.status = ends.front().status;
+    return end;
+  }
+
+  const std::map<pid_t, Said> said = read_summary(summary);
+  fs::remove(summary);
+  std::vector<std::uint64_t> hashes;
+  std::uint64_t records = 0;
+  std::optional<std::size_t> unknown;  // the first process that said nothing
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const std::string who = "process " + std::to_string(i) + " (" + members[i].name + ")";
+    if (run.trace) recover_journal(end.traces[i], who);
+    std::string line = "verbfault: " + who + ": " + describe_status(ends[i].status);
+    if (ends[i].by == MemberEnd::By::peer_grace) line += " (ended: --peer-grace)";
+    if (ends[i].by == MemberEnd::By::timeout) line += " (ended: --timeout)";
+    const auto found = said.find(ends[i].pid);
+    if (found != said.end()) {
+      line += ", trace hash " + hex(found->second.hash) + " (" +
+              std::to_string(found->second.records) + " records)";
+      hashes.push_back(found->second.hash);
+      records += found->second.records;
+    } else {
+      // SIGKILL, _exit(2) (a shell's exit), or a program the harness is not in.
+      line += ", no trace hash (it ended without the harness's end of run)";
+      if (!unknown) unknown = i;
+    }
+    if (run.trace) line += ", trace " + end.traces[i];
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  // The run's line, last: what sweeps and replay files read as its hash.
+  if (unknown)
+    std::fprintf(stderr, "verbfault: seed %llu, trace hash unknown: process %zu left none\n",
+                 static_cast<unsigned long long>(run.seed), *unknown);
+  else
+    std::fprintf(stderr, "verbfault: seed %llu, trace hash %s (%zu processes, %llu records)\n",
+                 static_cast<unsigned long long>(run.seed),
+                 hex(combined_trace_hash(hashes)).c_str(), commands.size(),
+                 static_cast<unsigned long long>(records));
+
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    if (ends[i].status == 0 || ends[i].by == MemberEnd::By::peer_grace) continue;
+    end.status = ends[i].status;
+    std::fprintf(stderr, "verbfault: the run's status is process %zu's: %s\n", i,
+                 describe_status(end.status).c_str());
+    break;
+  }
+  return end;
+}
+
+}  // namespace verbfault::cli

@@ -1,0 +1,62 @@
+// The commands of one `verbfault run` as one run: each process gets the
+// run's seed, plan, checks and settings (the common environment) and
+//   VERBFAULT_FABRIC  the run's own fabric, "run-<verbfault's pid>-<n>",
+//                     unless the environment sets one (kept as set)
+//   VERBFAULT_PROC    its index in the command line (0 = the first,
+//                     the server); a single command keeps the variable
+//                     as the environment sets it, else gets 0 unless the
+//                     fabric was given (the fabric then picks)
+//   VERBFAULT_TRACE   with --trace T: T itself for a single command; for
+//                     several, process_trace_path(T, i)
+// and, with several commands, VERBFAULT_SUMMARY: where each says its trace
+// hash at its end. They are started in order and waited for together
+// (process_group.h: signals, the peer grace, the timeout). With several
+// commands verbfault then prints one line per process, in order (its
+// index, program, how it ended, its trace hash), and the run's trace hash:
+// the processes' hashes folded in order (combined_trace_hash).
+//
+// The run's exit status: 0 when every process exited 0; else the first
+// nonzero status in process order, leaving out the processes verbfault
+// ended because another failed (--peer-grace): the failure, not its
+// aftermath, is the run's. A process ended by --timeout counts (128 + its
+// signal).
+#pragma once
+
+#include "command_list.h"
+#include "process_group.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace verbfault::cli {
+
+// The trace of process `index` of a run traced to `trace`: `.<index>`
+// inserted before the extension ("out/trace.jsonl" -> "out/trace.1.jsonl",
+// "out/trace" -> "out/trace.1"). A trace that is not a file to create (a
+// device such as /dev/null) is every process's as it is.
+std::string process_trace_path(const std::string& trace, std::size_t index);
+
+// The run's trace hash: hash_0, hash_1 ... folded in process order, h = n
+// (the number of processes), then per hash h = splitmix64(h ^ hash_i)
+// (the finalizer of splitmix64 after adding its increment 0x9e3779b97f4a7c15).
+std::uint64_t combined_trace_hash(const std::vector<std::uint64_t>& hashes);
+
+struct CommandsRun {
+  std::map<std::string, std::string> environment;  // every process's
+  std::optional<std::string> trace;                // --trace T
+  std::uint64_t seed = 0;
+  std::optional<double> timeout_seconds;
+  double peer_grace_seconds = kDefaultPeerGraceSeconds;
+};
+
+struct CommandsEnd {
+  int status = 0;                   // the run's (above), before findings
+  std::vector<std::string> traces;  // each process's trace file, when traced
+};
+
+CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun& run);
+
+}  // namespace verbfault::cli

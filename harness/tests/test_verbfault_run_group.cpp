@@ -1,0 +1,431 @@
+// `verbfault run -- A ::: B`: several commands as one run (cli/run_group.h,
+// cli/process_group.h). What each process is given, its own trace, the
+// run's exit status, the peer grace and the timeout, forwarded signals,
+// proc= rules, the reproduce line and replay files, and bad separators.
+// The verbs programs (member_probe) run with VERBFAULT_FABRIC=private:
+// each device on its own, whatever the local fabric does.
+#include "shell.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace verbfault::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kCli = VERBFAULT_CLI;
+const std::string kProbe = MEMBER_PROBE;
+
+std::string run_group(const std::string& options, const std::string& commands) {
+  return kCli + " run " + options + " -- " + commands;
+}
+
+// A fresh directory for one test's traces.
+std::string scratch_dir(const std::string& name) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("verbfault_group_" + std::to_string(getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The value after `key=` on the line of `output` that starts with `prefix`.
+std::string field(const std::string& output, const std::string& prefix, const std::string& key) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const std::size_t at = line.find(" " + key + "=");
+    if (at == std::string::npos) return "";
+    const std::size_t from = at + key.size() + 2;
+    return line.substr(from, line.find(' ', from) - from);
+  }
+  return "";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The shell commands print what the run gave them: both get the run's seed,
+// plan and fabric, each its own VERBFAULT_PROC.
+TEST(VerbfaultRunGroup, EveryProcessGetsTheSameSeedPlanAndFabricAndItsOwnIndex) {
+  const std::string dir = scratch_dir("environment");
+  const std::string plan = dir + "/plan.yaml";
+  std::ofstream(plan) << "rules:\n  - kind: flush\n    object: qp#3\n    nth: 2\n";
+  const std::string show =
+      "echo \"$0 proc=$VERBFAULT_PROC fabric=$VERBFAULT_FABRIC seed=$VERBFAULT_SEED "
+      "plan=$VERBFAULT_PLAN faults=$VERBFAULT_FAULTS checks=$VERBFAULT_CHECKS\"";
+  ProcessResult r =
+      run_shell("env -u VERBFAULT_FABRIC -u VERBFAULT_PROC VERBFAULT_CHECKS=-resource.* " +
+                run_group("--seed 7 --plan " + plan + " --fault 'partial_poll cq#0 p=0.5'",
+                          "sh -c '" + show + "' server ::: sh -c '" + show + "' client"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(field(r.output, "server", "proc"), "0") << r.output;
+  EXPECT_EQ(field(r.output, "client", "proc"), "1") << r.output;
+  const std::string fabric = field(r.output, "server", "fabric");
+  EXPECT_EQ(fabric.rfind("run-", 0), 0u) << r.output;
+  EXPECT_EQ(field(r.output, "client", "fabric"), fabric) << r.output;
+  for (const char* who : {"server", "client"}) {
+    EXPECT_EQ(field(r.output, who, "seed"), "7") << r.output;
+    EXPECT_EQ(field(r.output, who, "plan"), fs::absolute(plan).string()) << r.output;
+    EXPECT_EQ(field(r.output, who, "faults"), "partial_poll") << r.output;  // up to its space
+    EXPECT_EQ(field(r.output, who, "checks"), "-resource.*") << r.output;
+  }
+  // Another run, another fabric.
+  ProcessResult again = run_shell("env -u VERBFAULT_FABRIC " +
+                                  run_group("--seed 7", "sh -c '" + show + "' server ::: true"));
+  EXPECT_NE(field(again.output, "server", "fabric"), fabric) << again.output;
+  // A fabric the environment names is kept.
+  ProcessResult mine = run_shell(
+      "VERBFAULT_FABRIC=mine " +
+      run_group("--seed 7", "sh -c '" + show + "' server ::: sh -c '" + show + "' client"));
+  EXPECT_EQ(field(mine.output, "server", "fabric"), "mine") << mine.output;
+  EXPECT_EQ(field(mine.output, "client", "fabric"), "mine") << mine.output;
+}
+
+// A single command is member 0 of a fabric of its own, unless the
+// environment says otherwise (a process started by hand into a fabric).
+TEST(VerbfaultRunGroup, ASingleCommandIsMemberZeroUnlessTheEnvironmentSaysOtherwise) {
+  const std::string show = "sh -c 'echo \"probe proc=$VERBFAULT_PROC fabric=$VERBFAULT_FABRIC\"'";
+  ProcessResult alone =
+      run_shell("env -u VERBFAULT_FABRIC -u VERBFAULT_PROC " + run_group("--seed 1", show));
+  ASSERT_EQ(alone.status, 0) << alone.output;
+  EXPECT_EQ(field(alone.output, "probe", "proc"), "0") << alone.output;
+  EXPECT_EQ(field(alone.output, "probe", "fabric").rfind("run-", 0), 0u) << alone.output;
+  // VERBFAULT_PROC changes what proc= rules match: it is on the replay line.
+  ProcessResult one =
+      run_shell("env -u VERBFAULT_FABRIC VERBFAULT_PROC=1 " + run_group("--seed 1", show));
+  EXPECT_EQ(field(one.output, "probe", "proc"), "1") << one.output;
+  EXPECT_TRUE(contains(one.output, "reproduce: VERBFAULT_PROC=1 verbfault run --seed 1 --"))
+      << one.output;
+  ProcessResult joined =
+      run_shell("env -u VERBFAULT_PROC VERBFAULT_FABRIC=shared " + run_group("--seed 1", show));
+  EXPECT_EQ(field(joined.output, "probe", "proc"), "") << "the fabric picks\n" << joined.output;
+  // With several commands verbfault numbers them: the environment's is not
+  // theirs, nor on the line.
+  ProcessResult several =
+      run_shell("VERBFAULT_PROC=5 " + run_group("--seed 1", show + " ::: " + show));
+  EXPECT_TRUE(contains(several.output, "probe proc=0 ")) << several.output;
+  EXPECT_TRUE(contains(several.output, "probe proc=1 ")) << several.output;
+  EXPECT_TRUE(contains(several.output, "reproduce: verbfault run --seed 1 --")) << several.output;
+}
+
+TEST(VerbfaultRunGroup, ABadProcVariableStopsTheProgramWithOneLine) {
+  for (const char* bad : {"64", "server", "-1", ""}) {
+    ProcessResult r = run_shell(std::string("env VERBFAULT_FABRIC=private VERBFAULT_PROC='") + bad +
+                                "' " + run_group("--seed 1", kProbe));
+    EXPECT_EQ(r.status, 125) << bad << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, std::string("verbfault: VERBFAULT_PROC='") + bad +
+                                       "': expected a member index 0..63\n"))
+        << r.output;
+    EXPECT_FALSE(contains(r.output, "fabric=")) << "the program must not run\n" << r.output;
+  }
+}
+
+// --trace T: process i writes T with .i before the extension; each process's
+// line names its trace and hash; the run's hash folds them and replays.
+TEST(VerbfaultRunGroup, EachProcessWritesItsOwnTraceAndTheRunItsHash) {
+  const std::string dir = scratch_dir("traces");
+  const std::string command =
+      "VERBFAULT_FABRIC=private " +
+      run_group("--seed 5 --trace " + dir + "/trace.jsonl", kProbe + " ::: " + kProbe);
+  ProcessResult r = run_shell(command);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/trace.jsonl")) << "no trace of the run as a whole";
+  for (const char* index : {"0", "1"}) {
+    const std::string trace = dir + "/trace." + index + ".jsonl";
+    const std::string records = read_file(trace);
+    EXPECT_TRUE(contains(records, "\"call\":\"open_device\"")) << trace << "\n" << records;
+    EXPECT_TRUE(contains(records, "\"call\":\"alloc_pd\"")) << trace << "\n" << records;
+    EXPECT_TRUE(contains(r.output, std::string("verbfault: process ") + index +
+                                       " (member_probe): exit 0, trace hash "))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, ", trace " + trace + "\n")) << r.output;
+    EXPECT_FALSE(fs::exists(trace + ".journal"));
+  }
+  EXPECT_TRUE(contains(r.output, "verbfault: seed 5, trace hash ")) << r.output;
+  EXPECT_TRUE(contains(r.output, " (2 processes, ")) << r.output;
+  // The processes' own end-of-run lines go to verbfault run, not stderr:
+  // the run's line is the only "seed 5, trace hash" line.
+  EXPECT_EQ(r.output.find("verbfault: seed 5, trace hash "),
+            r.output.rfind("verbfault: seed 5, trace hash "))
+      << r.output;
+  const std::string hash = trace_hash_of(r.output.substr(r.output.rfind("verbfault: seed 5")));
+  ProcessResult again = run_shell(command);
+  EXPECT_EQ(trace_hash_of(again.output.substr(again.output.rfind("verbfault: seed 5"))), hash)
+      << again.output;
+}
+
+// A SIGKILLed process leaves its journal: recovered into its own trace.
+TEST(VerbfaultRunGroup, AKilledProcessesJournalIsRecoveredIntoItsTrace) {
+  const std::string dir = scratch_dir("killed");
+  ProcessResult r =
+      run_shell("VERBFAULT_FABRIC=private " + run_group("--seed 6 --trace " + dir + "/t.jsonl",
+                                                        kProbe + " ::: " + kProbe + " kill"));
+  EXPECT_EQ(r.status, 128 + SIGKILL) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: process 1 (member_probe) ended before writing its "
+                       "trace: "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, " recovered from its journal into " + dir + "/t.1.jsonl"))
+      << r.output;
+  EXPECT_TRUE(contains(read_file(dir + "/t.1.jsonl"), "\"call\":\"alloc_pd\""));
+  EXPECT_FALSE(fs::exists(dir + "/t.1.jsonl.journal"));
+  EXPECT_TRUE(contains(read_file(dir + "/t.0.jsonl"), "\"call\":\"close_device\""));
+  EXPECT_TRUE(contains(r.output, "process 1 (member_probe): signal KILL, no trace hash"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: seed 6, trace hash unknown: process 1 left none"))
+      << r.output;
+}
+
+// 0 when all exit 0, else the first nonzero status in process order.
+TEST(VerbfaultRunGroup, TheStatusIsTheFirstNonzeroInProcessOrder) {
+  auto status = [](const std::string& a, const std::string& b) {
+    ProcessResult r = run_shell(run_group("--seed 1", "sh -c '" + a + "' ::: sh -c '" + b + "'"));
+    return r.status;
+  };
+  EXPECT_EQ(status("exit 0", "exit 0"), 0);
+  EXPECT_EQ(status("exit 0", "exit 4"), 4);
+  EXPECT_EQ(status("exit 5", "exit 0"), 5);
+  EXPECT_EQ(status("exit 5", "exit 4"), 5);
+  EXPECT_EQ(status("exit 0", "kill -SEGV $$"), 128 + SIGSEGV);
+  ProcessResult missing =
+      run_shell(run_group("--seed 1", "sh -c 'exit 0' ::: /nonexistent/client"));
+  EXPECT_EQ(missing.status, 127) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "verbfault: cannot run '/nonexistent/client'"))
+      << missing.output;
+  ProcessResult said = run_shell(run_group("--seed 1", "sh -c 'exit 0' ::: sh -c 'exit 4'"));
+  EXPECT_TRUE(contains(said.output, "verbfault: process 1 (sh): exit 4")) << said.output;
+  EXPECT_TRUE(contains(said.output, "verbfault: the run's status is process 1's: exit 4"))
+      << said.output;
+}
+
+// One exits 3 at once, the other would sleep 60 s: it gets the grace (the
+// sleep is real: --threads free), then is ended; the run's status is 3.
+TEST(VerbfaultRunGroup, AFailureEndsTheOthersAfterThePeerGrace) {
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r =
+      run_shell(run_group("--seed 1 --threads free --peer-grace 1", "sleep 60 ::: sh -c 'exit 3'"));
+  const double took = seconds_since(start);
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_GE(took, 1.0) << r.output;
+  EXPECT_LT(took, 1.0 + 3) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: process 1 (sh) failed: exit 3; ending the 1 other still "
+                       "running in 1 s (--peer-grace) unless it ends before\n"))
+      << r.output;
+  // SIGTERM: the harness in it still says its trace hash.
+  EXPECT_TRUE(contains(
+      r.output, "verbfault: process 0 (sleep): signal TERM (ended: --peer-grace), trace hash "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: the run's status is process 1's: exit 3")) << r.output;
+}
+
+// The default grace is 5 s; a crash (a signal) starts it too.
+TEST(VerbfaultRunGroup, TheDefaultGraceIsFiveSecondsAndACrashStartsIt) {
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r =
+      run_shell(run_group("--seed 1 --threads free", "sh -c 'sleep 60' ::: sh -c 'kill -SEGV $$'"));
+  const double took = seconds_since(start);
+  EXPECT_EQ(r.status, 128 + SIGSEGV) << r.output;
+  EXPECT_GE(took, 5.0) << r.output;
+  EXPECT_LT(took, 5.0 + 3) << r.output;
+  EXPECT_TRUE(contains(r.output, "failed: signal SEGV; ending the 1 other still running in 5 s"))
+      << r.output;
+}
+
+// A process that exits 0 starts no grace: a server may take a while to
+// finish after its client is done.
+TEST(VerbfaultRunGroup, ASuccessStartsNoGrace) {
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r = run_shell(run_group("--seed 1 --threads free --peer-grace 0.2",
+                                        "sh -c 'sleep 1.5; echo server done' ::: true"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_GE(seconds_since(start), 1.5);
+  EXPECT_TRUE(contains(r.output, "server done")) << r.output;
+}
+
+// --timeout ends the whole group; the processes it ended count (signal TERM).
+TEST(VerbfaultRunGroup, TheTimeoutEndsTheWholeGroup) {
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r =
+      run_shell(run_group("--seed 1 --threads free --timeout 1", "sleep 60 ::: sleep 60"));
+  const double took = seconds_since(start);
+  EXPECT_EQ(r.status, 128 + SIGTERM) << r.output;
+  EXPECT_GE(took, 1.0) << r.output;
+  EXPECT_LT(took, 1.0 + 3) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: timeout: 1 s passed (--timeout): ending the 2 processes still "
+                       "running\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: process 0 (sleep): signal TERM (ended: --timeout)"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: process 1 (sleep): signal TERM (ended: --timeout)"))
+      << r.output;
+}
+
+// SIGINT and SIGTERM sent to verbfault reach every process; verbfault
+// waits for them and ends with their status.
+TEST(VerbfaultRunGroup, SignalsAreForwardedToEveryProcess) {
+  for (const int sent : {SIGINT, SIGTERM}) {
+    const std::string log = scratch_dir("signals") + "/log";
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // A child of a test runner may have inherited SIGINT ignored.
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      std::freopen(log.c_str(), "w", stdout);
+      dup2(STDOUT_FILENO, STDERR_FILENO);
+      execl(VERBFAULT_CLI, VERBFAULT_CLI, "run", "--seed", "1", "--threads", "free", "--", "sleep",
+            "60", ":::", "sleep", "60", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Until both have started (their lines are not there yet: wait a bit).
+    usleep(500 * 1000);
+    const auto start = std::chrono::steady_clock::now();
+    kill(pid, sent);
+    int raw = 0;
+    ASSERT_EQ(waitpid(pid, &raw, 0), pid);
+    const std::string output = read_file(log);
+    EXPECT_LT(seconds_since(start), 2.0) << output;
+    ASSERT_TRUE(WIFEXITED(raw)) << "verbfault itself must not die of it\n" << output;
+    EXPECT_EQ(WEXITSTATUS(raw), 128 + sent) << output;
+    const std::string name = sigabbrev_np(sent);
+    EXPECT_TRUE(contains(output, "verbfault: process 0 (sleep): signal " + name + ", trace hash"))
+        << output;
+    EXPECT_TRUE(contains(output, "verbfault: process 1 (sleep): signal " + name + ", trace hash"))
+        << output;
+  }
+}
+
+// proc=1: the rule fires in process 1 only, under its index in the plan
+// (rule 1 in process 1's trace); a rule for no process here is not
+// reported as never fired by the processes it is not for.
+TEST(VerbfaultRunGroup, ARuleForProcessOneFiresThereOnlyUnderItsIndex) {
+  const std::string dir = scratch_dir("proc_rule");
+  ProcessResult r = run_shell("VERBFAULT_FABRIC=private " +
+                              run_group("--seed 3 --trace " + dir +
+                                            "/t.jsonl --fault 'flush qp#9 nth=1' "
+                                            "--fault 'verb_failure(alloc_pd,ENOMEM) proc=1'",
+                                        kProbe + " ::: " + kProbe));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "member_probe 1: ibv_alloc_pd: Cannot allocate memory"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "member_probe 0: ibv_alloc_pd")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: process 0 (member_probe): exit 0")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: process 1 (member_probe): exit 2")) << r.output;
+  EXPECT_FALSE(contains(read_file(dir + "/t.0.jsonl"), "\"fault\""))
+      << read_file(dir + "/t.0.jsonl");
+  EXPECT_TRUE(contains(read_file(dir + "/t.1.jsonl"), "\"fault\":\"verb_failure\",\"rule\":1,"))
+      << read_file(dir + "/t.1.jsonl");
+  EXPECT_FALSE(contains(r.output, "rule #1 (verb_failure(alloc_pd,ENOMEM) proc=1) never fired"))
+      << r.output;
+  // Rule #0 is every process's: each says it never fired.
+  const std::string never = "verbfault: coverage: rule #0 (flush qp#9 nth=1) never fired";
+  EXPECT_NE(r.output.find(never), r.output.rfind(never)) << r.output;
+
+  // By name, every process of that program.
+  ProcessResult named =
+      run_shell("VERBFAULT_FABRIC=private " +
+                run_group("--seed 3 --fault 'verb_failure(alloc_pd,ENOMEM) proc=member_probe'",
+                          kProbe + " ::: " + kProbe));
+  EXPECT_EQ(named.status, 2) << named.output;
+  EXPECT_TRUE(contains(named.output, "member_probe 0: ibv_alloc_pd")) << named.output;
+  EXPECT_TRUE(contains(named.output, "member_probe 1: ibv_alloc_pd")) << named.output;
+}
+
+// The reproduce line has both commands; a sweep's replay file of a
+// two-process failure replays it, trace hash included.
+TEST(VerbfaultRunGroup, TheReproduceLineAndReplayFilesHaveEveryCommand) {
+  const std::string dir = scratch_dir("replay");
+  const std::string commands = kProbe + " exit 0 ::: " + kProbe + " exit 0";
+  ProcessResult r =
+      run_shell("VERBFAULT_FABRIC=private " +
+                run_group("--seed 9 --fault 'verb_failure(alloc_pd,ENOMEM) proc=1'", commands));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "reproduce: verbfault run --seed 9 --fault "
+                       "'verb_failure(alloc_pd,ENOMEM) proc=1' -- " +
+                           commands + "\n"))
+      << r.output;
+
+  ProcessResult sweep =
+      run_shell("VERBFAULT_FABRIC=private " + kCli + " sweep --seeds 9..9 --out " + dir +
+                " --fault 'verb_failure(alloc_pd,ENOMEM) proc=1' -- " + commands);
+  EXPECT_EQ(sweep.status, 1) << sweep.output;
+  EXPECT_TRUE(contains(sweep.output, "seed 9 failed: exit 2, first fault verb_failure"))
+      << sweep.output;
+  const std::string replay_file = dir + "/seed-9.replay";
+  const std::string text = read_file(replay_file);
+  EXPECT_TRUE(contains(text, "\":::\"") || contains(text, ", :::,")) << text;
+  EXPECT_TRUE(contains(text, "trace_hash: ")) << text;
+  ProcessResult replay = run_shell("VERBFAULT_FABRIC=private " + kCli + " replay " + replay_file);
+  EXPECT_EQ(replay.status, 0) << replay.output;
+  EXPECT_TRUE(contains(replay.output, "reproduced: the failure and the trace hash"))
+      << replay.output;
+}
+
+// A firing becomes an explicit rule for the process it fired in.
+TEST(VerbfaultRunGroup, MinimizeKeepsTheProcessAFaultFiredIn) {
+  ProcessResult r =
+      run_shell("VERBFAULT_FABRIC=private " + kCli +
+                " minimize --seed 2 --fault 'verb_failure(alloc_pd,ENOMEM) proc=1' -- " + kProbe +
+                " ::: " + kProbe);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "    object: context#0\n    proc: 1\n    nth: 1\n")) << r.output;
+}
+
+TEST(VerbfaultRunGroup, CheckDeterminismComparesEveryProcesssTraces) {
+  ProcessResult r = run_shell("VERBFAULT_FABRIC=private " +
+                              run_group("--seed 4 --check-determinism", kProbe + " ::: " + kProbe));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: determinism check passed: identical traces"))
+      << r.output;
+}
+
+// A ':::' with nothing on one side is one line naming what was expected.
+TEST(VerbfaultRunGroup, AnEmptyCommandAroundTheSeparatorIsOneLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"::: true",
+       "verbfault: run: ':::' with no command before it: expected the first command "
+       "(the server) there\n"},
+      {"true :::",
+       "verbfault: run: ':::' with no command after it: expected the next command "
+       "(the client) there\n"},
+      {"true ::: ::: true",
+       "verbfault: run: two ':::' with no command between them: expected a command there\n"},
+  };
+  for (const auto& [commands, line] : cases) {
+    ProcessResult r = run_shell(run_group("--seed 1", commands));
+    EXPECT_EQ(r.status, 125) << commands << "\n" << r.output;
+    EXPECT_EQ(r.output, line) << commands;
+  }
+  ProcessResult sweep = run_shell(kCli + " sweep --seeds 1..2 -- true :::");
+  EXPECT_EQ(sweep.status, 125) << sweep.output;
+  EXPECT_EQ(sweep.output,
+            "verbfault: sweep: ':::' with no command after it: expected the next command (the "
+            "client) there\n");
+}
+
+}  // namespace
+}  // namespace verbfault::testing
