@@ -44,6 +44,7 @@ Fabric& Fabric::get() {
 }
 
 Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
+  created_.store(true, std::memory_order_release);
   next_qpn_ = first_qpn(membership_.member);
   if (!membership_.error.empty()) {
     // The devices are withheld: a process that cannot be told apart from

@@ -7,6 +7,7 @@
 #include "freedoms.h"
 #include "virtual_clock.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,8 @@ class QueuePair;
 class Fabric {
  public:
   static Fabric& get();
+  // Whether get() was ever called (the fabric is made on first use).
+  static bool exists() { return created_.load(std::memory_order_acquire); }
 
   std::mutex mutex;
   std::condition_variable wakeup;
@@ -57,6 +60,7 @@ class Fabric {
   // The wire to the other members, its service thread started; nullptr
   // when the process is on no fabric. Called under `mutex`.
   wire::Endpoint* endpoint();
+  bool service_started() const { return service_started_; }
   // Members this process has exchanged frames with and that are not known
   // to be gone: while there is one, work may arrive without any verbs call
   // of this process, so no wait here is provably endless.
@@ -115,6 +119,7 @@ class Fabric {
   Freedoms freedoms_;
   std::uint64_t step_ = 0;
   std::set<QueuePair*> waiting_;
+  static inline std::atomic<bool> created_{false};
 };
 
 }  // namespace verbfault::sim

@@ -250,6 +250,14 @@ bool work_pending() {
   return Fabric::get().deadline_pending() || Fabric::get().peers_may_send();
 }
 
+int device_threads() {
+  // Not Fabric::get(): a process on a real provider must not join a fabric
+  // by asking.
+  if (!Fabric::exists()) return 0;
+  std::lock_guard guard(Fabric::get().mutex);
+  return Fabric::get().service_started() ? 1 : 0;
+}
+
 bool advance_clock() {
   std::lock_guard guard(Fabric::get().mutex);
   const bool advanced = Fabric::get().advance_clock();

@@ -6,6 +6,7 @@
 #include "thread_calls.h"
 
 #include "conditions.h"
+#include "observation.h"
 #include "replay.h"
 #include "scheduler.h"
 #include "trampolines.h"
@@ -136,14 +137,15 @@ std::string State::replay_line() const {
 
 bool State::alone() const {
   if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
-  // Without the scheduler: the process has one thread.
+  // Without the scheduler: the process has one thread, and those the
+  // simulated device runs itself.
   DIR* tasks = opendir("/proc/self/task");
   if (tasks == nullptr) return false;
   int count = 0;
   while (dirent* entry = readdir(tasks))
     if (entry->d_name[0] != '.') ++count;
   closedir(tasks);
-  return count == 1;
+  return count == 1 + provider::device_threads();
 }
 
 std::string State::threads_report(std::string_view doing) const {

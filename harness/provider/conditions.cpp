@@ -51,6 +51,10 @@ std::size_t cq_depth(ibv_cq* cq) {
 bool cq_event_pending(ibv_cq* cq) {
   return sim::cq_event_pending(cq);
 }
+int device_threads() {
+  return sim::device_threads();
+}
+
 bool work_pending() {
   return sim::work_pending();
 }

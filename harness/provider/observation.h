@@ -16,6 +16,9 @@ bool cq_event_pending(ibv_cq* cq);
 // Whether the simulated device has work scheduled on its virtual clock
 // (a retry) that can still produce completions or events by itself.
 bool work_pending();
+// Threads the simulated device runs itself (its local-fabric service
+// thread): a process "with one thread" has this many more.
+int device_threads();
 // Moves the simulated device's clock to its next deadline and runs what is
 // due then (the thread scheduler, when every thread waits); false when
 // nothing is pending.

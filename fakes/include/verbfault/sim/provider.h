@@ -45,6 +45,9 @@ bool cq_event_pending(ibv_cq* cq);
 // Whether the device has work scheduled on its virtual clock (a retry) that
 // can still produce completions or events without any further verbs call.
 bool work_pending();
+// Threads the device runs itself (the local fabric's service thread, the
+// HCA of this process): not the application's.
+int device_threads();
 // Moves the virtual clock to the next retry deadline and runs the retries
 // due then (what an empty poll does); false when none is pending.
 bool advance_clock();
