@@ -27,58 +27,12 @@ Bytes bytes_of(const T& value) {
   return {reinterpret_cast<const uint8_t*>(&value), sizeof value};
 }
 
-RequestFrame frame_of(const Message& m, const SendWqe& wqe, uint32_t dst_qpn, uint16_t dlid) {
-  RequestFrame f;
-  f.qp_type = static_cast<uint8_t>(m.qp_type);
-  f.opcode = static_cast<uint8_t>(m.opcode);
-  f.sl = m.sl;
-  f.send_flags = m.send_flags;
-  f.imm_data = m.imm_data;
-  f.rkey = m.rkey;
-  f.qkey = m.qkey;
-  f.src_qpn = m.src_qpn;
-  f.dst_qpn = dst_qpn;
-  f.slid = m.slid;
-  f.dlid = dlid;
-  f.psn = wqe.psn;
-  f.remote_addr = m.remote_addr;
-  f.compare_add = m.compare_add;
-  f.swap = m.swap;
-  f.read_length = m.read_length;
-  f.length = m.length;
-  f.sgid = m.sgid;
-  f.ah = m.ah;
-  return f;
-}
-
-Message message_of(const RequestFrame& f, const Source& payload) {
-  Message m;
-  m.qp_type = static_cast<ibv_qp_type>(f.qp_type);
-  m.opcode = static_cast<ibv_wr_opcode>(f.opcode);
-  m.send_flags = f.send_flags;
-  m.imm_data = f.imm_data;
-  m.remote_addr = f.remote_addr;
-  m.rkey = f.rkey;
-  m.compare_add = f.compare_add;
-  m.swap = f.swap;
-  m.read_length = f.read_length;
-  m.qkey = f.qkey;
-  m.ah = f.ah;
-  m.src_qpn = f.src_qpn;
-  m.slid = f.slid;
-  m.sgid = f.sgid;
-  m.sl = f.sl;
-  m.payload = std::span(&payload, 1);
-  m.length = f.length;
-  return m;
-}
-
 void answer(uint32_t member, const RequestFrame& request, const ResponderResult& result,
             uint8_t min_rnr_timer) {
   ResponseFrame f;
   f.response = static_cast<uint8_t>(result.response);
   f.min_rnr_timer = min_rnr_timer;
-  f.qpn = request.src_qpn;
+  f.qpn = request.request.src_qpn;
   f.psn = request.psn;
   f.original = result.original;
   f.length = result.response == Response::kAck ? result.read_data.size() : 0;
@@ -90,11 +44,11 @@ void answer(uint32_t member, const RequestFrame& request, const ResponderResult&
 
 void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
   Fabric& fabric = Fabric::get();
-  const ibv_qp_type type = static_cast<ibv_qp_type>(f.qp_type);
+  const ibv_qp_type type = f.request.qp_type;
   Device* device = fabric.device_with_lid(f.dlid);
   QueuePair* qp = nullptr;
   if (device != nullptr && device->port().state == IBV_PORT_ACTIVE)
-    qp = responder::accepting(*device, f.dst_qpn, type, f.src_qpn);
+    qp = responder::accepting(*device, f.dst_qpn, type, f.request.src_qpn);
   const bool reliable = type == IBV_QPT_RC;
   ResponderResult result;
   if (qp == nullptr) {
@@ -107,7 +61,12 @@ void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
     // them again after its head is answered.
     result.response = Response::kNoAnswer;
   } else {
-    result = responder::receive(*qp, message_of(f, Source(payload.data(), payload.size())));
+    const Source data(payload.data(), payload.size());
+    Message message;
+    static_cast<Request&>(message) = f.request;
+    message.payload = std::span(&data, 1);
+    message.length = f.length;
+    result = responder::receive(*qp, message);
     if (reliable && result.response != Response::kRnrNak)
       qp->expected_psn = (qp->expected_psn + 1) & 0xffffff;
   }
@@ -130,8 +89,12 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
   wire::Endpoint* endpoint = Fabric::get().endpoint();
   if (endpoint == nullptr) return false;
   const bool ud = qp.type() == IBV_QPT_UD;
-  const RequestFrame f = frame_of(message, wqe, ud ? wqe.remote_qpn : qp.attr().dest_qp_num,
-                                  ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid);
+  RequestFrame f;
+  f.dlid = ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid;
+  f.dst_qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
+  f.psn = wqe.psn;
+  f.length = message.length;
+  f.request = message;
   // The payload goes straight from the registered memory (or the inline
   // copy) into the wire: no staging copy.
   std::array<Bytes, 1 + Pieces<Source>::kInlinePieces> inline_parts;

@@ -4,6 +4,8 @@
 // frames are plain structs in host byte order, versioned by kind.
 #pragma once
 
+#include "transport.h"
+
 #include <infiniband/verbs.h>
 
 #include <cstdint>
@@ -13,29 +15,15 @@ namespace verbfault::sim::remote {
 
 enum class FrameKind : uint8_t { kRequest = 0x51, kResponse = 0x52 };
 
-// A request: one WQE of the requester, as transport.h's Message has it,
+// A request: one WQE of the requester (transport.h's Request), addressed,
 // followed by `length` bytes of SEND/WRITE payload.
 struct RequestFrame {
   FrameKind kind = FrameKind::kRequest;
-  uint8_t qp_type = 0;
-  uint8_t opcode = 0;
-  uint8_t sl = 0;
-  uint32_t send_flags = 0;
-  uint32_t imm_data = 0;  // network byte order, as posted
-  uint32_t rkey = 0;
-  uint32_t qkey = 0;
-  uint32_t src_qpn = 0;
-  uint32_t dst_qpn = 0;
-  uint16_t slid = 0;
   uint16_t dlid = 0;
+  uint32_t dst_qpn = 0;
   uint32_t psn = 0;  // RC: the request's packet sequence number (IBA 9.7.1)
-  uint64_t remote_addr = 0;
-  uint64_t compare_add = 0;
-  uint64_t swap = 0;
-  uint64_t read_length = 0;
   uint64_t length = 0;
-  ibv_gid sgid{};
-  ibv_ah_attr ah{};
+  Request request;
 };
 
 // What an RC responder answered (transport.h Response), followed by

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 namespace verbfault::sim {
 
@@ -41,9 +42,9 @@ enum class Response {
 
 // A request as it reaches a responder: everything the responder needs of
 // the requester, copied, so that the same code serves a requester in this
-// process and one in another process of the local fabric (remote_wire.cpp
-// carries these fields in a frame).
-struct Message {
+// process and one in another process of the local fabric (a request frame
+// carries it as it is: remote_frames.h).
+struct Request {
   ibv_qp_type qp_type = IBV_QPT_RC;
   ibv_wr_opcode opcode = IBV_WR_SEND;
   unsigned int send_flags = 0;  // IBV_SEND_SOLICITED matters to the responder
@@ -63,6 +64,11 @@ struct Message {
   uint16_t slid = 0;
   ibv_gid sgid{};
   uint8_t sl = 0;
+};
+static_assert(std::is_trivially_copyable_v<Request>);
+
+// A request and its data.
+struct Message : Request {
   // SEND/WRITE data where it lies: the sender's registered memory, checked
   // by the requester, the WQE's inline copy, or a frame from another
   // process. The responder copies it from there into its target, once.

@@ -9,30 +9,18 @@
 #include "html_report_data.h"
 #include "html_writer.h"
 #include "script_json.h"
+#include "golden.h"
 #include "sample_report.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
 namespace verbfault::reports {
 namespace {
-
-const std::filesystem::path kGolden =
-    std::filesystem::path(VERBFAULT_REPORTS_GOLDEN_DIR) / "report.html";
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -57,27 +45,7 @@ nlohmann::json page_data(const std::string& html) {
 }
 
 TEST(HtmlReport, MatchesTheGoldenFile) {
-  const std::string html = html_report(testing::sample_report());
-  if (const char* update = std::getenv("VERBFAULT_UPDATE_GOLDENS"); update && *update == '1') {
-    std::ofstream(kGolden, std::ios::binary) << html;
-    GTEST_SKIP() << "wrote " << kGolden;
-  }
-  ASSERT_TRUE(std::filesystem::exists(kGolden)) << kGolden << " is missing";
-  const std::string golden = read_file(kGolden);
-  if (html == golden) return;
-  // Say where, not two pages of text.
-  std::istringstream got(html), want(golden);
-  std::string got_line, want_line;
-  for (int line = 1;; ++line) {
-    const bool more_got = static_cast<bool>(std::getline(got, got_line));
-    const bool more_want = static_cast<bool>(std::getline(want, want_line));
-    if (!more_got && !more_want) break;
-    if (got_line != want_line || more_got != more_want) {
-      FAIL() << kGolden << ":" << line << " differs (regenerate with VERBFAULT_UPDATE_GOLDENS=1 "
-             << "if the change is intended)\n  golden: " << want_line.substr(0, 300)
-             << "\n  now:    " << got_line.substr(0, 300);
-    }
-  }
+  EXPECT_MATCHES_GOLDEN(html_report(testing::sample_report()), "report.html");
 }
 
 TEST(HtmlReport, IsTheSameBytesForTheSameReport) {
