@@ -6,6 +6,7 @@
 #include "fabric.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
+#include "transport.h"
 
 #include <array>
 #include <cerrno>
@@ -44,22 +45,91 @@ bool CompletionQueue::push(const Completion& completion) {
     return true;
   }
 #endif
-  if (static_cast<int>(entries_.size()) >= capacity_) {
+  if (Fabric::get().holding_deliveries()) {
+    // Made by a frame from another process: held until revealed.
+    Delivery delivery;
+    delivery.completion = completion;
+    return hold(std::move(delivery));
+  }
+  if (static_cast<int>(entries_.size() + held_completions_) >= capacity_) {
     // ibv_create_cq(3): the CQ overflowed; the caller raises the events.
     in_error_ = true;
     return false;
   }
   entries_.push_back(completion);
   entries_.back().step = Fabric::get().step();
-  // IBA 11.4.2.2: an armed CQ raises one event for the next completion, or
-  // with solicited_only for the next solicited or unsuccessful one.
-  bool fire =
-      arm_ == Arm::kNextCompletion ||
-      (arm_ == Arm::kSolicited && (completion.solicited || completion.wc.status != IBV_WC_SUCCESS));
-  if (fire && channel_ != nullptr) {
+  if (!revealing_ && fires_for(completion.solicited, completion.wc.status == IBV_WC_SUCCESS) &&
+      channel_ != nullptr) {
     arm_ = Arm::kNone;
     channel_->notify(this);
   }
+  return true;
+}
+
+// IBA 11.4.2.2: an armed CQ raises one event for the next completion, or
+// with solicited_only for the next solicited or unsuccessful one.
+bool CompletionQueue::fires_for(bool solicited, bool success) const {
+  return arm_ == Arm::kNextCompletion || (arm_ == Arm::kSolicited && (solicited || !success));
+}
+
+bool CompletionQueue::fires_for(const Delivery& delivery) const {
+  if (!delivery.completes) return false;
+  // An answer's completion is a send one: a solicited-only arm fires for it
+  // only when it is an error.
+  if (delivery.kind == Delivery::Kind::kAnswer)
+    return fires_for(false, delivery.response == Response::kAck);
+  return fires_for(delivery.completion.solicited, delivery.completion.wc.status == IBV_WC_SUCCESS);
+}
+
+bool CompletionQueue::hold(Delivery delivery) {
+  if (in_error_) return false;
+  const bool is_completion = delivery.kind == Delivery::Kind::kCompletion;
+  if (is_completion) {
+    if (static_cast<int>(entries_.size() + held_completions_) >= capacity_) {
+      in_error_ = true;
+      return false;
+    }
+    ++held_completions_;
+  }
+  const bool fire = fires_for(delivery) && channel_ != nullptr;
+  held_.push_back(std::move(delivery));
+  if (fire) {
+    arm_ = Arm::kNone;
+    channel_->notify(this);
+  }
+  return true;
+}
+
+bool CompletionQueue::awaiting_answers() const {
+  for (auto& [qp, owned] : context_.qps)
+    if (&qp->send_cq() == this &&
+        (qp->held_answers > 0 || (!qp->send_queue().empty() && qp->send_queue().front().in_flight)))
+      return true;
+  return false;
+}
+
+bool CompletionQueue::reveal_next(bool answers_only) {
+  if (held_.empty() || in_error_) return false;
+  auto at = held_.begin();
+  if (answers_only)
+    while (at != held_.end() && at->kind != Delivery::Kind::kAnswer) ++at;
+  if (at == held_.end()) return false;
+  Delivery delivery = std::move(*at);
+  held_.erase(at);
+  revealing_ = true;
+  if (delivery.kind == Delivery::Kind::kCompletion) {
+    --held_completions_;
+    entries_.push_back(delivery.completion);
+    entries_.back().step = Fabric::get().step();
+  } else if (QueuePair* qp = Fabric::get().find_qp(delivery.qpn)) {
+    --qp->held_answers;
+    ResponderResult result;
+    result.response = delivery.response;
+    result.original = delivery.original;
+    result.read_data = Source(delivery.data.data(), delivery.data.size());
+    requester::answered(*qp, delivery.psn, result, delivery.rnr_timer);
+  }
+  revealing_ = false;
   return true;
 }
 
@@ -128,6 +198,8 @@ void CompletionQueue::arm(bool solicited_only) {
     arm_ = Arm::kSolicited;
   if (!entries_.empty() && Fabric::get().freedoms().event_on_arm(freedom_ordinal_, ++arms_))
     fire_spurious_event();
+  for (const Delivery& held : held_)
+    if (fires_for(held) && fire_spurious_event()) break;
 }
 
 int CompletionQueue::resize(int capacity) {
@@ -140,11 +212,15 @@ int CompletionQueue::resize(int capacity) {
 void CompletionQueue::forget(const QueuePair* qp) {
   for (Completion& c : entries_)
     if (c.qp == qp) c.qp = nullptr;
+  for (Delivery& d : held_)
+    if (d.completion.qp == qp) d.completion.qp = nullptr;
 }
 
 void CompletionQueue::forget(const SharedReceiveQueue* srq) {
   for (Completion& c : entries_)
     if (c.srq == srq) c.srq = nullptr;
+  for (Delivery& d : held_)
+    if (d.completion.srq == srq) d.completion.srq = nullptr;
 }
 
 }  // namespace verbfault::sim

@@ -2,12 +2,14 @@
 #pragma once
 
 #include "completion.h"
+#include "delivery.h"
 #include "handle.h"
 #include "ring.h"
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <deque>
 
 namespace verbfault::sim {
 
@@ -38,8 +40,31 @@ class CompletionQueue {
   // across work queues entered in one step as the Freedoms draw.
   int poll(int n, ibv_wc* wc);
   // Arming a CQ that still holds completions may fire an event at once
-  // (Freedoms).
+  // (Freedoms); one with a held delivery that completes fires at once (the
+  // delivery counts as arriving after the arm).
   void arm(bool solicited_only);
+
+  // Deliveries from other processes (delivery.h). hold() keeps one back:
+  // a completion counts against the capacity at once (the CQE is written
+  // when the frame arrives, as on hardware, so an overflow is raised then:
+  // false) and an armed CQ fires its event at once for one that completes.
+  // reveal_next() applies the oldest: a completion becomes pollable, an
+  // answer goes to its requester (which may complete into any CQ), without
+  // a second event for what hold() announced. False when none is held.
+  // `answers_only`: the oldest answer, passing receive completions held
+  // before it (see awaiting_answers()).
+  bool hold(Delivery delivery);
+  bool reveal_next(bool answers_only = false);
+  bool has_held() const { return !held_.empty(); }
+  bool has_held_answer() const { return held_.size() > held_completions_; }
+  // Whether a QP completing its sends here has a request in flight to
+  // another process, whose answer is bound to come (that process's HCA
+  // answers without its application) and goes before any receive
+  // completion in this CQ: the answers to one process's requests and the
+  // requests of its peer race on the wire (the peer's service thread
+  // answers while its application sends), so arrival order between the
+  // two is not a function of the seed, while "answers first" is.
+  bool awaiting_answers() const;
   // Raises the completion event an armed CQ owes, without a completion
   // (the spurious event of ibv_get_cq_event(3)); false when not armed.
   bool fire_spurious_event();
@@ -68,6 +93,14 @@ class CompletionQueue {
   CompletionChannel* channel_;
   int capacity_;
   Ring<Completion> entries_;
+  // Held deliveries, oldest first, and how many of them are completions.
+  std::deque<Delivery> held_;
+  std::size_t held_completions_ = 0;
+  // While reveal_next() applies a delivery: its event was raised by hold()
+  // or arm() already.
+  bool revealing_ = false;
+  bool fires_for(bool solicited, bool success) const;
+  bool fires_for(const Delivery& delivery) const;
   // Index into entries_ of the completion polled next.
   std::size_t pick_next();
 

@@ -43,8 +43,19 @@ Fabric& Fabric::get() {
   return *fabric;
 }
 
+bool Fabric::set_initial_freedom_seed(std::optional<std::uint64_t> seed) {
+  std::lock_guard guard(initial_seed_mutex_);
+  if (created_.load(std::memory_order_acquire)) return false;
+  initial_freedom_seed_ = seed;
+  return true;
+}
+
 Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
-  created_.store(true, std::memory_order_release);
+  {
+    std::lock_guard guard(initial_seed_mutex_);
+    freedoms_.set_seed(initial_freedom_seed_);
+    created_.store(true, std::memory_order_release);
+  }
   next_qpn_ = first_qpn(membership_.member);
   if (!membership_.error.empty()) {
     // The devices are withheld: a process that cannot be told apart from

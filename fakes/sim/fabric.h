@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +35,9 @@ class Fabric {
   static Fabric& get();
   // Whether get() was ever called (the fabric is made on first use).
   static bool exists() { return created_.load(std::memory_order_acquire); }
+  // Before the fabric exists: keeps `seed` for its Freedoms and returns
+  // true. Once it exists: false (set it through freedoms()).
+  static bool set_initial_freedom_seed(std::optional<std::uint64_t> seed);
 
   std::mutex mutex;
   std::condition_variable wakeup;
@@ -42,6 +46,7 @@ class Fabric {
   static std::unique_lock<std::mutex> enter() {
     std::unique_lock guard(get().mutex);
     get().next_step();
+    get().stop_waiting();
     return guard;
   }
 
@@ -61,6 +66,30 @@ class Fabric {
   // when the process is on no fabric. Called under `mutex`.
   wire::Endpoint* endpoint();
   bool service_started() const { return service_started_; }
+  // The wire if its service thread runs (nullptr otherwise): what a wait
+  // for another process needs.
+  wire::Endpoint* started_endpoint() {
+    return service_started_ ? membership_.endpoint.get() : nullptr;
+  }
+  // VERBFAULT_FABRIC_SIZE: the members the run expects (0: not said).
+  uint32_t expected_members() const { return membership_.expected; }
+  // While a frame from another process is handled (remote.cpp): the
+  // completions it makes are held in their CQs (delivery.h).
+  bool holding_deliveries() const { return holding_deliveries_; }
+  void set_holding_deliveries(bool holding) { holding_deliveries_ = holding; }
+  // Frames handled and quiescence actions taken so far: a wait for
+  // another process sees progress (fabric_wait.h).
+  uint64_t activity() const { return activity_; }
+  void count_activity() { ++activity_; }
+  // Whether this process is marked waiting in the status table
+  // (wire::Endpoint::set_waiting): set by a fabric wait; cleared by the
+  // next verbs call (enter()) or frame, and by the wait's end.
+  void set_marked_waiting(bool waiting) { marked_waiting_ = waiting; }
+  void stop_waiting() {
+    if (!marked_waiting_) return;
+    marked_waiting_ = false;
+    if (wire::Endpoint* endpoint = started_endpoint()) endpoint->set_waiting(false);
+  }
   // Members this process has exchanged frames with and that are not known
   // to be gone: while there is one, work may arrive without any verbs call
   // of this process, so no wait here is provably endless.
@@ -111,6 +140,9 @@ class Fabric {
   std::unordered_map<uint32_t, MemoryRegion*> mrs_;
   FabricMembership membership_;
   bool service_started_ = false;
+  bool holding_deliveries_ = false;
+  uint64_t activity_ = 0;
+  bool marked_waiting_ = false;
   uint64_t peers_ = 0;     // bit per member index (wire::kMaxMembers == 64)
   uint32_t next_qpn_ = 0;  // in the member's range (fabric_address.h)
   uint32_t next_mr_index_ = 1;
@@ -120,6 +152,9 @@ class Fabric {
   std::uint64_t step_ = 0;
   std::set<QueuePair*> waiting_;
   static inline std::atomic<bool> created_{false};
+  // Guarded by initial_seed_mutex_ until the fabric exists.
+  static inline std::mutex initial_seed_mutex_;
+  static inline std::optional<std::uint64_t> initial_freedom_seed_;
 };
 
 }  // namespace verbfault::sim

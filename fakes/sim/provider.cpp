@@ -12,6 +12,8 @@
 #include "extended_cq.h"
 #include "extended_qp.h"
 #include "fabric.h"
+#include "fabric_wait.h"
+#include "remote.h"
 #include "memory_region.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
@@ -57,12 +59,39 @@ bool dead(ibv_context* context) {
 
 // ---- fast paths: the ops the inline functions of verbs.h jump through ----
 
+// Makes the CQ's next held deliveries visible until one completion is
+// (an answer may complete into another CQ only); whether one is.
+bool reveal(CompletionQueue& cq) {
+  while (cq.size() == 0 && cq.reveal_next(cq.awaiting_answers())) {
+  }
+  return cq.size() > 0;
+}
+
+// What a poll waiting for another process waits for: something it can
+// reveal (an answer first while one is bound to come).
+bool revealable(CompletionQueue& cq) {
+  if (cq.size() > 0 || cq.in_error()) return true;
+  return cq.awaiting_answers() ? cq.has_held_answer() : cq.has_held();
+}
+
 int op_poll_cq(ibv_cq* verbs_cq, int n, ibv_wc* wc) {
   if (n < 0) return -EINVAL;
   Lock guard = lock();
   CompletionQueue* cq = CompletionQueue::from(verbs_cq);
   int polled = cq->poll(n, wc);
-  if (polled == 0 && n > 0 && Fabric::get().advance_clock()) polled = cq->poll(n, wc);
+  if (polled != 0 || n == 0) return polled;
+  // Nothing visible: the next delivery from another process, waited for
+  // while one may come (fabric_wait.h). One delivery per poll, so that how
+  // many a poll returns does not depend on when frames arrived.
+  for (;;) {
+    if (reveal(*cq) || cq->in_error()) return cq->poll(n, wc);
+    if (!expects_deliveries(*cq) || !FabricWaiter::applies()) break;
+    const FabricWait how = wait_in_fabric(guard, [&] { return revealable(*cq); });
+    if (how == FabricWait::kReady) continue;
+    if (how == FabricWait::kNothingCan) return cq->poll(n, wc);
+    break;  // gave up: the wall clock decides, as with no peer
+  }
+  if (Fabric::get().advance_clock()) polled = cq->poll(n, wc);
   return polled;
 }
 
@@ -81,16 +110,22 @@ int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   return QueuePair::from(qp)->post_send(wr, bad_wr);
 }
 
+// A receive WR posted: requests of another process that waited for one
+// take it now (remote::retry_held), in the order they arrived.
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   Lock guard = lock();
   if (dead(qp->context)) return EIO;
-  return QueuePair::from(qp)->post_recv(wr, bad_wr);
+  const int result = QueuePair::from(qp)->post_recv(wr, bad_wr);
+  remote::retry_held();
+  return result;
 }
 
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   Lock guard = lock();
   if (dead(srq->context)) return EIO;
-  return SharedReceiveQueue::from(srq)->post(wr, bad_wr);
+  const int result = SharedReceiveQueue::from(srq)->post(wr, bad_wr);
+  remote::retry_held();
+  return result;
 }
 
 int op_query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t attr_len) {
@@ -151,14 +186,26 @@ int actual_cq_size(int cqe) {
 // thread that could make it ready (e.g. by posting the missing receive).
 // While blocked, the clock goes on running between short sleeps, as the
 // hardware's retries would.
+//
+// With another process on the fabric, virtual time moves only when the
+// fabric is quiescent (fabric_wait.h); a wait that finds it quiescent with
+// nothing left to do goes on waiting (the peers may end, or a watchdog
+// end the run).
 template <class Ready>
 int wait_for(Lock& guard, bool nonblocking, Ready ready) {
   // One deadline per step, as an empty poll: retries stay in step with the
   // application instead of racing ahead of a thread about to post.
   Fabric& fabric = Fabric::get();
-  if (!ready()) fabric.advance_clock();
+  const bool with_peers = FabricWaiter::applies();
+  if (!with_peers && !ready()) fabric.advance_clock();
   if (ready()) return 0;
   if (nonblocking) return EAGAIN;
+  while (with_peers && FabricWaiter::applies()) {
+    const FabricWait how = wait_in_fabric(guard, ready);
+    if (how == FabricWait::kReady) return 0;
+    if (how == FabricWait::kGaveUp) break;
+    if (fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready)) return 0;
+  }
   while (!fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready))
     fabric.advance_clock();
   return 0;
@@ -247,7 +294,7 @@ bool cq_event_pending(ibv_cq* verbs) {
 
 bool work_pending() {
   std::lock_guard guard(Fabric::get().mutex);
-  return Fabric::get().deadline_pending() || Fabric::get().peers_may_send();
+  return Fabric::get().deadline_pending() || remote_work_possible();
 }
 
 int device_threads() {
@@ -259,13 +306,42 @@ int device_threads() {
 }
 
 bool advance_clock() {
-  std::lock_guard guard(Fabric::get().mutex);
-  const bool advanced = Fabric::get().advance_clock();
-  if (advanced) Fabric::get().wakeup.notify_all();
+  Lock guard = lock();
+  Fabric& fabric = Fabric::get();
+  // Not FabricWaiter::applies(): the thread scheduler calls this under its
+  // own lock, and every application thread waits (that is why it asks).
+  if (FabricWaiter::on_shared_fabric()) {
+    // With
+    // another process on the fabric, virtual time moves only at quiescence
+    // (fabric_wait.h). The process stays marked waiting until its next
+    // verbs call or frame; the scheduler looks again after a short real-time
+    // wait on the channels (shares_fabric()).
+    FabricWaiter waiter;
+    const FabricWaiter::Look look = waiter.look();
+    if (look == FabricWaiter::Look::kActed) {
+      fabric.wakeup.notify_all();
+      return true;
+    }
+    if (look != FabricWaiter::Look::kGaveUp) return false;
+    waiter.finish(FabricWait::kGaveUp);
+  }
+  const bool advanced = fabric.advance_clock();
+  if (advanced) fabric.wakeup.notify_all();
   return advanced;
 }
 
+bool shares_fabric() {
+  if (!Fabric::exists()) return false;
+  Lock guard = lock();
+  return FabricWaiter::on_shared_fabric();
+}
+
 void set_freedom_seed(std::optional<std::uint64_t> seed) {
+  // Not Fabric::get() before the fabric exists: making it joins the local
+  // fabric, and a process that never opens a device (a shell or `timeout`
+  // started under LD_PRELOAD before the program) must not take a member
+  // index. The fabric takes the seed when it is made.
+  if (Fabric::set_initial_freedom_seed(seed)) return;
   Lock guard = lock();
   Fabric::get().freedoms().set_seed(seed);
 }

@@ -71,6 +71,9 @@ class QueuePair {
   // responder accepts (from rq_psn). Guarded by Fabric::mutex.
   uint32_t next_psn = 0;
   uint32_t expected_psn = 0;
+  // Answers of another process to this QP's requests held in its send CQ
+  // (delivery.h): later answers queue behind them, in order.
+  uint32_t held_answers = 0;
 
   // IBV_EVENT_COMM_EST is raised once, for the first message received in RTR.
   bool communication_established = false;

@@ -5,15 +5,21 @@
 // Fabric::mutex, on its service thread.
 #include "remote.h"
 
+#include "completion_queue.h"
 #include "context.h"
+#include "delivery.h"
 #include "device.h"
 #include "fabric.h"
 #include "queue_pair.h"
 #include "remote_frames.h"
+#include "timing_notes.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <deque>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace verbfault::sim::remote {
@@ -42,14 +48,41 @@ void answer(uint32_t member, const RequestFrame& request, const ResponderResult&
   Fabric::get().endpoint()->send(member, parts);
 }
 
-void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
+bool needs_receive(ibv_wr_opcode opcode) {
+  return opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM ||
+         opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+// A request that consumes a receive WR (a SEND, a WRITE with immediate)
+// and found none posted. On hardware the responder answers an RNR NAK (RC)
+// or drops it (UC, UD) at once, and whether the application posted its
+// receive a moment earlier is a race; here the request waits until the QP
+// has a receive WR (retry_held, after ibv_post_recv), or the fabric is
+// quiescent and none can come (settle_held): the outcome depends on the
+// calls of the two processes, not on when the frame arrived.
+struct HeldRequest {
+  uint32_t from = 0;
+  RequestFrame frame;
+  std::vector<uint8_t> payload;
+};
+
+// Guarded by Fabric::mutex. Oldest first.
+std::deque<HeldRequest>& held_requests() {
+  static auto* held = new std::deque<HeldRequest>();  // never destroyed: the service thread
+  return *held;
+}
+
+QueuePair* destination_of(const RequestFrame& f) {
+  Device* device = Fabric::get().device_with_lid(f.dlid);
+  if (device == nullptr || device->port().state != IBV_PORT_ACTIVE) return nullptr;
+  return responder::accepting(*device, f.dst_qpn, f.request.qp_type, f.request.src_qpn);
+}
+
+// Executes a request against its destination (nullptr: nothing answers)
+// and answers it. What it completes into a CQ is held there (delivery.h).
+void execute(uint32_t from, const RequestFrame& f, Bytes payload, QueuePair* qp) {
   Fabric& fabric = Fabric::get();
-  const ibv_qp_type type = f.request.qp_type;
-  Device* device = fabric.device_with_lid(f.dlid);
-  QueuePair* qp = nullptr;
-  if (device != nullptr && device->port().state == IBV_PORT_ACTIVE)
-    qp = responder::accepting(*device, f.dst_qpn, type, f.request.src_qpn);
-  const bool reliable = type == IBV_QPT_RC;
+  const bool reliable = f.request.qp_type == IBV_QPT_RC;
   ResponderResult result;
   if (qp == nullptr) {
     // Nothing answers: the requester's transport timer runs out. The
@@ -66,21 +99,114 @@ void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
     static_cast<Request&>(message) = f.request;
     message.payload = std::span(&data, 1);
     message.length = f.length;
+    fabric.set_holding_deliveries(true);
     result = responder::receive(*qp, message);
+    fabric.set_holding_deliveries(false);
     if (reliable && result.response != Response::kRnrNak)
       qp->expected_psn = (qp->expected_psn + 1) & 0xffffff;
   }
   if (reliable) answer(from, f, result, qp != nullptr ? qp->attr().min_rnr_timer : 0);
 }
 
+// Whether the request at `index` of the held list (or a new one, at the
+// end) must wait: an earlier one from the same QP still waits (a QP's
+// requests are executed in order, IBA 9.5), or it needs a receive WR the
+// QP does not have.
+bool must_wait(uint32_t from, const RequestFrame& f, QueuePair* qp, std::size_t index) {
+  const auto& held = held_requests();
+  for (std::size_t i = 0; i < index && i < held.size(); ++i)
+    if (held[i].from == from && held[i].frame.request.src_qpn == f.request.src_qpn) return true;
+  if (qp == nullptr || !needs_receive(f.request.opcode)) return false;
+  if (f.request.qp_type == IBV_QPT_RC && f.psn != qp->expected_psn) return false;
+  return !responder::has_receive(*qp);
+}
+
+void update_settling() {
+  if (wire::Endpoint* endpoint = Fabric::get().started_endpoint())
+    endpoint->set_settling(!held_requests().empty());
+}
+
+void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
+  QueuePair* qp = destination_of(f);
+  auto& held = held_requests();
+  if (must_wait(from, f, qp, held.size())) {
+    held.push_back({from, f, std::vector<uint8_t>(payload.begin(), payload.end())});
+    update_settling();
+    return;
+  }
+  execute(from, f, payload, qp);
+}
+
+// An answer that completes a WR is held in the QP's send CQ until a poll
+// reveals it; one that does not (an RNR NAK, silence, the ACK of an
+// unsignaled WR) only moves the requester's own state (a timer on the
+// virtual clock, the next request), which nothing of the application
+// sees, so it applies at once, unless an answer before it is held.
+void deliver_answer(QueuePair& qp, Delivery delivery) {
+  if (delivery.completes || qp.held_answers > 0) {
+    if (qp.send_cq().hold(std::move(delivery))) ++qp.held_answers;
+    return;
+  }
+  ResponderResult result;
+  result.response = delivery.response;
+  result.original = delivery.original;
+  result.read_data = Source(delivery.data.data(), delivery.data.size());
+  requester::answered(qp, delivery.psn, result, delivery.rnr_timer);
+}
+
+// Another process's answer to a request of this one.
 void on_response(const ResponseFrame& f, Bytes data) {
   QueuePair* qp = Fabric::get().find_qp(f.qpn);
   if (qp == nullptr) return;  // destroyed meanwhile
-  ResponderResult result;
-  result.response = static_cast<Response>(f.response);
-  result.original = f.original;
-  result.read_data = Source(data.data(), data.size());
-  requester::answered(*qp, f.psn, result, f.min_rnr_timer);
+  Delivery delivery;
+  delivery.kind = Delivery::Kind::kAnswer;
+  delivery.qpn = f.qpn;
+  delivery.psn = f.psn;
+  delivery.response = static_cast<Response>(f.response);
+  delivery.rnr_timer = f.min_rnr_timer;
+  delivery.original = f.original;
+  delivery.data.assign(data.begin(), data.end());
+  // What the answer completes when it is applied: an error always does; an
+  // ACK does when its WR is signaled (IBA 10.7.3.1); RNR NAK and silence
+  // only start a timer.
+  switch (delivery.response) {
+    case Response::kRnrNak:
+    case Response::kNoAnswer:
+      delivery.completes = false;
+      break;
+    case Response::kAck:
+    case Response::kDropped: {
+      delivery.completes = false;
+      for (const SendWqe& wqe : qp->send_queue())
+        if (wqe.in_flight && wqe.psn == f.psn) delivery.completes = wqe.signaled;
+      break;
+    }
+    default:
+      delivery.completes = true;
+  }
+  deliver_answer(*qp, std::move(delivery));
+}
+
+// Executes the held requests (from `only_from`, or all) that `settle`
+// says may go now, in order; true when any went.
+template <class MayGo>
+bool release_held(std::optional<uint32_t> only_from, MayGo may_go) {
+  auto& held = held_requests();
+  bool released = false;
+  for (std::size_t i = 0; i < held.size();) {
+    HeldRequest& h = held[i];
+    QueuePair* qp = destination_of(h.frame);
+    if ((only_from && h.from != *only_from) || !may_go(h, qp, i)) {
+      ++i;
+      continue;
+    }
+    HeldRequest request = std::move(h);
+    held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    execute(request.from, request.frame, request.payload, qp);
+    released = true;
+  }
+  update_settling();
+  return released;
 }
 
 }  // namespace
@@ -117,29 +243,46 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
 
 void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   auto guard = Fabric::enter();
-  Fabric::get().note_peer(from_member);
-  if (!frame.empty() && frame[0] == static_cast<uint8_t>(FrameKind::kRequest) &&
-      frame.size() >= sizeof(RequestFrame)) {
+  Fabric& fabric = Fabric::get();
+  fabric.note_peer(from_member);
+  fabric.count_activity();
+  const FrameKind kind = frame.empty() ? FrameKind{} : static_cast<FrameKind>(frame[0]);
+  if (kind == FrameKind::kRequest && frame.size() >= sizeof(RequestFrame)) {
     RequestFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
     if (frame.size() - sizeof f == f.length) on_request(from_member, f, frame.subspan(sizeof f));
-  } else if (!frame.empty() && frame[0] == static_cast<uint8_t>(FrameKind::kResponse) &&
-             frame.size() >= sizeof(ResponseFrame)) {
+  } else if (kind == FrameKind::kResponse && frame.size() >= sizeof(ResponseFrame)) {
     ResponseFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
     if (frame.size() - sizeof f == f.length) on_response(f, frame.subspan(sizeof f));
+  } else if (kind == FrameKind::kGaveUp) {
+    // The member waited for this process longer than its grace period
+    // (fabric_wait.cpp): what it sent that waits for a receive WR is
+    // answered now, as hardware would have by then.
+    if (release_held(from_member, [](const HeldRequest&, QueuePair*, std::size_t) { return true; }))
+      note_timing("member " + std::to_string(from_member) +
+                  " gave up waiting: its requests held for a receive WR were answered by the "
+                  "wall clock");
   }
-  // Whatever the frame did (a completion, an event, a QP in ERR), threads
-  // waiting in the device look again.
-  Fabric::get().wakeup.notify_all();
+  // Whatever the frame did (a delivery, an event, a QP in ERR), threads
+  // waiting in the device look again, and this member is not quiescent
+  // until they have (wire::Endpoint::set_waiting).
+  fabric.wakeup.notify_all();
 }
 
 void on_peer_gone(uint32_t member) {
   auto guard = Fabric::enter();
   Fabric& fabric = Fabric::get();
   fabric.forget_peer(member);
-  // Every RC QP with requests in flight to that member: QPN order, so that
-  // what happens next does not depend on where the QPs are in memory.
+  // Its held requests need no answer any more.
+  auto& held = held_requests();
+  held.erase(std::remove_if(held.begin(), held.end(),
+                            [&](const HeldRequest& h) { return h.from == member; }),
+             held.end());
+  update_settling();
+  // Every RC QP with requests in flight to that member: nothing will answer
+  // them (IBA 9.7.6.1.3: the transport timer runs). Delivered like an
+  // answer, after the member's last frame, in QPN order.
   std::vector<QueuePair*> affected;
   for (Context* context : fabric.contexts())
     for (auto& [qp, owned] : context->qps)
@@ -149,8 +292,41 @@ void on_peer_gone(uint32_t member) {
         affected.push_back(qp);
   std::sort(affected.begin(), affected.end(),
             [](QueuePair* a, QueuePair* b) { return a->qpn() < b->qpn(); });
-  for (QueuePair* qp : affected) requester::peer_gone(*qp);
+  for (QueuePair* qp : affected) {
+    Delivery lost;
+    lost.kind = Delivery::Kind::kAnswer;
+    lost.completes = false;
+    lost.qpn = qp->qpn();
+    lost.psn = qp->send_queue().front().psn;
+    lost.response = Response::kNoAnswer;
+    deliver_answer(*qp, std::move(lost));
+  }
   fabric.wakeup.notify_all();
+}
+
+bool retry_held() {
+  if (held_requests().empty()) return false;
+  return release_held(std::nullopt, [](const HeldRequest& h, QueuePair* qp, std::size_t index) {
+    return !must_wait(h.from, h.frame, qp, index);
+  });
+}
+
+bool settle_held() {
+  if (held_requests().empty()) return false;
+  return release_held(std::nullopt,
+                      [](const HeldRequest&, QueuePair*, std::size_t) { return true; });
+}
+
+bool holds_requests() {
+  return !held_requests().empty();
+}
+
+void give_up_on(uint32_t member) {
+  wire::Endpoint* endpoint = Fabric::get().started_endpoint();
+  if (endpoint == nullptr) return;
+  const FrameKind kind = FrameKind::kGaveUp;
+  const std::array<Bytes, 1> parts = {bytes_of(kind)};
+  endpoint->send(member, parts);
 }
 
 }  // namespace verbfault::sim::remote

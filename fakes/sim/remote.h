@@ -27,5 +27,15 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
 void on_frame(uint32_t from_member, std::span<const uint8_t> frame);
 void on_peer_gone(uint32_t member);
 
+// Requests that wait for a receive WR (remote.cpp, HeldRequest):
+// retry_held() executes those whose QP has one now (after a post_recv),
+// settle_held() all of them (the fabric is quiescent: nothing will post
+// one); true when any was executed. holds_requests(): whether any waits.
+bool retry_held();
+bool settle_held();
+bool holds_requests();
+// Tells `member` that this process gave up waiting for it (fabric_wait.cpp).
+void give_up_on(uint32_t member);
+
 }  // namespace remote
 }  // namespace verbfault::sim

@@ -13,7 +13,9 @@
 
 namespace verbfault::sim::remote {
 
-enum class FrameKind : uint8_t { kRequest = 0x51, kResponse = 0x52 };
+// kGaveUp: one byte, sent by a member whose wait for this one outlasted its
+// grace period (fabric_wait.cpp).
+enum class FrameKind : uint8_t { kRequest = 0x51, kResponse = 0x52, kGaveUp = 0x53 };
 
 // A request: one WQE of the requester (transport.h's Request), addressed,
 // followed by `length` bytes of SEND/WRITE payload.

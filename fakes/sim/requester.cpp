@@ -290,14 +290,6 @@ void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_
   progress(qp);
 }
 
-void peer_gone(QueuePair& qp) {
-  Ring<SendWqe>& sq = qp.send_queue();
-  if (sq.empty() || !sq.front().in_flight) return;
-  ResponderResult lost;
-  lost.response = Response::kNoAnswer;
-  answered(qp, sq.front().psn, lost, 0);
-}
-
 }  // namespace requester
 
 }  // namespace verbfault::sim

@@ -35,10 +35,6 @@ ResponderResult access_violation(QueuePair& qp) {
   return {Response::kRemoteAccessError, {}};
 }
 
-bool has_receive(QueuePair& qp) {
-  return qp.srq() != nullptr ? !qp.srq()->empty() : !qp.recv_queue().empty();
-}
-
 std::optional<RecvWqe> take_receive(QueuePair& qp, bool& from_srq) {
   from_srq = qp.srq() != nullptr;
   if (from_srq) return qp.srq()->take();
@@ -120,7 +116,7 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
   const bool with_imm = send.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
   // The immediate data consumes a receive WR (IBA 9.4.1.2.4); without one
   // nothing is written.
-  if (with_imm && !has_receive(qp))
+  if (with_imm && !responder::has_receive(qp))
     return {qp.type() == IBV_QPT_RC ? Response::kRnrNak : Response::kDropped, {}};
   const uint64_t length = m.length;
   if (length != 0) {
@@ -186,6 +182,10 @@ ResponderResult on_atomic(QueuePair& qp, const Message& m) {
 }  // namespace
 
 namespace responder {
+
+bool has_receive(QueuePair& qp) {
+  return qp.srq() != nullptr ? !qp.srq()->empty() : !qp.recv_queue().empty();
+}
 
 QueuePair* accepting(Device& device, uint32_t qpn, ibv_qp_type type, uint32_t src_qpn) {
   QueuePair* peer = Fabric::get().find_qp(qpn);

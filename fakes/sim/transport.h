@@ -92,9 +92,6 @@ void progress(QueuePair& qp);
 // The answer of another process's responder to the request with `psn`
 // (remote.cpp); stale answers are ignored.
 void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_t rnr_timer);
-// The process the QP's requests were in flight to is gone: nothing will
-// answer them (the transport timer runs, IBA 9.7.6.1.3).
-void peer_gone(QueuePair& qp);
 }  // namespace requester
 
 namespace responder {
@@ -103,6 +100,8 @@ ResponderResult receive(QueuePair& destination, const Message& message);
 // numbered `src_qpn` now: same type, able to receive (RTR and later), and,
 // when connected, connected to that QP. nullptr: nothing answers.
 QueuePair* accepting(Device& device, uint32_t qpn, ibv_qp_type type, uint32_t src_qpn);
+// Whether the QP has a receive WR to take (its own queue, or its SRQ's).
+bool has_receive(QueuePair& qp);
 }  // namespace responder
 
 namespace completer {

@@ -70,6 +70,7 @@ State::State() {
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
+  provider::set_wait_permission(&State::may_block_in_device);
   if (!g_active) return;
   if (config.draw_freedoms) provider::set_freedom_seed(config.seed);
   if (!config.seed_given)
@@ -135,17 +136,42 @@ std::string State::replay_line() const {
                                    command_words()});
 }
 
-bool State::alone() const {
-  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
-  // Without the scheduler: the process has one thread, and those the
-  // simulated device runs itself.
+namespace {
+
+// Threads of the process, from /proc/self/task (-1 when unreadable).
+int thread_count() {
   DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return false;
+  if (tasks == nullptr) return -1;
   int count = 0;
   while (dirent* entry = readdir(tasks))
     if (entry->d_name[0] != '.') ++count;
   closedir(tasks);
-  return count == 1 + provider::device_threads();
+  return count;
+}
+
+}  // namespace
+
+bool State::alone() const {
+  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
+  // Without the scheduler: the process has one thread, and those the
+  // simulated device runs itself.
+  return thread_count() == 1 + provider::device_threads();
+}
+
+bool State::may_block_in_device() {
+  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
+  // The device asks only once its service thread runs: the application's
+  // one thread and that one.
+  return thread_count() == 2;
+}
+
+void State::record_timing_notes(record::ObjectId object) {
+  for (const std::string& note : provider::take_timing_notes()) {
+    const std::uint64_t position = trace.records();
+    record(record::CallRecord(object).add("event", "timing").add("what", note));
+    std::fprintf(stderr, "verbfault: not deterministic from trace record %llu: %s\n",
+                 static_cast<unsigned long long>(position), note.c_str());
+  }
 }
 
 std::string State::threads_report(std::string_view doing) const {

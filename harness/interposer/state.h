@@ -67,6 +67,13 @@ class State final : public checkers::Host, public engine::Recorder {
   }
   [[noreturn]] void end_run(int status) override;
   bool alone() const override;
+  // Whether the calling thread may block in the simulated device for
+  // another process: no other application thread could run meanwhile.
+  // Called by the device under its own lock: asks it nothing.
+  static bool may_block_in_device();
+  // Puts the simulated device's timing notes (provider::take_timing_notes)
+  // in the trace as events of `object`, and on stderr. Lock held.
+  void record_timing_notes(record::ObjectId object);
   std::string threads_report(std::string_view doing) const override;
   // The WRs of the post being traced (scratch, kept allocated).
   std::vector<record::WrSummary> posted_wrs;

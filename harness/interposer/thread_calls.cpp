@@ -68,10 +68,13 @@ class HarnessWorld final : public scheduler::World {
   bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) override {
     std::vector<pollfd> polled;
     for (int fd : fds) polled.push_back({fd, POLLIN, 0});
-    const int timeout_ms = timeout_ns == scheduler::kNoDeadline
-                               ? -1
-                               : static_cast<int>(std::min<std::uint64_t>(
-                                     (timeout_ns + 999'999) / 1'000'000, 1'000'000));
+    int timeout_ms = timeout_ns == scheduler::kNoDeadline
+                         ? -1
+                         : static_cast<int>(std::min<std::uint64_t>(
+                               (timeout_ns + 999'999) / 1'000'000, 1'000'000));
+    // The simulated device of a process with peers acts at quiescence
+    // (sim/fabric_wait.h), which raises no fd: look again every ms.
+    if (provider::shares_fabric()) timeout_ms = timeout_ms < 0 ? 1 : std::min(timeout_ms, 1);
     int result;
     while ((result = libc::real().poll(polled.data(), polled.size(), timeout_ms)) < 0 &&
            errno == EINTR) {
@@ -115,7 +118,9 @@ class HarnessWorld final : public scheduler::World {
     std::lock_guard lock(state.mutex);
     for (std::size_t i = 0; i < count; ++i) {
       const Tracked* owner = owner_of(state, fds[i]);
-      found.external |= owner == nullptr || !owner->simulated;
+      // A simulated device's fd is fed from outside too when another
+      // process shares its fabric: its frames raise events.
+      found.external |= owner == nullptr || !owner->simulated || provider::shares_fabric();
       if (owner == nullptr || found.any) continue;
       found.any = true;
       const std::string name = name_of(*owner);

@@ -13,6 +13,7 @@
 #include "opcodes.h"
 #include "post_decisions.h"
 #include "injections.h"
+#include "observation.h"
 #include "saved_ops.h"
 #include "state.h"
 #include "conditions.h"
@@ -308,6 +309,10 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   const int count = engine::take_due(faults, wc, limit, may_poll);
   int polled = 0;
   if (count < limit && may_poll) polled = ops->poll_cq(cq, limit - count, wc + count);
+  // The simulated device may have waited for another process and given up
+  // (sim/fabric_wait.h): the trace says where the wall clock decided.
+  if (provider::timing_notes_pending()) [[unlikely]]
+    state.record_timing_notes(tracked->id());
   if (polled < 0) {
     record_poll(state, *tracked, num_entries, polled);
     return count > 0 ? count : polled;

@@ -45,6 +45,21 @@ void set_freedom_seed(std::optional<std::uint64_t> seed) {
   sim::set_freedom_seed(seed);
 }
 
+void set_wait_permission(bool (*may_wait)()) {
+  sim::set_wait_permission(may_wait);
+}
+
+bool shares_fabric() {
+  return sim::shares_fabric();
+}
+
+bool timing_notes_pending() {
+  return sim::timing_notes_pending();
+}
+std::vector<std::string> take_timing_notes() {
+  return sim::take_timing_notes();
+}
+
 std::size_t cq_depth(ibv_cq* cq) {
   return sim::cq_depth(cq);
 }

@@ -31,5 +31,9 @@ int post_send_with_failures(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr,
 // Freedoms: where the verbs leave a choice to the provider, the simulated
 // device draws it from `seed` (std::nullopt: the canonical choice).
 void set_freedom_seed(std::optional<std::uint64_t> seed);
+// Whether a thread may block in the simulated device waiting for another
+// process (no other application thread could run meanwhile): asked by the
+// device, answered by the harness.
+void set_wait_permission(bool (*may_wait)());
 
 }  // namespace verbfault::provider

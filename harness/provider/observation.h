@@ -6,6 +6,8 @@
 #include <infiniband/verbs.h>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace verbfault::provider {
 
@@ -23,5 +25,13 @@ int device_threads();
 // due then (the thread scheduler, when every thread waits); false when
 // nothing is pending.
 bool advance_device_clock();
+// Whether the simulated device shares its local fabric with another
+// process: its event fds may become readable from outside the process.
+bool shares_fabric();
+// Where the wall clock decided something in the simulated device (a wait
+// for another process that gave up): whether notes wait (one load), and
+// taking them, oldest first.
+bool timing_notes_pending();
+std::vector<std::string> take_timing_notes();
 
 }  // namespace verbfault::provider

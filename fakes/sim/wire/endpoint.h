@@ -117,6 +117,17 @@ class Endpoint {
   virtual bool quiescent() = 0;
   // Live members now, lowest index first (this one included).
   virtual std::vector<uint32_t> members() = 0;
+  // Whether another live member exists (allocates nothing).
+  virtual bool others_live() = 0;
+  // How many members ever joined the fabric (a member that joined and
+  // ended counts; a reused index counts again).
+  virtual uint64_t joins() = 0;
+  // The device model's order of work at quiescence: a member that holds
+  // requests it will answer once nothing else can happen says so, and the
+  // others let it go first (another_settling() is true for them) before
+  // they move their virtual clocks.
+  virtual void set_settling(bool settling) = 0;
+  virtual bool another_settling() = 0;
 };
 
 }  // namespace verbfault::sim::wire

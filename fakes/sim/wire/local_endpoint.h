@@ -68,6 +68,14 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   void set_waiting(bool waiting) override { table_->set_waiting(waiting); }
   bool quiescent() override { return table_->quiescent(); }
   std::vector<uint32_t> members() override { return table_->live_members(); }
+  uint64_t joins() override { return table_->joins(); }
+  bool others_live() override { return table_->another_live(); }
+  void set_settling(bool settling) override { table_->set_settling(settling); }
+  bool another_settling() override {
+    for (uint32_t member : table_->live_members())
+      if (member != member_ && table_->settling(member)) return true;
+    return false;
+  }
 
  private:
   struct Peer {

@@ -76,7 +76,8 @@ struct StatusTable::Layout {
     uint64_t waits;      // odd while waiting; bumped at each change, so a reader
                          // that sees the same value twice knows it never changed
     uint64_t listening;  // == incarnation once the member listens (0 before)
-    uint64_t reserved[4];
+    uint64_t settling;   // odd while the member has work to do at quiescence
+    uint64_t reserved[3];
     uint64_t sent_to[kMaxMembers];       // (tag, count): see status_table.h
     uint64_t handled_from[kMaxMembers];  // (tag, count)
   } slots[kMaxMembers];
@@ -160,6 +161,7 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   // mid-reset must take it for neither live nor quiescent.
   store(slot.listening, 0);
   store(slot.waits, 0);
+  store(slot.settling, 0);
   for (uint32_t other = 0; other < kMaxMembers; ++other) {
     store(slot.sent_to[other], 0);
     store(slot.handled_from[other], 0);
@@ -200,6 +202,26 @@ bool StatusTable::live(uint32_t index) const {
 
 std::vector<uint32_t> StatusTable::live_members() const {
   std::vector<uint32_t> members{index_};
+  for_each_other_live([&](uint32_t member) {
+    members.push_back(member);
+    return true;
+  });
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  return members;
+}
+
+bool StatusTable::another_live() const {
+  bool found = false;
+  for_each_other_live([&](uint32_t) {
+    found = true;
+    return false;
+  });
+  return found;
+}
+
+template <class Visit>
+void StatusTable::for_each_other_live(Visit visit) const {
   // F_OFD_GETLK reports one conflicting lock in a range, not necessarily the
   // lowest: split the range around each one found.
   struct Range {
@@ -217,13 +239,10 @@ std::vector<uint32_t> StatusTable::live_members() const {
     // member's, but it still says which byte to split at.
     const auto found = static_cast<uint32_t>(
         std::clamp<off_t>(lock.l_start, range.begin, static_cast<off_t>(range.end) - 1));
-    if (found != index_ && ready(found)) members.push_back(found);
+    if (found != index_ && ready(found) && !visit(found)) return;
     pending[count++] = {range.begin, found};
     pending[count++] = {found + 1, range.end};
   }
-  std::sort(members.begin(), members.end());
-  members.erase(std::unique(members.begin(), members.end()), members.end());
-  return members;
 }
 
 void StatusTable::count_sent(uint32_t member, uint64_t incarnation) {
@@ -240,6 +259,23 @@ void StatusTable::set_waiting(bool waiting) {
   while ((old % 2 == 1) != waiting &&
          !waits.compare_exchange_weak(old, old + 1, std::memory_order_acq_rel)) {
   }
+}
+
+void StatusTable::set_settling(bool settling) {
+  Word word(table_->slots[index_].settling);
+  uint64_t old = word.load(std::memory_order_relaxed);
+  while ((old % 2 == 1) != settling &&
+         !word.compare_exchange_weak(old, old + 1, std::memory_order_acq_rel)) {
+  }
+}
+
+bool StatusTable::settling(uint32_t index) const {
+  const Layout::Slot& slot = table_->slots[index];
+  return load(slot.settling) % 2 == 1;
+}
+
+uint64_t StatusTable::joins() const {
+  return load(table_->joins);
 }
 
 std::vector<uint64_t> StatusTable::snapshot(const std::vector<uint32_t>& members) const {

@@ -77,6 +77,9 @@ class StatusTable {
   bool live(uint32_t index) const;
   // The live members, lowest index first (this one included).
   std::vector<uint32_t> live_members() const;
+  // Whether a live member other than this one exists (allocates nothing:
+  // asked on a poll path).
+  bool another_live() const;
 
   // Counts one frame sent to / handled from `member`, whose incarnation is
   // `incarnation`. Thread-safe.
@@ -84,6 +87,12 @@ class StatusTable {
   void count_handled(uint32_t member, uint64_t incarnation);
 
   void set_waiting(bool waiting);
+  // Whether the member has work to do once the fabric is quiescent that
+  // goes before any member's virtual time (Endpoint::set_settling).
+  void set_settling(bool settling);
+  bool settling(uint32_t index) const;
+  // Members that ever joined the fabric (incarnations handed out).
+  uint64_t joins() const;
   bool quiescent() const;
 
   // In a forked child, after its descriptors were closed (OwnedFds; the
@@ -95,6 +104,10 @@ class StatusTable {
   static std::size_t file_bytes();
 
  private:
+  // Calls visit(member) for live members other than this one, in no
+  // particular order, until it returns false.
+  template <class Visit>
+  void for_each_other_live(Visit visit) const;
   struct Layout;
   StatusTable(OwnedFd fd, Layout* table) : fd_(std::move(fd)), table_(table) {}
   // Whether the holder of the slot said it listens.

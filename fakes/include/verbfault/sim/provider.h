@@ -51,6 +51,18 @@ int device_threads();
 // Moves the virtual clock to the next retry deadline and runs the retries
 // due then (what an empty poll does); false when none is pending.
 bool advance_clock();
+// Whether another process is (or is still to be) on this process's local
+// fabric: then the device's channels may become readable with no thread of
+// this process acting (a frame arrives), as a real device's do.
+bool shares_fabric();
+// Whether the calling thread may block in the device waiting for another
+// process of the local fabric (sim/fabric_wait.h): the harness says no
+// while another application thread could run. Unset: yes.
+void set_wait_permission(bool (*may_wait)());
+// Where the wall clock decided something in the device (sim/
+// timing_notes.h): whether notes wait (cheap), and taking them.
+bool timing_notes_pending();
+std::vector<std::string> take_timing_notes();
 
 // ---- devices -------------------------------------------------------------
 // The simulated devices (vfsim0, vfsim1, ...), created once per process from

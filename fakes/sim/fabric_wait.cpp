@@ -1,0 +1,126 @@
+#include "fabric_wait.h"
+
+#include "completion_queue.h"
+#include "context.h"
+#include "fabric.h"
+#include "queue_pair.h"
+#include "remote.h"
+#include "timing_notes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+namespace verbfault::sim {
+
+namespace {
+
+// How long a wait goes on with neither a frame nor quiescence before the
+// wall clock decides: longer than a peer takes between two verbs calls of
+// a connection set-up on a loaded machine, short enough that a program
+// whose peer waits on a socket for it keeps going.
+constexpr auto kGrace = std::chrono::seconds(2);
+constexpr auto kLongestNap = std::chrono::microseconds(1000);
+
+std::atomic<bool (*)()> wait_permission{nullptr};
+
+}  // namespace
+
+void set_wait_permission(bool (*may_wait)()) {
+  wait_permission.store(may_wait, std::memory_order_release);
+}
+
+bool FabricWaiter::on_shared_fabric() {
+  Fabric& fabric = Fabric::get();
+  wire::Endpoint* endpoint = fabric.started_endpoint();
+  if (endpoint == nullptr) return false;
+  // Alone, with nobody still to join: nothing can come.
+  return endpoint->joins() < fabric.expected_members() || endpoint->others_live();
+}
+
+bool FabricWaiter::applies() {
+  if (!on_shared_fabric()) return false;
+  bool (*may_wait)() = wait_permission.load(std::memory_order_acquire);
+  return may_wait == nullptr || may_wait();
+}
+
+FabricWaiter::Look FabricWaiter::look() {
+  Fabric& fabric = Fabric::get();
+  wire::Endpoint* endpoint = fabric.started_endpoint();
+  endpoint->set_waiting(true);
+  fabric.set_marked_waiting(true);
+  if (endpoint->joins() >= fabric.expected_members() && endpoint->quiescent()) {
+    // Requests held for a receive WR first (nobody will post one now),
+    // then the virtual clock, once no member holds any.
+    if (remote::settle_held() || (!endpoint->another_settling() && fabric.advance_clock())) {
+      fabric.count_activity();
+      return Look::kActed;
+    }
+    if (endpoint->another_settling()) return Look::kWait;
+    return Look::kNothingCan;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (fabric.activity() != activity_seen_) {
+    activity_seen_ = fabric.activity();
+    since_ = now;
+  }
+  if (now - since_ < kGrace) return Look::kWait;
+  std::string waited_for;
+  for (uint32_t member : endpoint->members()) {
+    if (member == fabric.member()) continue;
+    remote::give_up_on(member);
+    waited_for += (waited_for.empty() ? "" : ",") + std::to_string(member);
+  }
+  note_timing(
+      "gave up waiting for member(s) " + waited_for + " after " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(kGrace).count()) +
+      " ms without a frame or quiescence: the wall clock decided what this call returned");
+  return Look::kGaveUp;
+}
+
+void FabricWaiter::sleep(std::unique_lock<std::mutex>& guard) {
+  // A frame wakes the sleeper at once (remote.cpp notifies); quiescence
+  // raises no signal, so it is looked for between naps that grow to 1 ms.
+  Fabric::get().wakeup.wait_for(guard, nap_);
+  nap_ = std::min(nap_ * 2, std::chrono::duration_cast<std::chrono::microseconds>(kLongestNap));
+}
+
+FabricWait FabricWaiter::finish(FabricWait how) {
+  Fabric::get().stop_waiting();
+  return how;
+}
+
+bool expects_deliveries(CompletionQueue& cq) {
+  Fabric& fabric = Fabric::get();
+  const bool ud_may_receive = fabric.peers_may_send() || fabric.expected_members() > 1;
+  for (auto& [qp, owned] : cq.context().qps) {
+    if (&qp->send_cq() != &cq && &qp->recv_cq() != &cq) continue;
+    if (qp->type() == IBV_QPT_UD) {
+      if (ud_may_receive) return true;
+    } else if (fabric.member_with_lid(qp->attr().ah_attr.dlid)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace verbfault::sim
+
+namespace verbfault::sim {
+
+bool remote_work_possible() {
+  Fabric& fabric = Fabric::get();
+  if (fabric.peers_may_send()) return true;
+  wire::Endpoint* endpoint = fabric.started_endpoint();
+  if (endpoint == nullptr || !FabricWaiter::on_shared_fabric()) return false;
+  if (fabric.expected_members() > 1) return true;  // a group run: the others are peers
+  for (Context* context : fabric.contexts())
+    for (auto& [qp, owned] : context->qps) {
+      if (qp->type() == IBV_QPT_UD) return true;
+      if (std::optional<uint32_t> member = fabric.member_with_lid(qp->attr().ah_attr.dlid))
+        if (endpoint->alive(*member)) return true;
+    }
+  return false;
+}
+
+}  // namespace verbfault::sim

@@ -1,0 +1,99 @@
+// Waiting for another process of the local fabric, deterministically
+// (docs/architecture.md, "Determinism across processes").
+//
+// What another process does reaches this one as deliveries held in its
+// CQs (delivery.h). A poll that finds nothing visible reveals the next
+// delivery of its CQ; when there is none yet, it waits here for one rather
+// than return an empty poll whose count would follow the wall clock. The
+// wait ends:
+// - ready: what the caller waits for is there (a delivery, an event);
+// - nothing can come: the fabric is quiescent (every member waits in its
+//   device and every frame sent has been handled, wire::Endpoint::
+//   quiescent(), and as many members as VERBFAULT_FABRIC_SIZE joined), and
+//   nothing is left to do at quiescence. In that order, first any member's
+//   requests that wait for a receive WR are answered (an RNR NAK; the
+//   members holding some go first, wire::Endpoint::set_settling), then the
+//   virtual clock moves to the next deadline (an RNR or transport retry).
+//   So the clock of a process with peers moves only when no peer can act:
+//   a retry cannot outrun a peer about to post its receive;
+// - gave up: no frame came and the fabric did not become quiescent for the
+//   grace period (a peer computes, or waits outside verbs, for instance on
+//   a socket for this very process). The wall clock decided: the wait
+//   says so (timing_notes.h) and tells the peers (they answer what they
+//   hold of this process's requests).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+
+namespace verbfault::sim {
+
+class CompletionQueue;
+
+// Whether the calling thread may block in the device for another process:
+// when another thread of the application could run, a blocked poll would
+// hold it up (under the thread scheduler, it holds the baton). Installed
+// by the harness (the thread scheduler knows); unset, yes.
+void set_wait_permission(bool (*may_wait)());
+
+enum class FabricWait { kReady, kNothingCan, kGaveUp };
+
+// One wait's state; see wait_in_fabric.
+class FabricWaiter {
+ public:
+  // Whether a wait applies at all: this process is on a fabric with its
+  // service thread running, another member is or is expected to be there,
+  // and the calling thread may wait.
+  static bool applies();
+  // Whether another member is on the fabric, or is still to join it.
+  static bool on_shared_fabric();
+
+  enum class Look { kActed, kNothingCan, kGaveUp, kWait };
+  // Marks the process waiting and looks at the fabric: quiescent (acts,
+  // or nothing can), past the grace period, or wait on.
+  Look look();
+  // Sleeps on Fabric::wakeup for a while (released by any frame).
+  void sleep(std::unique_lock<std::mutex>& guard);
+  FabricWait finish(FabricWait how);
+
+ private:
+  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+  uint64_t activity_seen_ = ~uint64_t{0};
+  std::chrono::microseconds nap_{20};
+};
+
+// Waits under Fabric::mutex (held by `guard`, released while asleep) until
+// `ready()` or the fabric says nothing can come; see above. Call only when
+// FabricWaiter::applies().
+template <class Ready>
+FabricWait wait_in_fabric(std::unique_lock<std::mutex>& guard, Ready ready) {
+  FabricWaiter waiter;
+  for (;;) {
+    if (ready()) return waiter.finish(FabricWait::kReady);
+    switch (waiter.look()) {
+      case FabricWaiter::Look::kActed:
+        continue;
+      case FabricWaiter::Look::kNothingCan:
+        return waiter.finish(FabricWait::kNothingCan);
+      case FabricWaiter::Look::kGaveUp:
+        return waiter.finish(FabricWait::kGaveUp);
+      case FabricWaiter::Look::kWait:
+        waiter.sleep(guard);
+    }
+  }
+}
+
+// Whether a delivery may still come into `cq` from another process: one of
+// its QPs is connected to another member (RC, UC), or is a UD QP of a
+// process that exchanged frames with another member or runs in a group.
+bool expects_deliveries(CompletionQueue& cq);
+
+// Whether another process may still send this one something without any
+// call of this one: it did before and is not gone, or this process runs in
+// a group (VERBFAULT_FABRIC_SIZE), has a QP connected to a live member, or
+// has a UD QP while other members are on the fabric. The liveness checks
+// hold back then (provider::work_pending).
+bool remote_work_possible();
+
+}  // namespace verbfault::sim
