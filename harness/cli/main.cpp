@@ -2,7 +2,8 @@
 //
 //   verbfault run [--seed N] [--plan FILE] [--fault RULE]... [--trace FILE]
 //                 [--check-determinism] [--timeout S] [--peer-grace S]
-//                 [--library PATH] -- CMD ARGS [::: CMD ARGS]...   (run.h, run_group.h)
+//                 [--start-wait S] [--library PATH]
+//                 -- CMD ARGS [::: CMD ARGS]...   (run.h, run_group.h)
 //   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
 //                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
 //                   -- CMD ARGS   (sweep.h)
@@ -88,11 +89,16 @@ int main(int argc, char** argv) {
                   "with several commands: seconds the others may still run once one failed "
                   "(nonzero exit or signal) before they are ended (default 5)")
       ->check(CLI::NonNegativeNumber);
+  std::string start_wait_text;
+  run->add_option("--start-wait", start_wait_text,
+                  "with several commands: seconds each may take to listen on a socket (or end) "
+                  "before the next is started anyway (default 10; 0: start all at once)");
   run->add_option("--library", options.library, "libverbfault.so to preload");
   run->footer(
       "Everything after -- is the program and its arguments, passed on untouched. Several "
-      "commands separated by a lone ::: run together as one run (the first is started "
-      "first: the server), each with its own VERBFAULT_PROC and trace.");
+      "commands separated by a lone ::: run together as one run, each with its own "
+      "VERBFAULT_PROC and trace, started in order: each once the one before listens (the "
+      "server first, then its client).");
 
   verbfault::cli::SweepOptions sweep_options;
   std::string seeds_text, shard_text;
@@ -253,6 +259,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(own_argc, argv);
     if (!seed_text.empty()) options.seed = verbfault::parse_seed(seed_text, "--seed");
+    if (run->count("--start-wait") > 0)
+      options.start_wait_seconds = verbfault::cli::parse_start_wait(start_wait_text);
     if (*minimize && minimize_replay) {
       if (!options.command.empty() || !minimize_options.faults.empty() ||
           minimize_options.plan_file || minimize_options.threads)

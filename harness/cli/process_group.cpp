@@ -11,17 +11,24 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace verbfault::cli {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How often a member waiting for its turn looks whether the one before
+// listens: a few /proc reads, cheap against a program's start.
+constexpr double kListenPollSeconds = 0.005;
 
 // The processes below `root` now (children, their children ...), from
 // /proc/PID/stat's ppid: verbfault ends a process with what it started.
@@ -67,6 +74,69 @@ void signal_tree(pid_t root, int signal) {
   for (pid_t pid : below) kill(pid, signal);
 }
 
+// The inodes of the sockets of `root` and its descendants (/proc/PID/fd
+// links "socket:[INODE]"): a server may be a shell's child.
+std::set<unsigned long> socket_inodes(pid_t root) {
+  std::set<unsigned long> inodes;
+  std::vector<pid_t> pids = descendants(root);
+  pids.push_back(root);
+  for (pid_t pid : pids) {
+    const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* fds = opendir(dir.c_str());
+    if (fds == nullptr) continue;
+    while (const dirent* entry = readdir(fds)) {
+      char link[64];
+      const ssize_t length = readlink((dir + "/" + entry->d_name).c_str(), link, sizeof link - 1);
+      if (length <= 0) continue;
+      link[length] = '\0';
+      unsigned long inode = 0;
+      if (std::sscanf(link, "socket:[%lu]", &inode) == 1) inodes.insert(inode);
+    }
+    closedir(fds);
+  }
+  return inodes;
+}
+
+// Whether one of `inodes` listens for connections in our network
+// namespace: TCP or TCP6 in state 0A (LISTEN), or a UNIX stream socket
+// with __SO_ACCEPTCON (flags 00010000). The local fabric's own listener
+// ("@verbfault/<fabric>/<index>") does not count: every simulated device
+// opens one, before its program is ready for a peer.
+bool listens(const std::set<unsigned long>& inodes) {
+  if (inodes.empty()) return false;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
+      std::istringstream fields(line);
+      std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout;
+      unsigned long inode = 0;
+      if (fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+              timeout >> inode &&
+          state == "0A" && inodes.count(inode) != 0)
+        return true;
+    }
+  }
+  std::ifstream unix_sockets("/proc/net/unix");
+  std::string line;
+  std::getline(unix_sockets, line);  // the header
+  while (std::getline(unix_sockets, line)) {
+    // Num RefCount Protocol Flags Type St Inode [Path]
+    std::istringstream fields(line);
+    std::string num, references, protocol, state, path;
+    unsigned long flags = 0, type = 0, inode = 0;
+    if (!(fields >> num >> references >> protocol >> std::hex >> flags >> type >> state >>
+          std::dec >> inode))
+      continue;
+    fields >> path;
+    if ((flags & 0x10000) != 0 && inodes.count(inode) != 0 && path.rfind("@verbfault/", 0) != 0)
+      return true;
+  }
+  return false;
+}
+
 pid_t start(const GroupMember& member, const sigset_t& original_mask,
             const struct sigaction& original_chld) {
   std::fflush(nullptr);
@@ -98,6 +168,18 @@ Clock::time_point after(Clock::time_point from, double seconds) {
 
 }  // namespace
 
+double parse_start_wait(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(seconds) ||
+      seconds < 0)
+    throw std::invalid_argument("--start-wait '" + text +
+                                "': expected seconds, a number >= 0 (0: start every command at "
+                                "once)");
+  return seconds;
+}
+
 std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
                                  const GroupOptions& options) {
   // Signals are taken with sigtimedwait: a child's end, or ^C / kill, is
@@ -119,17 +201,8 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
   };
   std::vector<Member> state(members.size());
   const Clock::time_point begun = Clock::now();
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    Member& m = state[i];
-    m.end.pid = start(members[i], original_mask, original_chld);
-    if (m.end.pid < 0) {
-      std::fprintf(stderr, "verbfault: fork: %s\n", std::strerror(errno));
-      m.end.status = kExitCannotExecute;
-      continue;
-    }
-    m.running = true;
-  }
-
+  // A failure, the timeout or a signal: the run is ending, nobody more starts.
+  bool ending = false;
   std::optional<Clock::time_point> grace_at;
   bool grace_over = false;
   const std::optional<Clock::time_point> timeout_at =
@@ -152,6 +225,7 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
   // A failure with others still running starts the grace (once).
   auto failed = [&](std::size_t index) {
     const MemberEnd& end = state[index].end;
+    if (end.status != 0 && end.by == MemberEnd::By::itself) ending = true;
     if (end.status == 0 || end.by != MemberEnd::By::itself || grace_at || running() == 0) return;
     grace_at = after(Clock::now(), options.peer_grace_seconds);
     const std::size_t others = running();
@@ -162,15 +236,50 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
                  others == 1 ? "" : "s", options.peer_grace_seconds,
                  others == 1 ? "it ends" : "they end");
   };
-  for (std::size_t i = 0; i < state.size(); ++i)
-    if (!state[i].running) failed(i);
+  // The members start one at a time (process_group.h): `started` of them
+  // so far; the last of them has until `ready_by` to be ready for the next.
+  std::size_t started = 0;
+  std::optional<Clock::time_point> ready_by;
+  auto start_next = [&] {
+    const std::size_t i = started++;
+    Member& m = state[i];
+    m.end.pid = start(members[i], original_mask, original_chld);
+    ready_by = after(Clock::now(), options.start_wait_seconds);
+    if (m.end.pid >= 0) {
+      m.running = true;
+      return;
+    }
+    std::fprintf(stderr, "verbfault: fork: %s\n", std::strerror(errno));
+    m.end.status = kExitCannotExecute;
+    failed(i);
+  };
+  // Starts the next members whose turn has come; false while one waits.
+  auto start_ready = [&] {
+    while (started < state.size() && !ending) {
+      const std::size_t last = started > 0 ? started - 1 : 0;
+      if (started > 0 && state[last].running && options.start_wait_seconds > 0 &&
+          !listens(socket_inodes(state[last].end.pid))) {
+        if (Clock::now() < *ready_by) return false;
+        std::fprintf(stderr,
+                     "verbfault: process %zu (%s) is not listening after %g s (--start-wait); "
+                     "starting process %zu anyway\n",
+                     last, members[last].name.c_str(), options.start_wait_seconds, started);
+      }
+      start_next();
+    }
+    return true;
+  };
 
-  while (running() > 0) {
-    // The nearest deadline bounds the wait.
+  for (;;) {
+    const bool waiting = !start_ready();
+    if (running() == 0 && !waiting) break;
+    // The nearest deadline bounds the wait; while a member waits for its
+    // turn, a few milliseconds do: listening is polled, no signal says it.
     std::optional<Clock::time_point> next;
     auto consider = [&](const std::optional<Clock::time_point>& at) {
       if (at && (!next || *at < *next)) next = at;
     };
+    if (waiting) consider(std::min(*ready_by, after(Clock::now(), kListenPollSeconds)));
     if (!timed_out) consider(timeout_at);
     if (!grace_over) consider(grace_at);
     for (const Member& m : state)
@@ -187,6 +296,7 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
       signal = sigwaitinfo(&watched, &info);
     }
     if (signal == SIGINT || signal == SIGTERM) {
+      ending = true;
       for (Member& m : state)
         if (m.running) signal_tree(m.end.pid, signal);
     }
@@ -209,6 +319,7 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
     const Clock::time_point now = Clock::now();
     if (timeout_at && !timed_out && now >= *timeout_at && running() > 0) {
       timed_out = true;
+      ending = true;
       std::fprintf(stderr,
                    "verbfault: timeout: %g s passed (--timeout): ending the %zu process%s still "
                    "running\n",
@@ -238,7 +349,10 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
 
   std::vector<MemberEnd> ends;
-  for (const Member& m : state) ends.push_back(m.end);
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    ends.push_back(state[i].end);
+    if (i >= started) ends.back().by = MemberEnd::By::not_started;
+  }
   return ends;
 }
 

@@ -162,6 +162,7 @@ int run(const RunOptions& options) {
   group.seed = seed;
   group.timeout_seconds = options.timeout_seconds;
   group.peer_grace_seconds = options.peer_grace_seconds;
+  group.start_wait_seconds = options.start_wait_seconds;
   if (!options.check_determinism) {
     group.trace = options.trace;
     return judge(run_commands(commands, group).status);

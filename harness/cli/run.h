@@ -24,6 +24,11 @@ struct RunOptions {
   std::optional<double> timeout_seconds;
   // How long the others may run on once a process failed (process_group.h).
   double peer_grace_seconds = kDefaultPeerGraceSeconds;
+  // How long process i may take to listen before i+1 starts anyway
+  // (process_group.h); 0: all at once. Wall clock, as the two above: not on
+  // the reproduce line (what the processes do does not depend on it once
+  // each client finds its server listening).
+  double start_wait_seconds = kDefaultStartWaitSeconds;
   // The program and its arguments; several commands separated by ":::"
   // (command_list.h) are started together as one run (run_group.h).
   std::vector<std::string> command;

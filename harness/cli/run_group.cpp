@@ -3,12 +3,14 @@
 #include "journal_recovery.h"
 #include "process.h"
 #include "process_group.h"
+#include "fabric_files.h"
 
 #include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -90,6 +92,8 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
     GroupMember member{program_name(commands[i]), commands[i], run.environment};
     auto& environment = member.environment;
     if (!fabric_given) environment["VERBFAULT_FABRIC"] = "run-" + tag;
+    if (std::getenv("VERBFAULT_FABRIC_SIZE") == nullptr)
+      environment["VERBFAULT_FABRIC_SIZE"] = std::to_string(commands.size());
     if (several)
       environment["VERBFAULT_PROC"] = std::to_string(i);
     else if (!fabric_given && std::getenv("VERBFAULT_PROC") == nullptr)
@@ -105,7 +109,16 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   GroupOptions options;
   options.timeout_seconds = run.timeout_seconds;
   options.peer_grace_seconds = run.peer_grace_seconds;
+  options.start_wait_seconds = run.start_wait_seconds;
   const std::vector<MemberEnd> ends = run_group(members, options);
+  // Every process has ended: the fabric named for this run has no member
+  // left, nor will it (each run names its own), so its file in /dev/shm
+  // would only pile up.
+  if (!fabric_given) {
+    if (const int error = sim::wire::remove_status_table("run-" + tag))
+      std::fprintf(stderr, "verbfault: cannot remove %s: %s\n",
+                   sim::wire::status_table_path("run-" + tag).c_str(), std::strerror(error));
+  }
 
   if (!several) {
     if (run.trace) recover_journal(*run.trace);
@@ -120,6 +133,11 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   std::optional<std::size_t> unknown;  // the first process that said nothing
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const std::string who = "process " + std::to_string(i) + " (" + members[i].name + ")";
+    if (ends[i].by == MemberEnd::By::not_started) {
+      std::fprintf(stderr, "verbfault: %s: not started (the run was ending before its turn)\n",
+                   who.c_str());
+      continue;
+    }
     if (run.trace) recover_journal(end.traces[i], who);
     std::string line = "verbfault: " + who + ": " + describe_status(ends[i].status);
     if (ends[i].by == MemberEnd::By::peer_grace) line += " (ended: --peer-grace)";
@@ -143,10 +161,10 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
     std::fprintf(stderr, "verbfault: seed %llu, trace hash unknown: process %zu left none\n",
                  static_cast<unsigned long long>(run.seed), *unknown);
   else
-    std::fprintf(stderr, "verbfault: seed %llu, trace hash %s (%zu processes, %llu records)\n",
+    std::fprintf(stderr, "verbfault: seed %llu, trace hash %s (%zu process%s, %llu records)\n",
                  static_cast<unsigned long long>(run.seed),
-                 hex(combined_trace_hash(hashes)).c_str(), commands.size(),
-                 static_cast<unsigned long long>(records));
+                 hex(combined_trace_hash(hashes)).c_str(), hashes.size(),
+                 hashes.size() == 1 ? "" : "es", static_cast<unsigned long long>(records));
 
   for (std::size_t i = 0; i < ends.size(); ++i) {
     if (ends[i].status == 0 || ends[i].by == MemberEnd::By::peer_grace) continue;

@@ -8,17 +8,24 @@
 //                     fabric was given (the fabric then picks)
 //   VERBFAULT_TRACE   with --trace T: T itself for a single command; for
 //                     several, process_trace_path(T, i)
+//   VERBFAULT_FABRIC_SIZE  the number of commands, unless the
+//                     environment sets it: the members the simulated
+//                     device waits for before an empty poll returns 0
 // and, with several commands, VERBFAULT_SUMMARY: where each says its trace
-// hash at its end. They are started in order and waited for together
-// (process_group.h: signals, the peer grace, the timeout). With several
-// commands verbfault then prints one line per process, in order (its
-// index, program, how it ended, its trace hash), and the run's trace hash:
-// the processes' hashes folded in order (combined_trace_hash).
+// hash at its end. They are started in order, each once the one before
+// listens (process_group.h: --start-wait), and waited for together
+// (signals, the peer grace, the timeout). A fabric verbfault named is
+// removed (its status table in /dev/shm) once every process has ended:
+// nobody else can be in it. With several commands verbfault then prints
+// one line per process, in order (its index, program, how it ended, its
+// trace hash), and the run's trace hash: the hashes of the processes that
+// ran folded in order (combined_trace_hash); one that never started (the
+// run was ending before its turn) has none and is left out.
 //
 // The run's exit status: 0 when every process exited 0; else the first
 // nonzero status in process order, leaving out the processes verbfault
-// ended because another failed (--peer-grace): the failure, not its
-// aftermath, is the run's. A process ended by --timeout counts (128 + its
+// ended because another failed (--peer-grace) and those never started:
+// the failure, not its aftermath, is the run's. A process ended by --timeout counts (128 + its
 // signal).
 #pragma once
 
@@ -50,6 +57,7 @@ struct CommandsRun {
   std::uint64_t seed = 0;
   std::optional<double> timeout_seconds;
   double peer_grace_seconds = kDefaultPeerGraceSeconds;
+  double start_wait_seconds = kDefaultStartWaitSeconds;
 };
 
 struct CommandsEnd {

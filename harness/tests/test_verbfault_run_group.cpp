@@ -7,7 +7,9 @@
 #include "shell.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +28,7 @@ namespace fs = std::filesystem;
 
 const std::string kCli = VERBFAULT_CLI;
 const std::string kProbe = MEMBER_PROBE;
+const std::string kPingpong = IBV_RC_PINGPONG;
 
 std::string run_group(const std::string& options, const std::string& commands) {
   return kCli + " run " + options + " -- " + commands;
@@ -58,6 +61,28 @@ std::string field(const std::string& output, const std::string& prefix, const st
     return line.substr(from, line.find(' ', from) - from);
   }
   return "";
+}
+
+// A TCP port free now (the kernel's pick for port 0): each run its own, so
+// that tests running in parallel do not meet.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return 0;
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -220,10 +245,12 @@ TEST(VerbfaultRunGroup, TheStatusIsTheFirstNonzeroInProcessOrder) {
 
 // One exits 3 at once, the other would sleep 60 s: it gets the grace (the
 // sleep is real: --threads free), then is ended; the run's status is 3.
+// (--start-wait 0 in these: a sleep never listens, and the client is to
+// run beside it at once.)
 TEST(VerbfaultRunGroup, AFailureEndsTheOthersAfterThePeerGrace) {
   const auto start = std::chrono::steady_clock::now();
-  ProcessResult r =
-      run_shell(run_group("--seed 1 --threads free --peer-grace 1", "sleep 60 ::: sh -c 'exit 3'"));
+  ProcessResult r = run_shell(run_group("--seed 1 --threads free --peer-grace 1 --start-wait 0",
+                                        "sleep 60 ::: sh -c 'exit 3'"));
   const double took = seconds_since(start);
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_GE(took, 1.0) << r.output;
@@ -242,8 +269,8 @@ TEST(VerbfaultRunGroup, AFailureEndsTheOthersAfterThePeerGrace) {
 // The default grace is 5 s; a crash (a signal) starts it too.
 TEST(VerbfaultRunGroup, TheDefaultGraceIsFiveSecondsAndACrashStartsIt) {
   const auto start = std::chrono::steady_clock::now();
-  ProcessResult r =
-      run_shell(run_group("--seed 1 --threads free", "sh -c 'sleep 60' ::: sh -c 'kill -SEGV $$'"));
+  ProcessResult r = run_shell(run_group("--seed 1 --threads free --start-wait 0",
+                                        "sh -c 'sleep 60' ::: sh -c 'kill -SEGV $$'"));
   const double took = seconds_since(start);
   EXPECT_EQ(r.status, 128 + SIGSEGV) << r.output;
   EXPECT_GE(took, 5.0) << r.output;
@@ -266,8 +293,8 @@ TEST(VerbfaultRunGroup, ASuccessStartsNoGrace) {
 // --timeout ends the whole group; the processes it ended count (signal TERM).
 TEST(VerbfaultRunGroup, TheTimeoutEndsTheWholeGroup) {
   const auto start = std::chrono::steady_clock::now();
-  ProcessResult r =
-      run_shell(run_group("--seed 1 --threads free --timeout 1", "sleep 60 ::: sleep 60"));
+  ProcessResult r = run_shell(
+      run_group("--seed 1 --threads free --timeout 1 --start-wait 0", "sleep 60 ::: sleep 60"));
   const double took = seconds_since(start);
   EXPECT_EQ(r.status, 128 + SIGTERM) << r.output;
   EXPECT_GE(took, 1.0) << r.output;
@@ -296,8 +323,8 @@ TEST(VerbfaultRunGroup, SignalsAreForwardedToEveryProcess) {
       std::signal(SIGTERM, SIG_DFL);
       std::freopen(log.c_str(), "w", stdout);
       dup2(STDOUT_FILENO, STDERR_FILENO);
-      execl(VERBFAULT_CLI, VERBFAULT_CLI, "run", "--seed", "1", "--threads", "free", "--", "sleep",
-            "60", ":::", "sleep", "60", static_cast<char*>(nullptr));
+      execl(VERBFAULT_CLI, VERBFAULT_CLI, "run", "--seed", "1", "--threads", "free", "--start-wait",
+            "0", "--", "sleep", "60", ":::", "sleep", "60", static_cast<char*>(nullptr));
       _exit(127);
     }
     // Until both have started (their lines are not there yet: wait a bit).
@@ -344,10 +371,12 @@ TEST(VerbfaultRunGroup, ARuleForProcessOneFiresThereOnlyUnderItsIndex) {
   const std::string never = "verbfault: coverage: rule #0 (flush qp#9 nth=1) never fired";
   EXPECT_NE(r.output.find(never), r.output.rfind(never)) << r.output;
 
-  // By name, every process of that program.
+  // By name, every process of that program (--start-wait 0: both start at
+  // once; else process 1 would not start after process 0 failed).
   ProcessResult named =
       run_shell("VERBFAULT_FABRIC=private " +
-                run_group("--seed 3 --fault 'verb_failure(alloc_pd,ENOMEM) proc=member_probe'",
+                run_group("--seed 3 --start-wait 0 "
+                          "--fault 'verb_failure(alloc_pd,ENOMEM) proc=member_probe'",
                           kProbe + " ::: " + kProbe));
   EXPECT_EQ(named.status, 2) << named.output;
   EXPECT_TRUE(contains(named.output, "member_probe 0: ibv_alloc_pd")) << named.output;
@@ -401,6 +430,112 @@ TEST(VerbfaultRunGroup, CheckDeterminismComparesEveryProcesssTraces) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: determinism check passed: identical traces"))
       << r.output;
+}
+
+// ibv_rc_pingpong's client connects once and gives up when nobody listens
+// yet: it starts only once its server listens on the TCP port. Both run
+// in the run's fabric, exchange 10 messages and check the data (-c).
+TEST(VerbfaultRunGroup, AClientStartsOnceItsServerListens) {
+  const int port = free_port();
+  ASSERT_NE(port, 0);
+  const std::string args = " -d vfsim0 -n 10 -c -p " + std::to_string(port);
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r = run_shell(
+      "env -u VERBFAULT_FABRIC -u VERBFAULT_PROC -u VERBFAULT_FABRIC_SIZE " +
+      run_group("--seed 7", kPingpong + args + " ::: " + kPingpong + args + " localhost"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "Couldn't connect")) << r.output;
+  EXPECT_FALSE(contains(r.output, "is not listening")) << r.output;
+  EXPECT_EQ(occurrences(r.output, "\n10 iters in "), 2u) << "both sides' result lines\n"
+                                                         << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: process 0 (ibv_rc_pingpong): exit 0, trace hash "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: process 1 (ibv_rc_pingpong): exit 0, trace hash "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, " (2 processes, ")) << r.output;
+  // Listening was seen, not the wait's end (10 s by default).
+  EXPECT_LT(seconds_since(start), 5.0) << r.output;
+}
+
+// A first command that never listens: after --start-wait the next starts
+// anyway, with one line saying so, while the first still runs.
+TEST(VerbfaultRunGroup, AFirstCommandThatNeverListensDelaysTheNextByTheStartWaitOnly) {
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r = run_shell(run_group("--seed 1 --threads free --start-wait 0.5",
+                                        "sh -c 'sleep 2; echo server d\"\"one' ::: "
+                                        "sh -c 'echo client st\"\"arted'"));
+  const double took = seconds_since(start);
+  EXPECT_EQ(r.status, 0) << r.output;
+  const std::string line =
+      "verbfault: process 0 (sh) is not listening after 0.5 s (--start-wait); starting process 1 "
+      "anyway\n";
+  EXPECT_EQ(occurrences(r.output, line), 1u) << r.output;
+  const std::size_t client = r.output.find("client started");
+  ASSERT_NE(client, std::string::npos) << r.output;
+  EXPECT_LT(r.output.find(line), client) << r.output;
+  EXPECT_LT(client, r.output.find("server done")) << "the client ran beside the server\n"
+                                                  << r.output;
+  EXPECT_GE(took, 2.0) << r.output;
+  EXPECT_LT(took, 2.0 + 2) << r.output;
+
+  // A first command that ends is ready: the next starts at once, no line.
+  ProcessResult ended =
+      run_shell(run_group("--seed 1 --start-wait 30", "true ::: sh -c 'echo client st\"\"arted'"));
+  EXPECT_EQ(ended.status, 0) << ended.output;
+  EXPECT_TRUE(contains(ended.output, "client started")) << ended.output;
+  EXPECT_FALSE(contains(ended.output, "is not listening")) << ended.output;
+}
+
+// A first command that fails before the next one's turn: the run is
+// ending, the next is not started (it would have nobody to meet).
+TEST(VerbfaultRunGroup, NothingStartsAfterAFailure) {
+  ProcessResult r = run_shell(
+      run_group("--seed 1 --threads free", "sh -c 'exit 3' ::: sh -c 'echo client st\"\"arted'"));
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_FALSE(contains(r.output, "client started")) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: process 1 (sh): not started (the run was ending before its "
+                       "turn)\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: the run's status is process 0's: exit 3")) << r.output;
+}
+
+TEST(VerbfaultRunGroup, ABadStartWaitIsOneLine) {
+  for (const char* bad : {"x", "-1", "''", "inf", "nan", "1s", "1e999"}) {
+    ProcessResult r = run_shell(run_group(std::string("--seed 1 --start-wait ") + bad,
+                                          "true ::: sh -c 'echo client st\"\"arted'"));
+    EXPECT_EQ(r.status, 125) << bad << "\n" << r.output;
+    const std::string text = std::string(bad) == "''" ? "" : bad;
+    EXPECT_EQ(r.output, "verbfault: --start-wait '" + text +
+                            "': expected seconds, a number >= 0 (0: start every command at "
+                            "once)\n")
+        << bad;
+  }
+}
+
+// Every process is told how many the run has; the fabric verbfault named
+// for the run leaves no file behind once the run is over, one named by the
+// environment (others may share it) stays.
+TEST(VerbfaultRunGroup, TheRunsFabricIsRemovedAtItsEnd) {
+  const std::string show =
+      "sh -c 'test -e /dev/shm/verbfault-fabric-$VERBFAULT_FABRIC && "
+      "echo \"table fabric=$VERBFAULT_FABRIC size=$VERBFAULT_FABRIC_SIZE \"'";
+  ProcessResult r = run_shell("env -u VERBFAULT_FABRIC -u VERBFAULT_FABRIC_SIZE " +
+                              run_group("--seed 1", kProbe + " ::: " + show + " ::: " + kProbe));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string fabric = field(r.output, "table", "fabric");
+  ASSERT_EQ(fabric.rfind("run-", 0), 0u) << "process 0 made its status table\n" << r.output;
+  EXPECT_EQ(field(r.output, "table", "size"), "3") << r.output;
+  EXPECT_FALSE(fs::exists("/dev/shm/verbfault-fabric-" + fabric)) << r.output;
+
+  const std::string mine = "vf-keep-" + std::to_string(getpid());
+  const std::string table = "/dev/shm/verbfault-fabric-" + mine;
+  ProcessResult kept = run_shell("VERBFAULT_FABRIC=" + mine + " VERBFAULT_FABRIC_SIZE=5 " +
+                                 run_group("--seed 1", kProbe + " ::: " + show));
+  EXPECT_EQ(kept.status, 0) << kept.output;
+  EXPECT_EQ(field(kept.output, "table", "size"), "5") << "the environment's\n" << kept.output;
+  EXPECT_TRUE(fs::exists(table)) << kept.output;
+  fs::remove(table);
 }
 
 // A ':::' with nothing on one side is one line naming what was expected.

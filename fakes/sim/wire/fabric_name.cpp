@@ -28,8 +28,4 @@ MemberAddress member_address(std::string_view fabric, uint32_t index) {
   return result;
 }
 
-std::string status_table_path(std::string_view fabric) {
-  return "/dev/shm/verbfault-fabric-" + std::string(fabric);
-}
-
 }  // namespace verbfault::sim::wire

@@ -1,6 +1,8 @@
 // The names a fabric gives its parts: the members' abstract socket
-// addresses and the status table's file.
+// addresses and (fabric_files.h) the status table's file.
 #pragma once
+
+#include "fabric_files.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -27,8 +29,5 @@ struct MemberAddress {
   socklen_t length;
 };
 MemberAddress member_address(std::string_view fabric, uint32_t index);
-
-// "/dev/shm/verbfault-fabric-<fabric>".
-std::string status_table_path(std::string_view fabric);
 
 }  // namespace verbfault::sim::wire
