@@ -3,7 +3,8 @@
 # on the simulated device vfsim0, joined in a local fabric, and checks the
 # outcome (README.md).
 #
-#   run_pair.sh [--lib PATH] [--port N] [--timeout S] [--grace S] [--workdir DIR] TEST
+#   run_pair.sh [--lib PATH] [--port N] [--timeout S] [--grace S] [--workdir DIR]
+#               [--server-env K=V]... [--client-env K=V]... [--expect pass|ended] TEST
 #   run_pair.sh --list
 #
 # The server runs with LD_PRELOAD=<libverbfault.so>,
@@ -19,6 +20,12 @@
 # -c, the pingpong server found the data the client sent. ibv_xsrq_pingpong
 # is the exception: XRC is not simulated, so both sides must fail cleanly
 # (a message, an exit status 1..127, within a few seconds).
+# --server-env/--client-env add variables to one side's environment (a
+# fault plan: VERBFAULT_FAULTS=..., VERBFAULT_TRACE=...). With --expect
+# ended (a pair under faults) the pair passes when both sides end by
+# themselves, neither hangs nor dies of a signal, whatever their exit
+# status: the verdict line gives both statuses ("server exit status N,
+# client exit status M"), and the caller judges the logs (run_faults.sh).
 #
 # Exit status: 0 pass, 1 fail (the reason is one line, first, then the end
 # of both sides' output), 2 bad usage. Each side's output is kept in
@@ -67,12 +74,13 @@ define_test() {
 }
 
 usage() {
-  echo "usage: $0 [--lib PATH] [--port N] [--timeout S] [--grace S] [--workdir DIR] TEST | --list" >&2
+  echo "usage: $0 [--lib PATH] [--port N] [--timeout S] [--grace S] [--workdir DIR] [--server-env K=V]... [--client-env K=V]... [--expect pass|ended] TEST | --list" >&2
   echo "tests: ${tests[*]}" >&2
   exit 2
 }
 
-lib=""; port=""; timeout=60; grace_ok=10; workdir=""; name=""
+lib=""; port=""; timeout=60; grace_ok=10; workdir=""; name=""; expect=pass
+server_env=(); client_env=()
 while (($#)); do
   case $1 in
     --lib) lib=${2-}; shift 2 || usage ;;
@@ -80,6 +88,13 @@ while (($#)); do
     --timeout) timeout=${2-}; shift 2 || usage ;;
     --grace) grace_ok=${2-}; shift 2 || usage ;;
     --workdir) workdir=${2-}; shift 2 || usage ;;
+    --server-env|--client-env)
+      [[ ${2-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "$me: $1 '${2-}': expected NAME=VALUE" >&2; exit 2; }
+      if [[ $1 == --server-env ]]; then server_env+=("$2"); else client_env+=("$2"); fi
+      shift 2 ;;
+    --expect)
+      [[ ${2-} == pass || ${2-} == ended ]] || { echo "$me: --expect '${2-}': expected pass or ended" >&2; exit 2; }
+      expect=$2; shift 2 ;;
     --list) printf '%s\n' "${tests[@]}"; exit 0 ;;
     -h|--help) usage ;;
     -*) echo "$me: unknown option $1" >&2; usage ;;
@@ -187,8 +202,10 @@ listens() {
 start_side() {  # role member args...
   local role=$1 member=$2
   shift 2
-  printf -v "${role}_cmd" 'LD_PRELOAD=%s VERBFAULT_FABRIC=%s VERBFAULT_PROC=%s %s' "$lib" "$fabric" "$member" "$*"
-  env LD_PRELOAD="$lib" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC="$member" \
+  local -n extra_env=${role}_env
+  printf -v "${role}_cmd" 'LD_PRELOAD=%s VERBFAULT_FABRIC=%s VERBFAULT_PROC=%s %s%s' "$lib" "$fabric" "$member" \
+    "$( ((${#extra_env[@]})) && printf '%q ' "${extra_env[@]}")" "$*"
+  env LD_PRELOAD="$lib" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC="$member" "${extra_env[@]}" \
     stdbuf -oL -eL "$@" > "$workdir/$role.log" 2>&1 < /dev/null &
   printf -v "${role}_pid" '%s' "$!"
 }
@@ -408,6 +425,12 @@ done
 
 # A process talking to itself first: it is why the rest goes wrong.
 check_addresses || fail "$reason"
+if [[ $expect == ended ]]; then
+  ((server_rc < 128)) || fail "the server was $(status_text "$server_rc")"
+  ((client_rc < 128)) || fail "the client was $(status_text "$client_rc")"
+  echo "$me: $name: ENDED in $(elapsed) s (TCP port $port): server $(status_text "$server_rc"), client $(status_text "$client_rc")"
+  exit 0
+fi
 ((server_rc == 0)) || fail "the server failed: $(status_text "$server_rc")"
 ((client_rc == 0)) || fail "the client failed: $(status_text "$client_rc")"
 ((addresses_done)) || fail "the two sides did not both print their local and remote addresses (\"local address: LID ..., QPN ...\", \"remote address: ...\")"
