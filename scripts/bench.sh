@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Builds the benchmarks (Release, ./build-bench) and runs
+# bench/local_fabric once (the simulated device between two processes, no
+# harness: out/bench-local-fabric.{json,log}), then
 # bench/interposer_overhead once per harness mode, each in its own process
 # (libverbfault.so reads its configuration once, when it loads):
 #   no-plan  nothing set: every call passes through the interposer;
@@ -33,8 +35,17 @@ build_dir="${BENCH_BUILD_DIR:-build-bench}"
 # The test suite keeps its default (on) so that the same directory serves
 # `ctest` of a Release build too; only the benchmark is built here.
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DVERBFAULT_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead
+cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead local_fabric
 mkdir -p out
+
+# The local fabric: RDMA WRITE 64 KiB and SEND ping-pong between this
+# process and a peer it starts, against memcpy and a pipe (its own ratios).
+fabric_line="$build_dir/bench/local_fabric --benchmark_out=out/bench-local-fabric.json --benchmark_out_format=json --benchmark_repetitions=${REPETITIONS:-5} --benchmark_report_aggregates_only=true"
+for word in "$@"; do fabric_line+=" $(printf '%q' "$word")"; done
+echo "== local fabric: $fabric_line"
+"$build_dir/bench/local_fabric" --benchmark_out=out/bench-local-fabric.json --benchmark_out_format=json \
+  --benchmark_repetitions="${REPETITIONS:-5}" --benchmark_report_aggregates_only=true "$@" 2>&1 |
+  tee out/bench-local-fabric.log
 
 bench="$build_dir/bench/interposer_overhead"
 trace="${BENCH_TRACE:-out/bench-trace.jsonl}"
@@ -98,6 +109,7 @@ echo "## Benchmarks ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, medians of ${R
 echo
 echo "Commands:"
 echo
+echo "    $fabric_line"
 for line in "${commands[@]}"; do echo "    $line"; done
 echo
 echo "| ratio | no plan | harness active | harness active, trace file | goal | scheduler: active / free |"
@@ -123,6 +135,16 @@ a=$(ratio no-plan "$what")
 b=$(ratio active "$what")
 c=$(ratio trace "$what")
 echo "| RDMA WRITE 64K / memcpy 64K throughput (direct) | $a$(verdict "$a" '>=' 0.5) | $b$(verdict "$b" '>=' 0.5) | $c$(verdict "$c" '>=' 0.5) | >= 0.5 | |"
+# The local fabric's ratios (one run, no harness: the "no plan" column).
+fabric_ratio() {  # what -> the value, or "-"
+  local value
+  value=$(grep -F "ratio $1" out/bench-local-fabric.log | sed -E 's/.*: ([0-9.]+)( \(goal.*)?$/\1/' | head -n 1)
+  printf '%s' "${value:--}"
+}
+a=$(fabric_ratio "BM_RemoteWrite64K/BM_Memcpy64K throughput")
+echo "| local fabric: RDMA WRITE 64K across processes / memcpy 64K throughput | $a$(verdict "$a" '>=' 0.3) | | | >= 0.3 | |"
+a=$(fabric_ratio "BM_RemoteSendPingPong64/BM_PipePingPong64 latency")
+echo "| local fabric: SEND 64 B ping-pong / pipe ping-pong latency | $a$(verdict "$a" '<=' 5) | | | <= 5 | |"
 
 # The library's last line at exit: "verbfault: seed N, trace hash H (R records)".
 records=$(sed -nE 's/^verbfault: seed .*, trace hash .* \(([0-9]+) records\)$/\1/p' out/bench-trace.log |

@@ -1,6 +1,8 @@
 #include "memory_region.h"
 
+#include "fabric.h"
 #include "protection_domain.h"
+#include "shared_memory.h"
 
 namespace verbfault::sim {
 
@@ -20,6 +22,11 @@ MemoryRegion::MemoryRegion(ProtectionDomain& pd, void* addr, size_t length, uint
   mr.length = length;
   mr.lkey = key;
   mr.rkey = key;
+  if (Fabric::get().endpoint() != nullptr) shared_ = shared_memory::share(addr, length);
+}
+
+MemoryRegion::~MemoryRegion() {
+  shared_memory::release(shared_);
 }
 
 uint8_t* MemoryRegion::translate(uint64_t iova, uint64_t length) const {
@@ -38,6 +45,8 @@ void MemoryRegion::reregister(ProtectionDomain* pd, void* addr, size_t length, i
     length_ = length;
     handle_.verbs.addr = addr;
     handle_.verbs.length = length;
+    shared_memory::release(shared_);
+    shared_ = Fabric::get().endpoint() != nullptr ? shared_memory::share(addr, length) : 0;
   }
   if (access >= 0) access_ = static_cast<unsigned int>(access);
 }

@@ -15,6 +15,9 @@ class MemoryRegion {
  public:
   MemoryRegion(ProtectionDomain& pd, void* addr, size_t length, uint64_t iova, unsigned int access,
                uint32_t key);
+  ~MemoryRegion();
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
 
   ibv_mr* verbs() { return &handle_.verbs; }
   static MemoryRegion* from(ibv_mr* mr) { return owner_of<MemoryRegion, ibv_mr>(mr); }
@@ -36,6 +39,9 @@ class MemoryRegion {
   uint64_t iova_;
   unsigned int access_;
   uint32_t key_;
+  // On a local fabric: the segment its whole pages were moved to, so that
+  // other processes read them in place (shared_memory.h); 0: none.
+  uint64_t shared_ = 0;
 };
 
 }  // namespace verbfault::sim

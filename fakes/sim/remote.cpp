@@ -12,6 +12,7 @@
 #include "fabric.h"
 #include "queue_pair.h"
 #include "remote_frames.h"
+#include "remote_payload.h"
 #include "timing_notes.h"
 
 #include <algorithm>
@@ -34,8 +35,9 @@ Bytes bytes_of(const T& value) {
 }
 
 void answer(uint32_t member, const RequestFrame& request, const ResponderResult& result,
-            uint8_t min_rnr_timer) {
+            uint8_t min_rnr_timer, uint8_t flags = 0) {
   ResponseFrame f;
+  f.flags = flags;
   f.response = static_cast<uint8_t>(result.response);
   f.min_rnr_timer = min_rnr_timer;
   f.qpn = request.request.src_qpn;
@@ -80,10 +82,15 @@ QueuePair* destination_of(const RequestFrame& f) {
 
 // Executes a request against its destination (nullptr: nothing answers)
 // and answers it. What it completes into a CQ is held there (delivery.h).
-void execute(uint32_t from, const RequestFrame& f, Bytes payload, QueuePair* qp) {
+void execute(uint32_t from, const RequestFrame& f, Bytes rest, QueuePair* qp) {
   Fabric& fabric = Fabric::get();
   const bool reliable = f.request.qp_type == IBV_QPT_RC;
   ResponderResult result;
+  // The payload where it lies: the frame, or the requester's memory
+  // mapped here (remote_payload.h).
+  remote_payload::Incoming payload;
+  const remote_payload::Incoming::Status status =
+      qp != nullptr ? payload.decode(from, f, rest) : remote_payload::Incoming::Status::kOk;
   if (qp == nullptr) {
     // Nothing answers: the requester's transport timer runs out. The
     // frame says so at once, so that it does not wait on the wall clock.
@@ -93,11 +100,13 @@ void execute(uint32_t from, const RequestFrame& f, Bytes payload, QueuePair* qp)
     // for RNR, or from before a reset) is discarded; the requester sends
     // them again after its head is answered.
     result.response = Response::kNoAnswer;
+  } else if (status != remote_payload::Incoming::Status::kOk) {
+    // Not taken (not even its PSN): the requester's retry sends the bytes.
+    result.response = Response::kNoAnswer;
   } else {
-    const Source data(payload.data(), payload.size());
     Message message;
     static_cast<Request&>(message) = f.request;
-    message.payload = std::span(&data, 1);
+    message.payload = payload.pieces();
     message.length = f.length;
     fabric.set_holding_deliveries(true);
     result = responder::receive(*qp, message);
@@ -105,7 +114,9 @@ void execute(uint32_t from, const RequestFrame& f, Bytes payload, QueuePair* qp)
     if (reliable && result.response != Response::kRnrNak)
       qp->expected_psn = (qp->expected_psn + 1) & 0xffffff;
   }
-  if (reliable) answer(from, f, result, qp != nullptr ? qp->attr().min_rnr_timer : 0);
+  if (reliable)
+    answer(from, f, result, qp != nullptr ? qp->attr().min_rnr_timer : 0,
+           status == remote_payload::Incoming::Status::kUnresolved ? kPayloadUnresolved : 0);
 }
 
 // Whether the request at `index` of the held list (or a new one, at the
@@ -155,7 +166,8 @@ void deliver_answer(QueuePair& qp, Delivery delivery) {
 }
 
 // Another process's answer to a request of this one.
-void on_response(const ResponseFrame& f, Bytes data) {
+void on_response(uint32_t from, const ResponseFrame& f, Bytes data) {
+  if (f.flags & kPayloadUnresolved) remote_payload::stop_describing_to(from);
   QueuePair* qp = Fabric::get().find_qp(f.qpn);
   if (qp == nullptr) return;  // destroyed meanwhile
   Delivery delivery;
@@ -221,8 +233,17 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
   f.psn = wqe.psn;
   f.length = message.length;
   f.request = message;
-  // The payload goes straight from the registered memory (or the inline
-  // copy) into the wire: no staging copy.
+  // RC: the payload by reference when it lies in shared memory
+  // (remote_payload.h): the target copies it from there, once.
+  remote_payload::Outgoing described;
+  if (described.describe(qp.type(), member, message.payload)) {
+    f.payload_format = PayloadFormat::kDescribed;
+    if (!endpoint->send(member, described.parts(bytes_of(f)))) return false;
+    Fabric::get().note_peer(member);
+    return true;
+  }
+  // Otherwise the payload goes straight from the registered memory (or the
+  // inline copy) into the wire: no staging copy.
   std::array<Bytes, 1 + Pieces<Source>::kInlinePieces> inline_parts;
   std::vector<Bytes> more;
   std::span<const Bytes> parts;
@@ -250,11 +271,12 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   if (kind == FrameKind::kRequest && frame.size() >= sizeof(RequestFrame)) {
     RequestFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
-    if (frame.size() - sizeof f == f.length) on_request(from_member, f, frame.subspan(sizeof f));
+    if (remote_payload::fits(f, frame.size() - sizeof f))
+      on_request(from_member, f, frame.subspan(sizeof f));
   } else if (kind == FrameKind::kResponse && frame.size() >= sizeof(ResponseFrame)) {
     ResponseFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
-    if (frame.size() - sizeof f == f.length) on_response(f, frame.subspan(sizeof f));
+    if (frame.size() - sizeof f == f.length) on_response(from_member, f, frame.subspan(sizeof f));
   } else if (kind == FrameKind::kGaveUp) {
     // The member waited for this process longer than its grace period
     // (fabric_wait.cpp): what it sent that waits for a receive WR is
@@ -274,6 +296,7 @@ void on_peer_gone(uint32_t member) {
   auto guard = Fabric::enter();
   Fabric& fabric = Fabric::get();
   fabric.forget_peer(member);
+  remote_payload::forget(member);  // its segments unmapped here
   // Its held requests need no answer any more.
   auto& held = held_requests();
   held.erase(std::remove_if(held.begin(), held.end(),

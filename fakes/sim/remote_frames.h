@@ -17,10 +17,20 @@ namespace verbfault::sim::remote {
 // grace period (fabric_wait.cpp).
 enum class FrameKind : uint8_t { kRequest = 0x51, kResponse = 0x52, kGaveUp = 0x53 };
 
+// How a request frame carries its SEND/WRITE payload: the bytes, or a
+// description of where they lie in the requester's shared memory
+// (remote_payload.h).
+enum class PayloadFormat : uint8_t { kBytes = 0, kDescribed = 1 };
+
+// ResponseFrame::flags.
+inline constexpr uint8_t kPayloadUnresolved = 1;  // a reference could not be mapped
+
 // A request: one WQE of the requester (transport.h's Request), addressed,
-// followed by `length` bytes of SEND/WRITE payload.
+// followed by `length` bytes of SEND/WRITE payload (kBytes) or their
+// description (kDescribed).
 struct RequestFrame {
   FrameKind kind = FrameKind::kRequest;
+  PayloadFormat payload_format = PayloadFormat::kBytes;
   uint16_t dlid = 0;
   uint32_t dst_qpn = 0;
   uint32_t psn = 0;  // RC: the request's packet sequence number (IBA 9.7.1)
@@ -34,7 +44,7 @@ struct ResponseFrame {
   FrameKind kind = FrameKind::kResponse;
   uint8_t response = 0;
   uint8_t min_rnr_timer = 0;  // an RNR NAK carries the responder's timer
-  uint8_t reserved = 0;
+  uint8_t flags = 0;
   uint32_t qpn = 0;  // the requester's QP
   uint32_t psn = 0;  // of the request answered
   uint32_t reserved2 = 0;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace verbfault::sim::wire {
 
@@ -173,6 +174,12 @@ bool LocalEndpoint::send(uint32_t member, std::span<const std::span<const uint8_
   std::lock_guard lock(peer.mutex);
   if (!peer.out && !connect_locked(member, peer)) return false;
   OutgoingConnection& out = *peer.out;
+  if (started_ && pthread_equal(pthread_self(), thread_) && corked_) {
+    if (!out.enqueue(parts, length)) return false;
+    corked_to_ |= uint64_t{1} << member;
+    table_->count_sent(member, out.peer_incarnation());
+    return true;
+  }
   if (!out.send(parts, length)) return false;
   if (out.has_queued() && !out.write_armed) {
     epoll_event event{};
@@ -336,10 +343,32 @@ void LocalEndpoint::on_incoming(uint64_t id) {
   } else if (peers_[connection->member()].in != connection) {
     return;  // parked earlier in this batch of events
   }
+  corked_ = true;
   const IncomingConnection::Status status = connection->read_frames(*this, kReadBudget);
+  corked_ = false;
+  uncork();
   if (status == IncomingConnection::Status::kClosed ||
       status == IncomingConnection::Status::kInvalid) {
     deliver_gone(connection->member());
+  }
+}
+
+void LocalEndpoint::uncork() {
+  for (uint64_t members = std::exchange(corked_to_, 0); members != 0; members &= members - 1) {
+    const auto member = static_cast<uint32_t>(__builtin_ctzll(members));
+    Peer& peer = peers_[member];
+    std::lock_guard lock(peer.mutex);
+    if (!peer.out) continue;
+    OutgoingConnection& out = *peer.out;
+    // What the socket does not take now is written on EPOLLOUT, as send()'s.
+    out.flush();
+    if (out.has_queued() && !out.broken() && !out.write_armed) {
+      epoll_event event{};
+      event.events = kReadEvents | EPOLLOUT;
+      event.data.u64 = tag(kOutgoing, member, out.id());
+      epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, out.fd(), &event);
+      out.write_armed = true;
+    }
   }
 }
 

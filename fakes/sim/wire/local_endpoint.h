@@ -100,6 +100,8 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   bool read_hello(IncomingConnection* connection);
   void admit(IncomingConnection* connection);
   void on_incoming(uint64_t id);
+  // Writes what was queued while corked.
+  void uncork();
   void on_outgoing(uint32_t member, uint64_t id, uint32_t events);
   void on_hangup(uint32_t member, uint64_t id);
   void deliver_gone(uint32_t member);
@@ -124,6 +126,13 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   PeerGoneHandler on_peer_gone_;
   bool started_ = false;
   pthread_t thread_{};
+  // The service thread's: while it hands a batch of frames read from one
+  // connection to the handler, what the handler sends is queued (`corked_`)
+  // and written when the batch is done, one sendmsg(2) per member in
+  // `corked_to_` (bit per member) instead of one per frame: the answers to
+  // a window of requests wake the requester's service thread once.
+  bool corked_ = false;
+  uint64_t corked_to_ = 0;
   // Every incoming connection (not yet identified, admitted, parked), by id.
   std::unordered_map<uint64_t, std::unique_ptr<IncomingConnection>> incoming_;
 };

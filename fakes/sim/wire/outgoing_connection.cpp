@@ -55,6 +55,14 @@ bool OutgoingConnection::flush() {
   return !broken_;
 }
 
+bool OutgoingConnection::enqueue(std::span<const std::span<const uint8_t>> parts, uint64_t length) {
+  if (broken_) return false;
+  const FrameLength header = length;
+  queue_.append({reinterpret_cast<const uint8_t*>(&header), sizeof header});
+  for (const auto& part : parts) queue_.append(part);
+  return true;
+}
+
 bool OutgoingConnection::send(std::span<const std::span<const uint8_t>> parts, uint64_t length) {
   if (broken_) return false;
   // Bytes already queued go first: a frame written now would overtake them.

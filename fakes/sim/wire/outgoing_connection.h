@@ -34,6 +34,9 @@ class OutgoingConnection {
   bool send(std::span<const std::span<const uint8_t>> parts, uint64_t length);
   // Writes queued bytes while the socket takes them. False when broken.
   bool flush();
+  // Queues a frame without writing anything (flush() writes it): false
+  // when the connection is broken.
+  bool enqueue(std::span<const std::span<const uint8_t>> parts, uint64_t length);
 
   bool has_queued() const { return !queue_.empty(); }
   bool broken() const { return broken_; }

@@ -1,0 +1,428 @@
+// The single-copy data path between processes of a local fabric
+// (sim/shared_memory.h, sim/remote_payload.h): RDMA WRITE payloads by
+// reference to the requester's memory, what falls back to bytes in the
+// frame, checks still made at the target, and the life of the mappings.
+// Each test runs two members of a fabric of its own in forked children
+// that use the simulated provider directly (the test process itself never
+// touches the device: a child made after it had would not be a member).
+#include "fabric.h"
+#include "remote_frames.h"
+#include "remote_payload.h"
+#include "shared_memory.h"
+#include "verbfault/sim/provider.h"
+#include "verbfault_testing/rc_connect.h"
+#include "wire_process.h"
+
+#include <infiniband/verbs.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace verbfault::sim {
+namespace {
+
+using wire::testing::Child;
+using wire::testing::ScratchFabric;
+using wire::testing::spawn;
+
+// A pipe carrying fixed-size records between the two children.
+class Pipe {
+ public:
+  Pipe() {
+    if (pipe(fds_) != 0) std::abort();
+  }
+  ~Pipe() {
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  template <class T>
+  bool put(const T& value) {
+    return ::write(fds_[1], &value, sizeof value) == static_cast<ssize_t>(sizeof value);
+  }
+  template <class T>
+  bool get(T& value) {
+    return ::read(fds_[0], &value, sizeof value) == static_cast<ssize_t>(sizeof value);
+  }
+
+ private:
+  int fds_[2];
+};
+
+struct Card {
+  uint16_t lid = 0;
+  uint32_t qpn = 0;
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+};
+
+// One member's device objects: a PD, a CQ, one RC QP (remote write and
+// read allowed), and the regions a test registers.
+class Member {
+ public:
+  Member(const std::string& fabric, int index) {
+    setenv("VERBFAULT_FABRIC", fabric.c_str(), 1);
+    setenv("VERBFAULT_PROC", std::to_string(index).c_str(), 1);
+    CHILD_CHECK(!sim::devices().empty());
+    context_ = sim::open_device(sim::devices()[0]);
+    CHILD_CHECK(context_ != nullptr);
+    ibv_port_attr port{};
+    CHILD_CHECK(sim::query_port(context_, 1, &port) == 0);
+    lid_ = port.lid;
+    pd_ = sim::alloc_pd(context_);
+    cq_ = sim::create_cq(context_, 64, nullptr, nullptr, 0);
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 16;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 4;
+    qp_ = sim::create_qp(pd_, &init);
+    CHILD_CHECK(pd_ != nullptr && cq_ != nullptr && qp_ != nullptr);
+  }
+
+  ibv_mr* reg(void* addr, std::size_t length) {
+    constexpr unsigned kAccess =
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    ibv_mr* mr = sim::reg_mr(pd_, addr, length, reinterpret_cast<uintptr_t>(addr), kAccess);
+    CHILD_CHECK(mr != nullptr);
+    return mr;
+  }
+  Card card(ibv_mr* mr) const {
+    return Card{lid_, qp_->qp_num, mr != nullptr ? reinterpret_cast<uintptr_t>(mr->addr) : 0,
+                mr != nullptr ? mr->rkey : 0};
+  }
+  void connect(const Card& peer) {
+    const testing::RcConnectOptions options{
+        .dest_qp_num = peer.qpn, .dlid = peer.lid, .min_rnr_timer = 1, .modify_qp = sim::modify_qp};
+    CHILD_CHECK(testing::rc_connect(qp_, options) == 0);
+  }
+
+  // Posts one signaled WR over `sges` and returns its completion status.
+  ibv_wc_status run(ibv_wr_opcode opcode, std::vector<ibv_sge> sges, uint64_t remote_addr,
+                    uint32_t rkey) {
+    ibv_send_wr wr{};
+    wr.wr_id = 42;
+    wr.sg_list = sges.data();
+    wr.num_sge = static_cast<int>(sges.size());
+    wr.opcode = opcode;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    CHILD_CHECK(ibv_post_send(qp_, &wr, &bad) == 0);
+    ibv_wc wc{};
+    // An empty poll also runs the virtual clock to a retry that is due.
+    for (int n = 0; n == 0;) {
+      n = ibv_poll_cq(cq_, 1, &wc);
+      CHILD_CHECK(n >= 0);
+    }
+    return wc.status;
+  }
+
+ private:
+  ibv_context* context_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_qp* qp_ = nullptr;
+  uint16_t lid_ = 0;
+};
+
+void fill(uint8_t* p, std::size_t n, uint8_t seed) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 9));
+}
+bool filled(const uint8_t* p, std::size_t n, uint8_t seed) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (p[i] != static_cast<uint8_t>(seed + i * 7 + (i >> 9))) return false;
+  return true;
+}
+
+uint8_t* pages(std::size_t n) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHILD_CHECK(p != MAP_FAILED);
+  return static_cast<uint8_t*>(p);
+}
+
+constexpr std::size_t kTarget = 1 << 20;
+
+// The mapping cache's size, read under the lock that guards it.
+std::size_t mapped() {
+  std::lock_guard guard(Fabric::get().mutex);
+  return shared_memory::mapped_count();
+}
+
+// Two members: `requester` (member 0) runs `body` with the target's card;
+// the target (member 1) registers kTarget bytes and waits; then it runs
+// `check` on its buffer. Both must exit 0.
+template <class Body, class Check>
+void two_members(const std::string& name, Body body, Check check) {
+  ScratchFabric fabric(name);
+  Pipe to_target;
+  Pipe to_requester;
+  Child target = spawn([&] {
+    Member m(fabric.name(), 1);
+    uint8_t* buffer = pages(kTarget);
+    std::memset(buffer, 0, kTarget);
+    ibv_mr* mr = m.reg(buffer, kTarget);
+    Card requester;
+    CHILD_CHECK(to_requester.put(m.card(mr)) && to_target.get(requester));
+    m.connect(requester);
+    CHILD_CHECK(to_requester.put('r'));
+    char done = 0;
+    CHILD_CHECK(to_target.get(done) && done == 'd');
+    CHILD_CHECK(check(buffer));
+    CHILD_CHECK(to_requester.put('c'));
+    return 0;
+  });
+  Child requester = spawn([&] {
+    Member m(fabric.name(), 0);
+    Card target;
+    CHILD_CHECK(to_requester.get(target));
+    CHILD_CHECK(to_target.put(m.card(nullptr)));
+    m.connect(target);
+    char ready = 0;
+    CHILD_CHECK(to_requester.get(ready) && ready == 'r');
+    CHILD_CHECK(body(m, target));
+    CHILD_CHECK(to_target.put('d'));
+    char checked = 0;
+    CHILD_CHECK(to_requester.get(checked) && checked == 'c');
+    return 0;
+  });
+  EXPECT_EQ(requester.wait(), 0);
+  EXPECT_EQ(target.wait(), 0);
+}
+
+TEST(RemotePayload, WriteFromSharedPagesLandsOnce) {
+  two_members(
+      "write",
+      [](Member& m, const Card& target) {
+        constexpr std::size_t n = 256 * 1024;
+        uint8_t* source = pages(n);
+        fill(source, n, 3);
+        ibv_mr* mr = m.reg(source, n);
+        CHILD_CHECK(shared_memory::segment_count() == 1);
+        // One SGE of 200 KiB, then three SGEs (one starting mid-page) in
+        // one WR, behind it.
+        CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, 200 * 1024, mr->lkey}}, target.addr,
+                          target.rkey) == IBV_WC_SUCCESS);
+        std::vector<ibv_sge> sges = {{m.card(mr).addr + 1000, 5000, mr->lkey},
+                                     {m.card(mr).addr + 70000, 30000, mr->lkey},
+                                     {m.card(mr).addr + 4096, 4096, mr->lkey}};
+        CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE, sges, target.addr + 300000, target.rkey) ==
+                    IBV_WC_SUCCESS);
+        // READ from the target back into the source's last 100 KiB.
+        CHILD_CHECK(m.run(IBV_WR_RDMA_READ, {{m.card(mr).addr + 156 * 1024, 100 * 1024, mr->lkey}},
+                          target.addr, target.rkey) == IBV_WC_SUCCESS);
+        uint8_t expected[100 * 1024];
+        fill(expected, sizeof expected, 3);
+        return std::memcmp(source + 156 * 1024, expected, sizeof expected) == 0;
+      },
+      [](const uint8_t* buffer) {
+        std::vector<uint8_t> source(256 * 1024);
+        fill(source.data(), source.size(), 3);
+        const uint8_t* multi = buffer + 300000;
+        return std::memcmp(buffer, source.data(), 200 * 1024) == 0 &&
+               std::memcmp(multi, source.data() + 1000, 5000) == 0 &&
+               std::memcmp(multi + 5000, source.data() + 70000, 30000) == 0 &&
+               std::memcmp(multi + 35000, source.data() + 4096, 4096) == 0 && mapped() == 1;
+      });
+}
+
+TEST(RemotePayload, RegionNotPageAlignedSharesItsWholePages) {
+  two_members(
+      "unaligned",
+      [](Member& m, const Card& target) {
+        constexpr std::size_t n = 100 * 1024 + 123;
+        uint8_t* block = static_cast<uint8_t*>(std::malloc(n + 4096));
+        uint8_t* source = block + 777;
+        fill(source, n, 9);
+        // The bytes around the region, on its first and last page, stay
+        // the program's own.
+        block[0] = 0x11;
+        ibv_mr* mr = m.reg(source, n);
+        CHILD_CHECK(shared_memory::segment_count() == 1);
+        CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE,
+                          {{m.card(mr).addr, static_cast<uint32_t>(n), mr->lkey}}, target.addr + 5,
+                          target.rkey) == IBV_WC_SUCCESS);
+        CHILD_CHECK(sim::dereg_mr(mr) == 0);
+        CHILD_CHECK(shared_memory::segment_count() == 0);
+        const bool ok = filled(source, n, 9) && block[0] == 0x11;
+        std::free(block);
+        return ok;
+      },
+      [](const uint8_t* buffer) {
+        return buffer[4] == 0 && filled(buffer + 5, 100 * 1024 + 123, 9) &&
+               buffer[5 + 100 * 1024 + 123] == 0;
+      });
+}
+
+TEST(RemotePayload, SmallRegionFallsBackToBytes) {
+  two_members(
+      "small",
+      [](Member& m, const Card& target) {
+        constexpr std::size_t n = 8 * 1024;  // below kMinSharedBytes
+        uint8_t* source = pages(n);
+        fill(source, n, 5);
+        ibv_mr* mr = m.reg(source, n);
+        CHILD_CHECK(shared_memory::segment_count() == 0);
+        return m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, n, mr->lkey}}, target.addr,
+                     target.rkey) == IBV_WC_SUCCESS;
+      },
+      [](const uint8_t* buffer) { return filled(buffer, 8 * 1024, 5) && mapped() == 0; });
+}
+
+TEST(RemotePayload, TargetStillChecksRkeyAndBounds) {
+  two_members(
+      "checks",
+      [](Member& m, const Card& target) {
+        constexpr std::size_t n = 64 * 1024;
+        uint8_t* source = pages(n);
+        fill(source, n, 1);
+        ibv_mr* mr = m.reg(source, n);
+        // Past the end of the target's region: a remote access error, and
+        // the target's QP goes to ERR (so one violation per connection).
+        return m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, n, mr->lkey}},
+                     target.addr + kTarget - 1000, target.rkey) == IBV_WC_REM_ACCESS_ERR;
+      },
+      [](const uint8_t* buffer) {
+        for (std::size_t i = 0; i < kTarget; ++i)
+          if (buffer[i] != 0) return false;
+        return true;
+      });
+  two_members(
+      "rkey",
+      [](Member& m, const Card& target) {
+        constexpr std::size_t n = 64 * 1024;
+        uint8_t* source = pages(n);
+        ibv_mr* mr = m.reg(source, n);
+        return m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, n, mr->lkey}}, target.addr,
+                     target.rkey + 977) == IBV_WC_REM_ACCESS_ERR;
+      },
+      [](const uint8_t*) { return true; });
+}
+
+// The requester deregisters (its pages go back to private memory, the
+// memfd's descriptor closes) while the target still maps the segment; a
+// new region is shared afresh and written through.
+TEST(RemotePayload, OwnerDeregistersWhilePeerMapsIt) {
+  two_members(
+      "dereg",
+      [](Member& m, const Card& target) {
+        constexpr std::size_t n = 64 * 1024;
+        uint8_t* source = pages(n);
+        fill(source, n, 21);
+        ibv_mr* mr = m.reg(source, n);
+        CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, n, mr->lkey}}, target.addr,
+                          target.rkey) == IBV_WC_SUCCESS);
+        CHILD_CHECK(sim::dereg_mr(mr) == 0);
+        CHILD_CHECK(filled(source, n, 21));
+        munmap(source, n);
+        uint8_t* again = pages(n);
+        fill(again, n, 22);
+        ibv_mr* second = m.reg(again, n);
+        return m.run(IBV_WR_RDMA_WRITE, {{m.card(second).addr, n, second->lkey}}, target.addr + n,
+                     target.rkey) == IBV_WC_SUCCESS;
+      },
+      [](const uint8_t* buffer) {
+        return filled(buffer, 64 * 1024, 21) && filled(buffer + 64 * 1024, 64 * 1024, 22) &&
+               mapped() == 2;
+      });
+}
+
+// A member that is gone: the other unmaps its segments.
+TEST(RemotePayload, PeerGoneUnmapsItsSegments) {
+  ScratchFabric fabric("gone");
+  Pipe to_target;
+  Pipe to_requester;
+  Child target = spawn([&] {
+    Member m(fabric.name(), 1);
+    uint8_t* buffer = pages(kTarget);
+    ibv_mr* mr = m.reg(buffer, kTarget);
+    Card requester;
+    CHILD_CHECK(to_requester.put(m.card(mr)) && to_target.get(requester));
+    m.connect(requester);
+    CHILD_CHECK(to_requester.put('r'));
+    char done = 0;
+    CHILD_CHECK(to_target.get(done) && done == 'd');
+    CHILD_CHECK(mapped() == 1);
+    CHILD_CHECK(to_requester.put('c'));  // the requester exits then
+    CHILD_CHECK(wire::testing::eventually([] { return mapped() == 0; }));
+    return 0;
+  });
+  Child requester = spawn([&] {
+    Member m(fabric.name(), 0);
+    Card target;
+    CHILD_CHECK(to_requester.get(target));
+    CHILD_CHECK(to_target.put(m.card(nullptr)));
+    m.connect(target);
+    char ready = 0;
+    CHILD_CHECK(to_requester.get(ready) && ready == 'r');
+    uint8_t* source = pages(64 * 1024);
+    ibv_mr* mr = m.reg(source, 64 * 1024);
+    CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, 64 * 1024, mr->lkey}}, target.addr,
+                      target.rkey) == IBV_WC_SUCCESS);
+    CHILD_CHECK(to_target.put('d'));
+    char checked = 0;
+    CHILD_CHECK(to_requester.get(checked) && checked == 'c');
+    return 0;
+  });
+  EXPECT_EQ(requester.wait(), 0);
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// fork(2) after registering: the child gets its own copy of the pages
+// (as of pinned pages), not the parent's shared ones.
+TEST(RemotePayload, ForkedChildGetsPrivatePages) {
+  ScratchFabric fabric("fork");
+  Child member = spawn([&] {
+    Member m(fabric.name(), 0);
+    constexpr std::size_t n = 64 * 1024;
+    uint8_t* source = pages(n);
+    std::memset(source, 1, n);
+    m.reg(source, n);
+    CHILD_CHECK(shared_memory::segment_count() == 1);
+    Child grandchild = spawn([&] {
+      CHILD_CHECK(shared_memory::segment_count() == 0 && source[100] == 1);
+      std::memset(source, 2, n);
+      return 0;
+    });
+    CHILD_CHECK(grandchild.wait() == 0);
+    CHILD_CHECK(source[100] == 1 && source[n - 1] == 1);
+    return 0;
+  });
+  EXPECT_EQ(member.wait(), 0);
+}
+
+// A description the target cannot map (no such segment) is "unresolved":
+// the target answers nothing and the requester sends bytes next time.
+TEST(RemotePayload, UnmappableReferenceIsUnresolved) {
+  struct Frame {
+    remote::RequestFrame request;
+    remote_payload::DescribedPayload described;
+    remote_payload::PieceEntry entry;
+  } frame{};
+  frame.request.payload_format = remote::PayloadFormat::kDescribed;
+  frame.request.length = 4096;
+  frame.described.pid = getpid();
+  frame.described.pieces = 1;
+  frame.entry = remote_payload::PieceEntry{4096, 12345, 0, 0, 0};
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&frame);
+  const std::span<const uint8_t> rest(bytes + sizeof frame.request,
+                                      sizeof frame - sizeof frame.request);
+  ASSERT_TRUE(remote_payload::fits(frame.request, rest.size()));
+  remote_payload::Incoming incoming;
+  EXPECT_EQ(incoming.decode(3, frame.request, rest), remote_payload::Incoming::Status::kUnresolved);
+  // A length that does not add up is malformed.
+  frame.request.length = 4000;
+  remote_payload::Incoming wrong;
+  EXPECT_EQ(wrong.decode(3, frame.request, rest), remote_payload::Incoming::Status::kMalformed);
+  shared_memory::forget(3);
+}
+
+}  // namespace
+}  // namespace verbfault::sim
