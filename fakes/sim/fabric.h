@@ -45,7 +45,15 @@ class Fabric {
   // A verbs call entering the device: takes `mutex` and starts a new step.
   static std::unique_lock<std::mutex> enter() {
     std::unique_lock guard(get().mutex);
-    get().next_step();
+    Fabric& fabric = get();
+    fabric.next_step();
+    fabric.stop_waiting();
+    fabric.count_call();
+    return guard;
+  }
+  // The service thread handling a frame (remote.cpp): not a verbs call.
+  static std::unique_lock<std::mutex> enter_from_wire() {
+    std::unique_lock guard(get().mutex);
     get().stop_waiting();
     return guard;
   }
@@ -85,6 +93,21 @@ class Fabric {
   // (wire::Endpoint::set_waiting): set by a fabric wait; cleared by the
   // next verbs call (enter()) or frame, and by the wait's end.
   void set_marked_waiting(bool waiting) { marked_waiting_ = waiting; }
+  // A verbs call of the application: the peers see this process in verbs
+  // (wire::Endpoint::count_call), and members it gave up on may be
+  // waited for again (fabric_wait.h).
+  void count_call() {
+    if (wire::Endpoint* endpoint = started_endpoint()) endpoint->count_call();
+    not_holding_for_ = 0;
+  }
+  // The members whose requests this process does not hold for a receive
+  // WR (remote.cpp): they gave up waiting for it while its application was
+  // outside verbs; until its next verbs call. Bit per member index.
+  uint64_t not_holding_for() const { return not_holding_for_; }
+  void stop_holding_for(uint32_t member) { not_holding_for_ |= uint64_t{1} << member; }
+  // A wait that gave up on the peers (fabric_wait.h): the sum of their
+  // verbs calls then; no wait blocks again until it moves. nullopt: none.
+  std::optional<uint64_t>& gave_up_at_calls() { return gave_up_at_calls_; }
   void stop_waiting() {
     if (!marked_waiting_) return;
     marked_waiting_ = false;
@@ -143,6 +166,8 @@ class Fabric {
   bool holding_deliveries_ = false;
   uint64_t activity_ = 0;
   bool marked_waiting_ = false;
+  uint64_t not_holding_for_ = 0;
+  std::optional<uint64_t> gave_up_at_calls_;
   uint64_t peers_ = 0;     // bit per member index (wire::kMaxMembers == 64)
   uint32_t next_qpn_ = 0;  // in the member's range (fabric_address.h)
   uint32_t next_mr_index_ = 1;

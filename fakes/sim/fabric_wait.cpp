@@ -9,17 +9,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <string>
 
 namespace verbfault::sim {
 
 namespace {
 
-// How long a wait goes on with neither a frame nor quiescence before the
-// wall clock decides: longer than a peer takes between two verbs calls of
-// a connection set-up on a loaded machine, short enough that a program
-// whose peer waits on a socket for it keeps going.
-constexpr auto kGrace = std::chrono::seconds(2);
+// How long a wait goes on while no peer makes a verbs call, no frame comes
+// and the fabric is not quiescent, before the wall clock decides: longer
+// than a peer spends outside verbs between two calls of a connection
+// set-up on a loaded machine (as the thread scheduler's escape time), short
+// enough that a program whose peer waits on a socket for it keeps going.
+constexpr auto kGrace = std::chrono::milliseconds(250);
 constexpr auto kLongestNap = std::chrono::microseconds(1000);
 
 std::atomic<bool (*)()> wait_permission{nullptr};
@@ -41,7 +43,13 @@ bool FabricWaiter::on_shared_fabric() {
 bool FabricWaiter::applies() {
   if (!on_shared_fabric()) return false;
   bool (*may_wait)() = wait_permission.load(std::memory_order_acquire);
-  return may_wait == nullptr || may_wait();
+  if (may_wait != nullptr && !may_wait()) return false;
+  // After a wait gave up, no wait blocks until a peer is back in verbs.
+  Fabric& fabric = Fabric::get();
+  std::optional<uint64_t>& gave_up = fabric.gave_up_at_calls();
+  if (gave_up && *gave_up == fabric.started_endpoint()->others_calls()) return false;
+  gave_up.reset();
+  return true;
 }
 
 FabricWaiter::Look FabricWaiter::look() {
@@ -60,8 +68,10 @@ FabricWaiter::Look FabricWaiter::look() {
     return Look::kNothingCan;
   }
   const auto now = std::chrono::steady_clock::now();
-  if (fabric.activity() != activity_seen_) {
+  const uint64_t peer_calls = endpoint->others_calls();
+  if (fabric.activity() != activity_seen_ || peer_calls != peer_calls_seen_) {
     activity_seen_ = fabric.activity();
+    peer_calls_seen_ = peer_calls;
     since_ = now;
   }
   if (now - since_ < kGrace) return Look::kWait;
@@ -71,10 +81,12 @@ FabricWaiter::Look FabricWaiter::look() {
     remote::give_up_on(member);
     waited_for += (waited_for.empty() ? "" : ",") + std::to_string(member);
   }
+  fabric.gave_up_at_calls() = peer_calls;
   note_timing(
-      "gave up waiting for member(s) " + waited_for + " after " +
+      "gave up waiting for member(s) " + waited_for + ": no verbs call, frame or " +
+      "quiescence for " +
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(kGrace).count()) +
-      " ms without a frame or quiescence: the wall clock decided what this call returned");
+      " ms (a peer outside verbs); the wall clock decides until one is back in verbs");
   return Look::kGaveUp;
 }
 
@@ -116,7 +128,7 @@ bool remote_work_possible() {
   if (fabric.expected_members() > 1) return true;  // a group run: the others are peers
   for (Context* context : fabric.contexts())
     for (auto& [qp, owned] : context->qps) {
-      if (qp->type() == IBV_QPT_UD) return true;
+      if (qp->type() == IBV_QPT_UD) continue;  // counts once a frame came (peers_may_send)
       if (std::optional<uint32_t> member = fabric.member_with_lid(qp->attr().ah_attr.dlid))
         if (endpoint->alive(*member)) return true;
     }

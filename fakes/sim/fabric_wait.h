@@ -16,11 +16,14 @@
 //   virtual clock moves to the next deadline (an RNR or transport retry).
 //   So the clock of a process with peers moves only when no peer can act:
 //   a retry cannot outrun a peer about to post its receive;
-// - gave up: no frame came and the fabric did not become quiescent for the
-//   grace period (a peer computes, or waits outside verbs, for instance on
-//   a socket for this very process). The wall clock decided: the wait
-//   says so (timing_notes.h) and tells the peers (they answer what they
-//   hold of this process's requests).
+// - gave up: no peer made a verbs call, no frame came and the fabric did
+//   not become quiescent for the grace period (250 ms): a peer computes, or
+//   waits outside verbs, for instance on a socket for this very process.
+//   The wall clock decided: the wait says so (timing_notes.h) and tells the
+//   peers (they answer what they hold of this process's requests and hold
+//   no more until their next verbs call), and no wait of this process
+//   blocks again until a peer makes a verbs call: its polls return at
+//   once, as on hardware.
 #pragma once
 
 #include <chrono>
@@ -60,6 +63,7 @@ class FabricWaiter {
  private:
   std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
   uint64_t activity_seen_ = ~uint64_t{0};
+  uint64_t peer_calls_seen_ = ~uint64_t{0};
   std::chrono::microseconds nap_{20};
 };
 
@@ -91,9 +95,11 @@ bool expects_deliveries(CompletionQueue& cq);
 
 // Whether another process may still send this one something without any
 // call of this one: it did before and is not gone, or this process runs in
-// a group (VERBFAULT_FABRIC_SIZE), has a QP connected to a live member, or
-// has a UD QP while other members are on the fabric. The liveness checks
-// hold back then (provider::work_pending).
+// a group (VERBFAULT_FABRIC_SIZE), or has a QP connected to a live member.
+// The liveness checks hold back then (provider::work_pending), and only
+// then does the virtual clock wait for quiescence: a process whose QPs
+// all talk to each other keeps its own time however many others share the
+// fabric.
 bool remote_work_possible();
 
 }  // namespace verbfault::sim

@@ -196,7 +196,7 @@ int wait_for(Lock& guard, bool nonblocking, Ready ready) {
   // One deadline per step, as an empty poll: retries stay in step with the
   // application instead of racing ahead of a thread about to post.
   Fabric& fabric = Fabric::get();
-  const bool with_peers = FabricWaiter::applies();
+  const bool with_peers = remote_work_possible() && FabricWaiter::applies();
   if (!with_peers && !ready()) fabric.advance_clock();
   if (ready()) return 0;
   if (nonblocking) return EAGAIN;
@@ -310,7 +310,7 @@ bool advance_clock() {
   Fabric& fabric = Fabric::get();
   // Not FabricWaiter::applies(): the thread scheduler calls this under its
   // own lock, and every application thread waits (that is why it asks).
-  if (FabricWaiter::on_shared_fabric()) {
+  if (FabricWaiter::on_shared_fabric() && remote_work_possible()) {
     // With
     // another process on the fabric, virtual time moves only at quiescence
     // (fabric_wait.h). The process stays marked waiting until its next
@@ -333,7 +333,7 @@ bool advance_clock() {
 bool shares_fabric() {
   if (!Fabric::exists()) return false;
   Lock guard = lock();
-  return FabricWaiter::on_shared_fabric();
+  return FabricWaiter::on_shared_fabric() && remote_work_possible();
 }
 
 void set_freedom_seed(std::optional<std::uint64_t> seed) {

@@ -128,6 +128,7 @@ bool must_wait(uint32_t from, const RequestFrame& f, QueuePair* qp, std::size_t 
   for (std::size_t i = 0; i < index && i < held.size(); ++i)
     if (held[i].from == from && held[i].frame.request.src_qpn == f.request.src_qpn) return true;
   if (qp == nullptr || !needs_receive(f.request.opcode)) return false;
+  if (Fabric::get().not_holding_for() & (uint64_t{1} << from)) return false;
   if (f.request.qp_type == IBV_QPT_RC && f.psn != qp->expected_psn) return false;
   return !responder::has_receive(*qp);
 }
@@ -263,7 +264,7 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
 }
 
 void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
-  auto guard = Fabric::enter();
+  auto guard = Fabric::enter_from_wire();
   Fabric& fabric = Fabric::get();
   fabric.note_peer(from_member);
   fabric.count_activity();
@@ -279,8 +280,11 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
     if (frame.size() - sizeof f == f.length) on_response(from_member, f, frame.subspan(sizeof f));
   } else if (kind == FrameKind::kGaveUp) {
     // The member waited for this process longer than its grace period
-    // (fabric_wait.cpp): what it sent that waits for a receive WR is
-    // answered now, as hardware would have by then.
+    // while this process's application was outside verbs (fabric_wait.h):
+    // what it sent that waits for a receive WR is answered now, as
+    // hardware would have by then, and nothing of it is held again until
+    // this process's next verbs call.
+    fabric.stop_holding_for(from_member);
     if (release_held(from_member, [](const HeldRequest&, QueuePair*, std::size_t) { return true; }))
       note_timing("member " + std::to_string(from_member) +
                   " gave up waiting: its requests held for a receive WR were answered by the "
@@ -293,7 +297,7 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
 }
 
 void on_peer_gone(uint32_t member) {
-  auto guard = Fabric::enter();
+  auto guard = Fabric::enter_from_wire();
   Fabric& fabric = Fabric::get();
   fabric.forget_peer(member);
   remote_payload::forget(member);  // its segments unmapped here

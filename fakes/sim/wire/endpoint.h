@@ -119,6 +119,10 @@ class Endpoint {
   virtual std::vector<uint32_t> members() = 0;
   // Whether another live member exists (allocates nothing).
   virtual bool others_live() = 0;
+  // Counts a verbs call of this member's application; the sum of the
+  // other live members' counts (it moves while one of them is in verbs).
+  virtual void count_call() = 0;
+  virtual uint64_t others_calls() = 0;
   // How many members ever joined the fabric (a member that joined and
   // ended counts; a reused index counts again).
   virtual uint64_t joins() = 0;

@@ -70,6 +70,8 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   std::vector<uint32_t> members() override { return table_->live_members(); }
   uint64_t joins() override { return table_->joins(); }
   bool others_live() override { return table_->another_live(); }
+  void count_call() override { table_->count_call(); }
+  uint64_t others_calls() override { return table_->others_calls(); }
   void set_settling(bool settling) override { table_->set_settling(settling); }
   bool another_settling() override {
     for (uint32_t member : table_->live_members())

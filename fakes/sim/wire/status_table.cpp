@@ -77,7 +77,8 @@ struct StatusTable::Layout {
                          // that sees the same value twice knows it never changed
     uint64_t listening;  // == incarnation once the member listens (0 before)
     uint64_t settling;   // odd while the member has work to do at quiescence
-    uint64_t reserved[3];
+    uint64_t calls;      // verbs calls the member's application made so far
+    uint64_t reserved[2];
     uint64_t sent_to[kMaxMembers];       // (tag, count): see status_table.h
     uint64_t handled_from[kMaxMembers];  // (tag, count)
   } slots[kMaxMembers];
@@ -162,6 +163,7 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   store(slot.listening, 0);
   store(slot.waits, 0);
   store(slot.settling, 0);
+  store(slot.calls, 0);
   for (uint32_t other = 0; other < kMaxMembers; ++other) {
     store(slot.sent_to[other], 0);
     store(slot.handled_from[other], 0);
@@ -272,6 +274,19 @@ void StatusTable::set_settling(bool settling) {
 bool StatusTable::settling(uint32_t index) const {
   const Layout::Slot& slot = table_->slots[index];
   return load(slot.settling) % 2 == 1;
+}
+
+void StatusTable::count_call() {
+  Word(table_->slots[index_].calls).fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t StatusTable::others_calls() const {
+  uint64_t sum = 0;
+  for_each_other_live([&](uint32_t member) {
+    sum += load(table_->slots[member].calls);
+    return true;
+  });
+  return sum;
 }
 
 uint64_t StatusTable::joins() const {

@@ -91,6 +91,10 @@ class StatusTable {
   // goes before any member's virtual time (Endpoint::set_settling).
   void set_settling(bool settling);
   bool settling(uint32_t index) const;
+  // The verbs calls of this member's application (count_call), and the sum
+  // over the other live members: while it moves, some peer is in verbs.
+  void count_call();
+  uint64_t others_calls() const;
   // Members that ever joined the fabric (incarnations handed out).
   uint64_t joins() const;
   bool quiescent() const;
