@@ -21,7 +21,6 @@
 
 #include <benchmark/benchmark.h>
 #include <infiniband/verbs.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,7 +191,6 @@ class Side {
     while (first == -2 || sends_out_ != 0) {
       const int n = ibv_poll_cq(pingpong_cq, 4, wc);
       if (n < 0) return -1;
-      if (n == 0) sched_yield();  // see BM_RemoteWrite64K
       for (int i = 0; i < n; ++i) {
         if (wc[i].status != IBV_WC_SUCCESS) return -1;
         if (wc[i].wr_id == kSendId) {
@@ -444,10 +442,6 @@ void BM_RemoteWrite64K(benchmark::State& state) {
     }
     while (completed == 0) {
       completed = side.reap_writes();
-      // An empty poll gives the CPU away: the answers are made by the
-      // device's service threads (this process's and the peer's), which
-      // need the device lock and a core that a spinning poll would hold.
-      if (completed == 0) sched_yield();
       if (completed < 0) {
         state.SkipWithError("an RDMA WRITE completed in error");
         return;

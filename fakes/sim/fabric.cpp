@@ -6,6 +6,8 @@
 #include "queue_pair.h"
 #include "transport.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +67,18 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   }
   int n = configured_device_count();
   for (int i = 0; i < n; ++i) devices_.push_back(std::make_unique<Device>(i, membership_.member));
+  // A child made by fork(2) is not the member its parent is: it drops its
+  // copies of the wire's descriptors (so that peers see the parent gone
+  // when the parent goes, not when the last child does) and has no fabric
+  // from then on; its devices keep their addresses and reach each other.
+  pthread_atfork(nullptr, nullptr, [] { Fabric::get().leave_after_fork(); });
+}
+
+void Fabric::leave_after_fork() {
+  wire::Endpoint::abandon_after_fork(membership_.endpoint);
+  service_started_ = false;
+  marked_waiting_ = false;
+  peers_ = 0;
 }
 
 std::optional<uint32_t> Fabric::member_with_lid(uint16_t lid) const {

@@ -120,6 +120,9 @@ class Fabric {
   void forget_peer(uint32_t member) { peers_ &= ~(uint64_t{1} << member); }
   bool peers_may_send() const { return peers_ != 0; }
 
+  // In a child made by fork(2) (pthread_atfork): leaves the fabric.
+  void leave_after_fork();
+
   // A fresh QPN, reserved until bind_qp() or unregister_qp().
   uint32_t reserve_qpn();
   void bind_qp(uint32_t qpn, QueuePair* qp) { qps_[qpn] = qp; }

@@ -79,7 +79,8 @@ FabricWaiter::Look FabricWaiter::look() {
   for (uint32_t member : endpoint->members()) {
     if (member == fabric.member()) continue;
     remote::give_up_on(member);
-    waited_for += (waited_for.empty() ? "" : ",") + std::to_string(member);
+    if (!waited_for.empty()) waited_for += ',';
+    waited_for += std::to_string(member);
   }
   fabric.gave_up_at_calls() = peer_calls;
   note_timing(

@@ -2,6 +2,10 @@
 // resolving such a description at the target.
 #include "remote_payload.h"
 
+#include <pthread.h>
+
+#include <atomic>
+
 #include "shared_memory.h"
 
 #include <unistd.h>
@@ -25,10 +29,24 @@ Bytes bytes_of(const T& value) {
   return {reinterpret_cast<const uint8_t*>(&value), sizeof value};
 }
 
+// The process's pid, read once (getpid(2) is a system call per request
+// otherwise) and again in a child made by fork(2): a child describes its
+// own memory (it has no segments, shared_memory.h, but the pid must be
+// its own).
+std::atomic<pid_t> g_pid{0};
+
 pid_t own_pid() {
-  // Read after fork(2) too: a child describes its own memory (it has no
-  // segments, shared_memory.h, but the pid must be its own).
-  return getpid();
+  pid_t pid = g_pid.load(std::memory_order_relaxed);
+  if (pid == 0) {
+    static const bool registered = [] {
+      pthread_atfork(nullptr, nullptr, [] { g_pid.store(getpid(), std::memory_order_relaxed); });
+      return true;
+    }();
+    (void)registered;
+    pid = getpid();
+    g_pid.store(pid, std::memory_order_relaxed);
+  }
+  return pid;
 }
 
 }  // namespace
