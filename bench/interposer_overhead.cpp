@@ -13,6 +13,8 @@
 #include "verbfault/sim/provider.h"
 #include "verbfault_testing/rc_connect.h"
 
+#include "page_buffer.h"
+
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
@@ -87,23 +89,7 @@ Calls interposed() {
           device};
 }
 
-// Page-aligned memory, touched once so that no benchmark pays for page
-// faults or reads the shared zero page.
-struct Buffer {
-  explicit Buffer(std::size_t size)
-      : size(size),
-        bytes(static_cast<char*>(std::aligned_alloc(4096, (size + 4095) / 4096 * 4096))) {
-    if (bytes != nullptr) std::memset(bytes.get(), 0x5a, size);
-  }
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::size_t size;
-  std::unique_ptr<char, Free> bytes;
-  uint64_t address(std::size_t offset = 0) const {
-    return reinterpret_cast<uintptr_t>(bytes.get()) + offset;
-  }
-};
+using verbfault::bench::Buffer;
 
 // Everything the verbs benchmarks use, on one context of vfsim0 reached one
 // way: a loopback RC QP (connected to itself) for the small write, a pair

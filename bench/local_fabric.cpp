@@ -19,6 +19,8 @@
 #include "verbfault/sim/provider.h"
 #include "verbfault_testing/rc_connect.h"
 
+#include "page_buffer.h"
+
 #include <benchmark/benchmark.h>
 #include <infiniband/verbs.h>
 #include <sys/wait.h>
@@ -71,21 +73,7 @@ bool read_all(int fd, void* data, std::size_t size) {
   return true;
 }
 
-// Page-aligned, touched once.
-struct Buffer {
-  explicit Buffer(std::size_t size)
-      : size(size), bytes(static_cast<uint8_t*>(std::aligned_alloc(4096, size))) {
-    if (bytes != nullptr) std::memset(bytes.get(), 0x5a, size);
-  }
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::size_t size;
-  std::unique_ptr<uint8_t, Free> bytes;
-  uint64_t address(std::size_t offset = 0) const {
-    return reinterpret_cast<uintptr_t>(bytes.get()) + offset;
-  }
-};
+using verbfault::bench::Buffer;
 
 // What each side tells the other before connecting.
 struct Card {
@@ -171,7 +159,7 @@ class Side {
   }
 
   bool send_message(uint8_t first) {
-    small.bytes.get()[0] = first;
+    small.bytes.get()[0] = static_cast<char>(first);
     ibv_sge sge{small.address(), kMessage, small_mr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = kSendId;
@@ -199,7 +187,8 @@ class Side {
         }
         const int slot = static_cast<int>(wc[i].wr_id);
         // A stop is not overwritten by a message behind it.
-        const int byte = small.bytes.get()[kMessage * (1 + static_cast<std::size_t>(slot))];
+        const int byte = static_cast<uint8_t>(
+            small.bytes.get()[kMessage * (1 + static_cast<std::size_t>(slot))]);
         if (first != kStop) first = byte;
         if (!post_receive(slot)) return -1;
       }
@@ -466,8 +455,8 @@ void BM_Memcpy64K(benchmark::State& state) {
     state.SkipWithError("aligned_alloc failed");
     return;
   }
-  uint8_t* source = from.bytes.get();
-  uint8_t* target = to.bytes.get();
+  char* source = from.bytes.get();
+  char* target = to.bytes.get();
   for (auto _ : state) {
     benchmark::DoNotOptimize(source);
     std::memcpy(target, source, k64K);
