@@ -116,18 +116,15 @@ bool CompletionQueue::reveal_next(bool answers_only) {
   if (at == held_.end()) return false;
   Delivery delivery = std::move(*at);
   held_.erase(at);
-  revealing_ = true;
+  // Its event was raised when it was held, or at the arm since: not again.
+  revealing_ = delivery.completes;
   if (delivery.kind == Delivery::Kind::kCompletion) {
     --held_completions_;
     entries_.push_back(delivery.completion);
     entries_.back().step = Fabric::get().step();
   } else if (QueuePair* qp = Fabric::get().find_qp(delivery.qpn)) {
-    --qp->held_answers;
-    ResponderResult result;
-    result.response = delivery.response;
-    result.original = delivery.original;
-    result.read_data = Source(delivery.data.data(), delivery.data.size());
-    requester::answered(*qp, delivery.psn, result, delivery.rnr_timer);
+    if (qp->held_answers > 0) --qp->held_answers;
+    requester::apply_answer(*qp, delivery);
   }
   revealing_ = false;
   return true;
@@ -203,7 +200,7 @@ void CompletionQueue::arm(bool solicited_only) {
 }
 
 int CompletionQueue::resize(int capacity) {
-  if (capacity < static_cast<int>(entries_.size())) return EINVAL;
+  if (capacity < static_cast<int>(entries_.size() + held_completions_)) return EINVAL;
   capacity_ = capacity;
   handle_.verbs.cqe = capacity;
   return 0;

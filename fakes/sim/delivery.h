@@ -33,9 +33,12 @@ struct Delivery {
   // error, a receive): what a CQ armed before the reveal owes an event for.
   bool completes = true;
   Completion completion;  // kCompletion
-  // kAnswer: the answer to request `psn` of QP `qpn`.
+  // kAnswer: the answer to request `psn` of QP `qpn`; with `to_front`, to
+  // whatever request is oldest in flight when it is applied (the member it
+  // went to is gone: nothing answers any of them, IBA 9.7.6.1.3).
   uint32_t qpn = 0;
   uint32_t psn = 0;
+  bool to_front = false;
   Response response = Response::kAck;
   uint8_t rnr_timer = 0;
   uint64_t original = 0;      // atomics: the target's value before

@@ -71,7 +71,14 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   // copies of the wire's descriptors (so that peers see the parent gone
   // when the parent goes, not when the last child does) and has no fabric
   // from then on; its devices keep their addresses and reach each other.
-  pthread_atfork(nullptr, nullptr, [] { Fabric::get().leave_after_fork(); });
+  // Fabric::mutex is taken around fork(2): the child must not inherit it
+  // held by the service thread, which it does not have.
+  pthread_atfork([] { Fabric::get().mutex.lock(); }, [] { Fabric::get().mutex.unlock(); },
+                 [] {
+                   Fabric& fabric = Fabric::get();
+                   fabric.mutex.unlock();
+                   fabric.leave_after_fork();
+                 });
 }
 
 void Fabric::leave_after_fork() {
@@ -79,6 +86,9 @@ void Fabric::leave_after_fork() {
   service_started_ = false;
   marked_waiting_ = false;
   peers_ = 0;
+  not_holding_for_ = 0;
+  gave_up_at_calls_.reset();
+  remote::forget_held_after_fork();
 }
 
 std::optional<uint32_t> Fabric::member_with_lid(uint16_t lid) const {

@@ -93,6 +93,12 @@ class Fabric {
   // (wire::Endpoint::set_waiting): set by a fabric wait; cleared by the
   // next verbs call (enter()) or frame, and by the wait's end.
   void set_marked_waiting(bool waiting) { marked_waiting_ = waiting; }
+  void mark_waiting() {
+    if (wire::Endpoint* endpoint = started_endpoint()) {
+      endpoint->set_waiting(true);
+      marked_waiting_ = true;
+    }
+  }
   // A verbs call of the application: the peers see this process in verbs
   // (wire::Endpoint::count_call), and members it gave up on may be
   // waited for again (fabric_wait.h).

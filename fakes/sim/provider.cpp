@@ -204,6 +204,8 @@ int wait_for(Lock& guard, bool nonblocking, Ready ready) {
     const FabricWait how = wait_in_fabric(guard, ready);
     if (how == FabricWait::kReady) return 0;
     if (how == FabricWait::kGaveUp) break;
+    // Nothing can come now: still waiting, for the peers to see.
+    fabric.mark_waiting();
     if (fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready)) return 0;
   }
   while (!fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready))
@@ -305,8 +307,11 @@ int device_threads() {
   return Fabric::get().service_started() ? 1 : 0;
 }
 
+// Not lock(): the thread scheduler's housekeeping is no verbs call of the
+// application (it must not unmark a waiting process, count a call, or
+// take a step).
 bool advance_clock() {
-  Lock guard = lock();
+  Lock guard(Fabric::get().mutex);
   Fabric& fabric = Fabric::get();
   // Not FabricWaiter::applies(): the thread scheduler calls this under its
   // own lock, and every application thread waits (that is why it asks).
@@ -332,7 +337,7 @@ bool advance_clock() {
 
 bool shares_fabric() {
   if (!Fabric::exists()) return false;
-  Lock guard = lock();
+  Lock guard(Fabric::get().mutex);
   return FabricWaiter::on_shared_fabric() && remote_work_possible();
 }
 

@@ -47,7 +47,8 @@ void answer(uint32_t member, const RequestFrame& request, const ResponderResult&
   const std::array<Bytes, 2> parts = {bytes_of(f), result.read_data.first(f.length)};
   // Sent under the mutex, so the READ data is read before anything of this
   // process can change it; a member that is gone no longer needs it.
-  Fabric::get().endpoint()->send(member, parts);
+  // No wire (a child made by fork(2) left the fabric): nobody to answer.
+  if (wire::Endpoint* endpoint = Fabric::get().started_endpoint()) endpoint->send(member, parts);
 }
 
 bool needs_receive(ibv_wr_opcode opcode) {
@@ -159,11 +160,12 @@ void deliver_answer(QueuePair& qp, Delivery delivery) {
     if (qp.send_cq().hold(std::move(delivery))) ++qp.held_answers;
     return;
   }
-  ResponderResult result;
-  result.response = delivery.response;
-  result.original = delivery.original;
-  result.read_data = Source(delivery.data.data(), delivery.data.size());
-  requester::answered(qp, delivery.psn, result, delivery.rnr_timer);
+  // What it completes after all (a retry limit reached, the next WR failing
+  // its local checks) is held like any delivery.
+  Fabric& fabric = Fabric::get();
+  fabric.set_holding_deliveries(true);
+  requester::apply_answer(qp, delivery);
+  fabric.set_holding_deliveries(false);
 }
 
 // Another process's answer to a request of this one.
@@ -324,7 +326,7 @@ void on_peer_gone(uint32_t member) {
     lost.kind = Delivery::Kind::kAnswer;
     lost.completes = false;
     lost.qpn = qp->qpn();
-    lost.psn = qp->send_queue().front().psn;
+    lost.to_front = true;  // behind held answers, the front may have moved on
     lost.response = Response::kNoAnswer;
     deliver_answer(*qp, std::move(lost));
   }
@@ -342,6 +344,10 @@ bool settle_held() {
   if (held_requests().empty()) return false;
   return release_held(std::nullopt,
                       [](const HeldRequest&, QueuePair*, std::size_t) { return true; });
+}
+
+void forget_held_after_fork() {
+  held_requests().clear();
 }
 
 bool holds_requests() {

@@ -34,6 +34,8 @@ void on_peer_gone(uint32_t member);
 bool retry_held();
 bool settle_held();
 bool holds_requests();
+// In a child made by fork(2): the parent's held requests are not its own.
+void forget_held_after_fork();
 // Tells `member` that this process gave up waiting for it (fabric_wait.cpp).
 void give_up_on(uint32_t member);
 

@@ -3,6 +3,7 @@
 // completes only after every earlier one has).
 #include "completion_queue.h"
 #include "context.h"
+#include "delivery.h"
 #include "device.h"
 #include "fabric.h"
 #include "memory_access.h"
@@ -288,6 +289,20 @@ void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_
     return;
   }
   progress(qp);
+}
+
+void apply_answer(QueuePair& qp, const Delivery& delivery) {
+  uint32_t psn = delivery.psn;
+  if (delivery.to_front) {
+    Ring<SendWqe>& sq = qp.send_queue();
+    if (sq.empty() || !sq.front().in_flight) return;
+    psn = sq.front().psn;
+  }
+  ResponderResult result;
+  result.response = delivery.response;
+  result.original = delivery.original;
+  result.read_data = Source(delivery.data.data(), delivery.data.size());
+  answered(qp, psn, result, delivery.rnr_timer);
 }
 
 }  // namespace requester

@@ -26,6 +26,7 @@
 namespace verbfault::sim {
 
 class CompletionQueue;
+struct Delivery;
 class QueuePair;
 class Device;
 
@@ -92,6 +93,8 @@ void progress(QueuePair& qp);
 // The answer of another process's responder to the request with `psn`
 // (remote.cpp); stale answers are ignored.
 void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_t rnr_timer);
+// The same for a delivery of another process's answer (delivery.h).
+void apply_answer(QueuePair& qp, const Delivery& delivery);
 }  // namespace requester
 
 namespace responder {

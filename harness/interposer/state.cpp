@@ -170,7 +170,9 @@ bool State::alone() const {
 }
 
 bool State::may_block_in_device() {
-  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
+  // Bounded: the device asks under its own lock, which the scheduler takes
+  // under the scheduler's (advance_device).
+  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle(true);
   // The device asks only once its service thread runs: the application's
   // one thread and that one.
   return thread_count() == 2;

@@ -243,6 +243,13 @@ void Scheduler::Lock::lock() noexcept {
   lock_.lock();
 }
 
+bool Scheduler::Lock::try_lock() noexcept {
+  t_inside = true;
+  if (lock_.try_lock()) return true;
+  t_inside = false;
+  return false;
+}
+
 void Scheduler::Lock::unlock() noexcept {
   lock_.unlock();
   t_inside = false;
@@ -553,9 +560,22 @@ void Scheduler::after_fork_in_child() {
   start(options, *world);
 }
 
-bool Scheduler::others_idle() {
+bool Scheduler::others_idle(bool bounded) {
   if (!running()) return false;
-  std::unique_lock lock(lock_);
+  std::unique_lock lock(lock_, std::defer_lock);
+  if (!bounded) {
+    lock.lock();
+  } else {
+    // The caller holds a lock that a holder of lock_ may be waiting for
+    // (the simulated device's, taken by advance_device under lock_): spin
+    // a bounded while, then answer "no" rather than deadlock.
+    for (int attempt = 0; !lock.try_lock(); ++attempt) {
+      if (attempt == 100'000) return false;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
   const void* self = t_self;
   for (const Thread& thread : threads_) {
     if (&thread == self || thread.status == Status::finished) continue;

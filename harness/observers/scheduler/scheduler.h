@@ -183,7 +183,10 @@ class Scheduler {
   // ever come" (a spin on empty polls, a wait forever); they ask whether
   // the device has work themselves. Asks the World nothing (the checks
   // call it under the interposer's lock).
-  bool others_idle();
+  // `bounded`: for a caller holding a lock a holder of the scheduler's may
+  // wait for (the simulated device's): gives up (false) after a bounded
+  // spin instead of waiting.
+  bool others_idle(bool bounded = false);
   // For a run the checks end while other threads exist: one line per
   // thread that has not ended ("  thread 1: pthread_join of thread 2"),
   // the calling one described by `doing`; empty with one thread. Asks the
@@ -262,6 +265,7 @@ class Scheduler {
   class Lock {
    public:
     void lock() noexcept;
+    bool try_lock() noexcept;
     void unlock() noexcept;
 
    private:
