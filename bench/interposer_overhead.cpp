@@ -13,7 +13,7 @@
 #include "verbfault/sim/provider.h"
 #include "verbfault_testing/rc_connect.h"
 
-#include "page_buffer.h"
+#include "bench_support.h"
 
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
@@ -397,25 +397,9 @@ const char* harness_mode() {
   return trace ? "harness active, trace file" : active ? "harness active" : "no plan";
 }
 
-// Collects, by benchmark name, the time per iteration and the bytes per
-// second: the median of the repetitions when there are several, else the
-// single run.
-class RatioReporter : public benchmark::ConsoleReporter {
+// Prints the ratios of the runs collected.
+class RatioReporter : public verbfault::bench::RunCollector {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.error_occurred) continue;
-      const std::string name = run.run_name.str();
-      const bool single = run.run_type == Run::RT_Iteration && !times_.contains(name);
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      if (!single && !median) continue;
-      times_[name] = run.GetAdjustedRealTime();
-      if (auto it = run.counters.find("bytes_per_second"); it != run.counters.end())
-        rates_[name] = it->second.value;
-    }
-  }
-
   void PrintRatios() const {
     for (const char* name :
          {"BM_PollCqEmpty", "BM_PostSendAndPoll", "BM_SendRecvRoundTrip64", "BM_RdmaWrite64K"}) {
@@ -431,10 +415,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf("ratio BM_RdmaWrite64K/BM_Memcpy64K throughput: %.2f\n",
                   write->second / copy->second);
   }
-
- private:
-  std::map<std::string, double> times_;
-  std::map<std::string, double> rates_;
 };
 
 // BM_PollCqEmpty spins on a CQ that nothing will ever complete into, which

@@ -19,7 +19,8 @@
 #include "verbfault/sim/provider.h"
 #include "verbfault_testing/rc_connect.h"
 
-#include "page_buffer.h"
+#include "bench_support.h"
+#include "fabric_files.h"
 
 #include <benchmark/benchmark.h>
 #include <infiniband/verbs.h>
@@ -502,20 +503,9 @@ void BM_PipePingPong64(benchmark::State& state) {
 }
 BENCHMARK(BM_PipePingPong64)->UseRealTime();
 
-// Collects the time per iteration by name (the median of repetitions when
-// there are several) and prints the two ratios.
-class RatioReporter : public benchmark::ConsoleReporter {
+// Prints the two ratios of the runs collected.
+class RatioReporter : public verbfault::bench::RunCollector {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.error_occurred) continue;
-      const std::string name = run.run_name.str();
-      const bool single = run.run_type == Run::RT_Iteration && !times_.contains(name);
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      if (single || median) times_[name] = run.GetAdjustedRealTime();
-    }
-  }
   // Same bytes per iteration: throughput ratio = inverse time ratio.
   void PrintRatios() const {
     auto time = [&](const char* name) {
@@ -533,9 +523,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf("ratio BM_RemoteSendPingPong64/BM_PipePingPong64 latency: %.2f (goal <= 5)\n",
                   send / pipe);
   }
-
- private:
-  std::map<std::string, double> times_;
 };
 
 }  // namespace
@@ -555,7 +542,6 @@ int main(int argc, char** argv) {
   g_world.reset();
   reporter.PrintRatios();
   benchmark::Shutdown();
-  // The fabric's status table (wire/status_table.h).
-  ::unlink(("/dev/shm/verbfault-fabric-" + fabric).c_str());
+  verbfault::sim::wire::remove_status_table(fabric);
   return 0;
 }

@@ -62,7 +62,7 @@ bool dead(ibv_context* context) {
 // Makes the CQ's next held deliveries visible until one completion is
 // (an answer may complete into another CQ only); whether one is.
 bool reveal(CompletionQueue& cq) {
-  while (cq.size() == 0 && cq.reveal_next(cq.awaiting_answers())) {
+  while (cq.size() == 0 && cq.has_held() && cq.reveal_next(cq.awaiting_answers())) {
   }
   return cq.size() > 0;
 }
