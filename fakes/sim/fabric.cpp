@@ -103,6 +103,21 @@ wire::Endpoint* Fabric::endpoint() {
   if (endpoint != nullptr && !service_started_) {
     service_started_ = true;
     endpoint->start(remote::on_frame, remote::on_peer_gone);
+    // The endpoint is never destroyed (Fabric::get), so what it still
+    // queues at exit(3) would be lost: an answer whose request the
+    // application has already seen complete (a receive taken by a poll
+    // just before return from main) must reach the requester, as a NIC's
+    // ACK leaves before the CQE it goes with is written. Not under
+    // `mutex`: the service thread may hold it while it waits for nothing
+    // of ours. A child made by fork(2) has no endpoint and drains nothing.
+    static const bool registered = [] {
+      std::atexit([] {
+        if (wire::Endpoint* wire = Fabric::get().membership_.endpoint.get())
+          wire->drain(std::chrono::seconds(2));
+      });
+      return true;
+    }();
+    (void)registered;
   }
   return endpoint;
 }

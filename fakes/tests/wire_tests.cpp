@@ -550,6 +550,34 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
   EXPECT_FALSE(send_char(*endpoint, 2, 'x'));
 }
 
+// What send() queued because the socket was full is written by drain()
+// before the member ends (the fabric calls it at exit): the peer gets every
+// frame, then the news.
+TEST(WirePeers, DrainWritesWhatTheSocketHadNotTakenBeforeTheEnd) {
+  constexpr uint32_t kFrames = 2000;  // about 20 MB: far more than a socket buffer
+  ScratchFabric fabric("drain");
+  Signal parent_joined, sent;
+  Child child = spawn([&]() -> int {
+    CHILD_CHECK(parent_joined.wait() == 'j');
+    auto endpoint = child_join(fabric.name(), 1);
+    for (uint32_t seq = 0; seq < kFrames; ++seq) CHILD_CHECK(send_numbered(*endpoint, 0, seq));
+    sent.post('s');
+    endpoint->drain(std::chrono::seconds(60));
+    _exit(0);  // the endpoint not destroyed: as at exit(3), nothing else writes
+  });
+  Log log;
+  OrderedReceiver from_child(1);
+  auto endpoint = must_join(fabric.name(), 0);
+  ASSERT_TRUE(endpoint);
+  parent_joined.post('j');
+  ASSERT_EQ(sent.wait(60), 's');
+  endpoint->start(std::ref(from_child), log.gone_handler());
+  EXPECT_EQ(child.wait(60), 0);
+  EXPECT_TRUE(eventually([&] { return log.count("gone 1") == 1; }, 60));
+  EXPECT_EQ(from_child.next.load(), kFrames);
+  EXPECT_FALSE(from_child.bad.load());
+}
+
 // Killed in the middle of a stream: gone once, and no frame of it after.
 TEST(WirePeers, GoneOnceWhenKilledMidStream) {
   ScratchFabric fabric("midstream");

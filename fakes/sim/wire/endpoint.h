@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -95,6 +96,13 @@ class Endpoint {
   // send connects to whoever holds the index then), or the frame is longer
   // than kMaxFrameBytes. Thread-safe; may be called from the handlers.
   virtual bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) = 0;
+  // Writes what is still queued for every member, waiting for their
+  // sockets to take it, for at most `limit` in all. For the end of the
+  // process: frames queued by send() (answers above all) are otherwise
+  // lost with it, although what they answer may already have been seen by
+  // the application, which on hardware means they had left the NIC.
+  // Thread-safe.
+  virtual void drain(std::chrono::milliseconds limit) = 0;
 
   // Whether a member with that index is live (bound) now. A member holds,
   // besides its socket, a lock on its own byte of the status table file

@@ -192,6 +192,14 @@ bool LocalEndpoint::send(uint32_t member, std::span<const std::span<const uint8_
   return true;
 }
 
+void LocalEndpoint::drain(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (Peer& peer : peers_) {
+    std::lock_guard lock(peer.mutex);
+    if (peer.out && peer.out->has_queued()) peer.out->drain(deadline);
+  }
+}
+
 bool LocalEndpoint::connect_locked(uint32_t member, Peer& peer) {
   OwnedFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), &fds_);
   if (!fd) return false;

@@ -64,6 +64,7 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   const std::string& fabric() const override { return fabric_; }
   void start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) override;
   bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) override;
+  void drain(std::chrono::milliseconds limit) override;
   bool alive(uint32_t member) override { return table_->live(member); }
   void set_waiting(bool waiting) override { table_->set_waiting(waiting); }
   bool quiescent() override { return table_->quiescent(); }

@@ -1,5 +1,6 @@
 #include "outgoing_connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <climits>
@@ -53,6 +54,17 @@ bool OutgoingConnection::flush() {
     if (static_cast<std::size_t>(written) < gathered) break;  // the socket is full
   }
   return !broken_;
+}
+
+bool OutgoingConnection::drain(std::chrono::steady_clock::time_point deadline) {
+  while (flush() && !queue_.empty()) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd writable{fd_.get(), POLLOUT, 0};
+    if (poll(&writable, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return false;
+  }
+  return queue_.empty();
 }
 
 bool OutgoingConnection::enqueue(std::span<const std::span<const uint8_t>> parts, uint64_t length) {

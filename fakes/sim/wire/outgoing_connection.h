@@ -11,6 +11,7 @@
 #include "frame_format.h"
 #include "owned_fds.h"
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 
@@ -34,6 +35,10 @@ class OutgoingConnection {
   bool send(std::span<const std::span<const uint8_t>> parts, uint64_t length);
   // Writes queued bytes while the socket takes them. False when broken.
   bool flush();
+  // Writes queued bytes, waiting (poll(2)) for the socket to take them,
+  // until none is left, the connection breaks, or `deadline` passes. True
+  // when none is left.
+  bool drain(std::chrono::steady_clock::time_point deadline);
   // Queues a frame without writing anything (flush() writes it): false
   // when the connection is broken.
   bool enqueue(std::span<const std::span<const uint8_t>> parts, uint64_t length);
