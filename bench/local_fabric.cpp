@@ -43,8 +43,9 @@ namespace sim = verbfault::sim;
 
 constexpr std::size_t k64K = 64 * 1024;
 constexpr std::size_t kMessage = 64;
-// RDMA WRITEs in flight at once (the send queue holds twice as many).
-constexpr int kWindow = 32;
+// RDMA WRITEs in flight at once (the send queue holds twice as many): as
+// ib_write_bw keeps by default (its --tx-depth, 128).
+constexpr int kWindow = 128;
 // Receives the ping-pong keeps posted on each side.
 constexpr int kReceives = 8;
 // A ping-pong message whose first byte is this ends the peer's loop.

@@ -224,12 +224,31 @@ bool release_held(std::optional<uint32_t> only_from, MayGo may_go) {
   return released;
 }
 
+// Whether the target's service thread answers this request as soon as it
+// handles it, whatever its application does (wire::Endpoint::
+// send_expecting_answer): an RC request that consumes no receive WR and
+// is not behind one of its QP that may wait for one (must_wait). In
+// flight is a prefix of the send queue (requester.cpp).
+bool answered_at_once(QueuePair& qp, ibv_wr_opcode opcode) {
+  if (qp.type() != IBV_QPT_RC || needs_receive(opcode)) return false;
+  for (const SendWqe& wqe : qp.send_queue()) {
+    if (!wqe.in_flight) break;
+    if (needs_receive(wqe.opcode)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uint32_t member) {
   wire::Endpoint* endpoint = Fabric::get().endpoint();
   if (endpoint == nullptr) return false;
   const bool ud = qp.type() == IBV_QPT_UD;
+  const bool expects_answer = answered_at_once(qp, message.opcode);
+  const auto send = [&](std::span<const Bytes> parts) {
+    return expects_answer ? endpoint->send_expecting_answer(member, parts)
+                          : endpoint->send(member, parts);
+  };
   RequestFrame f;
   f.dlid = ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid;
   f.dst_qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
@@ -241,7 +260,7 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
   remote_payload::Outgoing described;
   if (described.describe(qp.type(), member, message.payload)) {
     f.payload_format = PayloadFormat::kDescribed;
-    if (!endpoint->send(member, described.parts(bytes_of(f)))) return false;
+    if (!send(described.parts(bytes_of(f)))) return false;
     Fabric::get().note_peer(member);
     return true;
   }
@@ -260,7 +279,7 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
     for (const Source& piece : message.payload) more.push_back(piece);
     parts = more;
   }
-  if (!endpoint->send(member, parts)) return false;
+  if (!send(parts)) return false;
   Fabric::get().note_peer(member);
   return true;
 }

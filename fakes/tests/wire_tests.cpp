@@ -431,6 +431,68 @@ TEST(WireFrames, InOrderBothWaysBetweenProcesses) {
   EXPECT_EQ(child.wait(), 0);
 }
 
+// A frame sent while an answer is owed (send_expecting_answer) waits in
+// the sender's queue; the answer's arrival writes it, in order. So does
+// the sender waiting in the fabric, without any answer, and a frame too
+// large to defer takes what waits ahead of it along.
+TEST(WireFrames, FramesBehindAnOwedAnswerLeaveWhenItComes) {
+  ScratchFabric fabric("deferred");
+  Signal parent_joined, sent, next, done;
+  Child child = spawn([&]() -> int {
+    CHILD_CHECK(parent_joined.wait() == 'j');
+    auto endpoint = child_join(fabric.name(), 1);
+    endpoint->start([](uint32_t, std::span<const uint8_t>) {}, {});
+    const auto expecting = [&](char c) {
+      const uint8_t byte = static_cast<uint8_t>(c);
+      const std::span<const uint8_t> parts[] = {{&byte, 1}};
+      return endpoint->send_expecting_answer(0, parts);
+    };
+    CHILD_CHECK(expecting('A') && send_char(*endpoint, 0, 'B') && send_char(*endpoint, 0, 'C'));
+    sent.post('s');
+    CHILD_CHECK(next.wait() == 'n');
+    CHILD_CHECK(expecting('D') && send_char(*endpoint, 0, 'E'));
+    endpoint->set_waiting(true);
+    endpoint->set_waiting(false);
+    sent.post('s');
+    CHILD_CHECK(next.wait() == 'n');
+    const Bytes large(8192, 'G');
+    CHILD_CHECK(expecting('F') && send_bytes(*endpoint, 0, large));
+    sent.post('s');
+    CHILD_CHECK(done.wait() == 'd');
+    return 0;
+  });
+  Log log;
+  auto endpoint = must_join(fabric.name(), 0);
+  ASSERT_TRUE(endpoint);
+  endpoint->start(log.frame_handler(), log.gone_handler());
+  parent_joined.post('j');
+  const auto first_bytes = [&] {
+    std::string seen;
+    for (const std::string& event : log.copy())
+      seen += event.substr(std::string("frame 1 ").size(), 1);
+    return seen;
+  };
+
+  ASSERT_EQ(sent.wait(), 's');
+  ASSERT_TRUE(eventually([&] { return first_bytes() == "A"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(first_bytes(), "A") << "B and C wait for the answer to A";
+  ASSERT_TRUE(send_char(*endpoint, 1, 'a'));
+  EXPECT_TRUE(eventually([&] { return first_bytes() == "ABC"; }));
+
+  next.post('n');
+  ASSERT_EQ(sent.wait(), 's');
+  EXPECT_TRUE(eventually([&] { return first_bytes() == "ABCDE"; })) << "set_waiting(true) wrote E";
+
+  next.post('n');
+  ASSERT_EQ(sent.wait(), 's');
+  EXPECT_TRUE(eventually([&] { return first_bytes() == "ABCDEFG"; }))
+      << "a large frame goes at once";
+  EXPECT_EQ(log.copy().back().size(), std::string("frame 1 ").size() + 8192);
+  done.post('d');
+  EXPECT_EQ(child.wait(), 0);
+}
+
 // Both send 64 MiB to the other from inside their FrameHandler, at the same
 // time: were send() to wait for the peer to read, each would wait for the
 // other's service thread, which waits in send() too.

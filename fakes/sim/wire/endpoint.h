@@ -96,6 +96,17 @@ class Endpoint {
   // send connects to whoever holds the index then), or the frame is longer
   // than kMaxFrameBytes. Thread-safe; may be called from the handlers.
   virtual bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) = 0;
+  // As send(), for a frame the member's service thread answers with a
+  // frame of its own as soon as it has handled it, whatever its
+  // application does (an RDMA WRITE, READ or atomic the responder never
+  // holds). While such an answer is owed, later small frames to that
+  // member wait in this process's queue instead of costing a write each,
+  // and leave together, in order, when the next frame from that member has
+  // been handled, when this member waits in the fabric (set_waiting(true)),
+  // before a larger frame, or at drain(): the owed answer is what bounds
+  // their wait, as a requester's ACK clock does. Thread-safe.
+  virtual bool send_expecting_answer(uint32_t member,
+                                     std::span<const std::span<const uint8_t>> parts) = 0;
   // Writes what is still queued for every member, waiting for their
   // sockets to take it, for at most `limit` in all. For the end of the
   // process: frames queued by send() (answers above all) are otherwise

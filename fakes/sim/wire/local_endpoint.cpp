@@ -165,7 +165,17 @@ void LocalEndpoint::start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) {
   started_ = true;
 }
 
-bool LocalEndpoint::send(uint32_t member, std::span<const std::span<const uint8_t>> parts) {
+namespace {
+
+// Frames up to this size may be deferred: a request by reference, an
+// atomic, a small SEND. A larger one is written at once (after what is
+// deferred): its copy into the queue would cost more than the write saves.
+constexpr uint64_t kMaxDeferredFrame = 4096;
+
+}  // namespace
+
+bool LocalEndpoint::send_frame(uint32_t member, std::span<const std::span<const uint8_t>> parts,
+                               bool expects_answer) {
   if (member >= kMaxMembers) return false;
   uint64_t length = 0;
   for (const auto& part : parts) length += part.size();
@@ -174,22 +184,44 @@ bool LocalEndpoint::send(uint32_t member, std::span<const std::span<const uint8_
   std::lock_guard lock(peer.mutex);
   if (!peer.out && !connect_locked(member, peer)) return false;
   OutgoingConnection& out = *peer.out;
-  if (started_ && pthread_equal(pthread_self(), thread_) && corked_) {
+  const bool service_thread = started_ && pthread_equal(pthread_self(), thread_);
+  if (service_thread && corked_) {
     if (!out.enqueue(parts, length)) return false;
     corked_to_ |= uint64_t{1} << member;
-    table_->count_sent(member, out.peer_incarnation());
-    return true;
+  } else if (!service_thread && peer.answers_owed > 0 && length <= kMaxDeferredFrame) {
+    // An answer is on its way; its arrival writes this frame (on_incoming).
+    if (!out.enqueue(parts, length)) return false;
+    deferred_to_.fetch_or(uint64_t{1} << member, std::memory_order_relaxed);
+  } else {
+    if (!out.send(parts, length)) return false;
+    arm_for_write_locked(member, out);
   }
-  if (!out.send(parts, length)) return false;
-  if (out.has_queued() && !out.write_armed) {
+  if (expects_answer) ++peer.answers_owed;
+  table_->count_sent(member, out.peer_incarnation());
+  return true;
+}
+
+void LocalEndpoint::arm_for_write_locked(uint32_t member, OutgoingConnection& out) {
+  // What the socket does not take now is written on EPOLLOUT.
+  if (out.has_queued() && !out.broken() && !out.write_armed) {
     epoll_event event{};
     event.events = kReadEvents | EPOLLOUT;
     event.data.u64 = tag(kOutgoing, member, out.id());
     epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, out.fd(), &event);
     out.write_armed = true;
   }
-  table_->count_sent(member, out.peer_incarnation());
-  return true;
+}
+
+void LocalEndpoint::flush_deferred() {
+  for (uint64_t members = deferred_to_.exchange(0, std::memory_order_relaxed); members != 0;
+       members &= members - 1) {
+    const auto member = static_cast<uint32_t>(__builtin_ctzll(members));
+    Peer& peer = peers_[member];
+    std::lock_guard lock(peer.mutex);
+    if (!peer.out) continue;
+    peer.out->flush();
+    arm_for_write_locked(member, *peer.out);
+  }
 }
 
 void LocalEndpoint::drain(std::chrono::milliseconds limit) {
@@ -352,8 +384,17 @@ void LocalEndpoint::on_incoming(uint64_t id) {
     return;  // parked earlier in this batch of events
   }
   corked_ = true;
+  batch_frames_ = 0;
   const IncomingConnection::Status status = connection->read_frames(*this, kReadBudget);
   corked_ = false;
+  if (batch_frames_ != 0) {
+    // The answers owed by that member that these frames may have been:
+    // what was deferred behind them leaves now, with this batch's answers.
+    Peer& peer = peers_[connection->member()];
+    std::lock_guard lock(peer.mutex);
+    peer.answers_owed -= std::min(peer.answers_owed, batch_frames_);
+    if (peer.out && peer.out->has_queued()) corked_to_ |= uint64_t{1} << connection->member();
+  }
   uncork();
   if (status == IncomingConnection::Status::kClosed ||
       status == IncomingConnection::Status::kInvalid) {
@@ -368,19 +409,13 @@ void LocalEndpoint::uncork() {
     std::lock_guard lock(peer.mutex);
     if (!peer.out) continue;
     OutgoingConnection& out = *peer.out;
-    // What the socket does not take now is written on EPOLLOUT, as send()'s.
     out.flush();
-    if (out.has_queued() && !out.broken() && !out.write_armed) {
-      epoll_event event{};
-      event.events = kReadEvents | EPOLLOUT;
-      event.data.u64 = tag(kOutgoing, member, out.id());
-      epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, out.fd(), &event);
-      out.write_armed = true;
-    }
+    arm_for_write_locked(member, out);
   }
 }
 
 void LocalEndpoint::frame(const IncomingConnection& from, std::span<const uint8_t> bytes) {
+  ++batch_frames_;
   if (on_frame_) on_frame_(from.member(), bytes);
   table_->count_handled(from.member(), from.incarnation());
 }
@@ -434,6 +469,7 @@ void LocalEndpoint::deliver_gone(uint32_t member) {
     std::lock_guard lock(peer.mutex);
     out = std::move(peer.out);
     peer.incarnation = 0;
+    peer.answers_owed = 0;
   }
   if (out && out->watched) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, out->fd(), nullptr);
   out.reset();

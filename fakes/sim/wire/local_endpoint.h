@@ -63,10 +63,21 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   uint32_t member() const override { return member_; }
   const std::string& fabric() const override { return fabric_; }
   void start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) override;
-  bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) override;
+  bool send(uint32_t member, std::span<const std::span<const uint8_t>> parts) override {
+    return send_frame(member, parts, false);
+  }
+  bool send_expecting_answer(uint32_t member,
+                             std::span<const std::span<const uint8_t>> parts) override {
+    return send_frame(member, parts, true);
+  }
   void drain(std::chrono::milliseconds limit) override;
   bool alive(uint32_t member) override { return table_->live(member); }
-  void set_waiting(bool waiting) override { table_->set_waiting(waiting); }
+  void set_waiting(bool waiting) override {
+    // A member that waits holds back nothing: it would wait for itself
+    // (quiescence counts a deferred frame as sent, not handled).
+    if (waiting && deferred_to_.load(std::memory_order_relaxed) != 0) flush_deferred();
+    table_->set_waiting(waiting);
+  }
   bool quiescent() override { return table_->quiescent(); }
   std::vector<uint32_t> members() override { return table_->live_members(); }
   uint64_t joins() override { return table_->joins(); }
@@ -87,11 +98,23 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
     // connection to it.
     uint64_t incarnation = 0;
     std::unique_ptr<OutgoingConnection> out;
+    // Guarded by `mutex`: frames sent by send_expecting_answer() whose
+    // answer has not come, counted down by every frame from the member
+    // (so never more than are owed, which is what deferring relies on).
+    uint32_t answers_owed = 0;
     // The service thread's: the connection from that incarnation, and ones
     // from newer incarnations waiting for it to be gone.
     IncomingConnection* in = nullptr;
     std::vector<IncomingConnection*> parked;
   };
+
+  bool send_frame(uint32_t member, std::span<const std::span<const uint8_t>> parts,
+                  bool expects_answer);
+  // Leaves what is still queued for `member` to the service thread: its
+  // socket's EPOLLOUT in the epoll set (the peer's mutex held).
+  void arm_for_write_locked(uint32_t member, OutgoingConnection& out);
+  // Writes the frames deferred to every member (send_expecting_answer).
+  void flush_deferred();
 
   // Connects to `member` for a first send (peer.mutex held).
   bool connect_locked(uint32_t member, Peer& peer);
@@ -136,6 +159,13 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   // a window of requests wake the requester's service thread once.
   bool corked_ = false;
   uint64_t corked_to_ = 0;
+  // The service thread's: frames handled in the current batch (they count
+  // down the sender's answers_owed).
+  uint32_t batch_frames_ = 0;
+  // Members with frames deferred by send_expecting_answer's rule (bit per
+  // member), set under their Peer::mutex; a hint for set_waiting(), which
+  // must not lock every peer on every wait.
+  std::atomic<uint64_t> deferred_to_{0};
   // Every incoming connection (not yet identified, admitted, parked), by id.
   std::unordered_map<uint64_t, std::unique_ptr<IncomingConnection>> incoming_;
 };
