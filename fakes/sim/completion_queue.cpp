@@ -140,16 +140,24 @@ std::size_t CompletionQueue::pick_next() {
   // Candidates: the oldest completion of each work queue among those that
   // entered in the same step as the oldest of all (a short window: the
   // choice is among completions racing to the CQ, not the whole backlog).
+  // A flush is no candidate while a completion of its QP that is not a
+  // flush precedes it: the flushes exist because the QP entered ERR, after
+  // whatever it completed before (IBA 10.8.3.3), the error among it.
   constexpr std::size_t kWindow = 16;
   auto work_queue = [](const Completion& c) { return std::pair(c.wc.qp_num, c.send_queue); };
+  auto flush = [](const Completion& c) { return c.wc.status == IBV_WC_WR_FLUSH_ERR; };
   std::array<std::size_t, kWindow> candidates;  // on the stack: polls allocate nothing
   std::size_t count = 0;
   for (std::size_t i = 0; i < entries_.size() && i < kWindow; ++i) {
     if (entries_[i].step != entries_.front().step) break;
-    bool oldest_of_its_queue = true;
-    for (std::size_t j = 0; j < i && oldest_of_its_queue; ++j)
-      if (work_queue(entries_[j]) == work_queue(entries_[i])) oldest_of_its_queue = false;
-    if (oldest_of_its_queue) candidates[count++] = i;
+    bool may_go_first = true;
+    for (std::size_t j = 0; j < i && may_go_first; ++j) {
+      if (work_queue(entries_[j]) == work_queue(entries_[i])) may_go_first = false;
+      if (flush(entries_[i]) && !flush(entries_[j]) &&
+          entries_[j].wc.qp_num == entries_[i].wc.qp_num)
+        may_go_first = false;
+    }
+    if (may_go_first) candidates[count++] = i;
   }
   return candidates[freedoms.next_completion(freedom_ordinal_, ++picks_, count)];
 }
@@ -211,6 +219,31 @@ void CompletionQueue::forget(const QueuePair* qp) {
     if (c.qp == qp) c.qp = nullptr;
   for (Delivery& d : held_)
     if (d.completion.qp == qp) d.completion.qp = nullptr;
+}
+
+void CompletionQueue::remove(QueuePair& qp) {
+  for (std::size_t i = 0; i < entries_.size();) {
+    if (entries_[i].qp != &qp) {
+      ++i;
+      continue;
+    }
+    if (entries_[i].srq != nullptr) entries_[i].srq->release_slot();
+    entries_.erase(i);
+  }
+  for (auto at = held_.begin(); at != held_.end();) {
+    const bool completion = at->kind == Delivery::Kind::kCompletion;
+    if (completion ? at->completion.qp != &qp : at->qpn != qp.qpn()) {
+      ++at;
+      continue;
+    }
+    if (completion) {
+      --held_completions_;
+      if (at->completion.srq != nullptr) at->completion.srq->release_slot();
+    } else if (qp.held_answers > 0) {
+      --qp.held_answers;
+    }
+    at = held_.erase(at);
+  }
 }
 
 void CompletionQueue::forget(const SharedReceiveQueue* srq) {

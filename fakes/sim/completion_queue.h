@@ -73,6 +73,11 @@ class CompletionQueue {
   // longer refer to it.
   void forget(const QueuePair* qp);
   void forget(const SharedReceiveQueue* srq);
+  // A QP moved to RESET: its completions and held deliveries leave the CQ
+  // (rdma-core's mlx4 and mlx5 providers clean the CQs of a QP reset, so
+  // that a QP brought back to RTS starts afresh; an SRQ slot of a removed
+  // receive completion is freed, as mlx5_cq_clean frees its WQE).
+  void remove(QueuePair& qp);
   void enter_error() { in_error_ = true; }
 
   // The completion the extended poll API (extended_cq.h) made current;

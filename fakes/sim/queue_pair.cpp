@@ -121,12 +121,13 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
       rq_.clear();
       sq_released_ = sq_next_seq_;
       rq_occupied_ = 0;
-      // Completions of WRs from before the reset stay pollable, but their
-      // slots were just freed: polling them must not free slots of WRs
-      // posted after the reset (else more than max_recv_wr / max_send_wr
-      // could be outstanding).
-      send_cq_->forget(this);
-      recv_cq_->forget(this);
+      // Its completions leave its CQs, as rdma-core's mlx4/mlx5 providers
+      // clean them (mlx5_cq_clean at the modify to RESET): a QP restarted
+      // from RESET must not find an old flush at the head of its CQ
+      // (rdma-core's tests/test_mr.py restate_qps relies on it). Their
+      // slots were freed just above.
+      send_cq_->remove(*this);
+      if (recv_cq_ != send_cq_) recv_cq_->remove(*this);
       communication_established = false;
       last_wqe_reached = false;
       break;

@@ -151,6 +151,43 @@ TEST_F(SharedCqFreedom, WithoutASeedCompletionsComeInArrivalOrder) {
   EXPECT_EQ(three_sends(std::nullopt), expected);
 }
 
+// A QP whose SEND fails (its receive WR at b_ is too small) puts the error
+// and the flushes of its receive queue into one CQ in one step: the flushes
+// exist because of the error (the QP entered ERR with it, IBA 10.8.3.3),
+// so no seed puts one ahead of it. An application takes the first error of
+// a QP as its cause (rdma-core's tests/utils.py poll_cq raises on it).
+TEST_F(SharedCqFreedom, NoFlushComesBeforeTheErrorThatCausedIt) {
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto session = open_session(seed);
+    cq_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+    a_ = create_qp(IBV_QPT_RC, cq_, cq_);
+    b_ = create_qp(IBV_QPT_RC, cq_, cq_);
+    ASSERT_TRUE(cq_ && a_ && b_);
+    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
+    for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(post_recv(a_, 300 + i, mr_, buf_ + 64 * i, 64), 0);
+    ASSERT_EQ(post_recv(b_, 100, mr_, buf_ + 256, 4), 0);  // too small for 8 bytes
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + 512), 8, mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 200;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(a_, &wr, &bad), 0);
+    std::vector<ibv_wc_status> of_a;
+    for (const ibv_wc& wc : poll(cq_, 5))
+      if (wc.qp_num == a_->qp_num) of_a.push_back(wc.status);
+    const std::vector<ibv_wc_status> expected = {IBV_WC_REM_INV_REQ_ERR, IBV_WC_WR_FLUSH_ERR,
+                                                 IBV_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR};
+    EXPECT_EQ(of_a, expected) << "seed " << seed;
+    EXPECT_EQ(ibv_destroy_qp(a_), 0);
+    EXPECT_EQ(ibv_destroy_qp(b_), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+  }
+}
+
 class ArmFreedom : public ChannelRcPair {
  protected:
   // Arms cq_a_ while it holds one completion: whether an event fires at
