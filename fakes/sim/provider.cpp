@@ -142,6 +142,9 @@ int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* in
   ibv_device_attr_ex full{};
   if (int err = query_device(context, &full.orig_attr)) return err;
   full.max_dm_size = 0;
+  // ibv_query_device_ex(3): the port count without phys_port_cnt's 8-bit
+  // limit, so equal to it on a device of fewer than 256 ports.
+  full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
   std::memcpy(attr, &full, std::min(attr_size, sizeof full));
   return 0;
 }

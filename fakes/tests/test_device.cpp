@@ -136,6 +136,9 @@ TEST_F(SimDevice, QueryDeviceExMatchesTheLegacyQuery) {
   EXPECT_EQ(ex.orig_attr.max_sge, legacy.max_sge);
   EXPECT_EQ(ex.orig_attr.max_qp_rd_atom, legacy.max_qp_rd_atom);
   EXPECT_EQ(ex.orig_attr.phys_port_cnt, 1);
+  // ibv_query_device_ex(3): phys_port_cnt_ex is the port count, also below
+  // 256 (rdma-core's tests/test_device.py test_phys_port_cnt_ex).
+  EXPECT_EQ(ex.phys_port_cnt_ex, 1u);
   ibv_query_device_ex_input input{};
   ASSERT_EQ(ibv_query_device_ex(ctx_, &input, &ex), 0);
 }
