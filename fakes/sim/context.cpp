@@ -10,23 +10,39 @@
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstddef>
 
 namespace verbfault::sim {
 
 Context::Context(Device& device) : device_(device) {
   handle_.owner = this;
-  verbs_context& vctx = handle_.verbs.verbs;
+  // A real descriptor, so that a program can pass a dup(2) of it to
+  // ibv_import_device(3) (rdma-core's tests/test_shared_pd.py does).
+  const int cmd_fd = memfd_create("verbfault-context", MFD_CLOEXEC);
+  struct stat st {};
+  if (cmd_fd >= 0 && fstat(cmd_fd, &st) == 0) {
+    cmd_file_ = st.st_ino;
+    cmd_dev_ = st.st_dev;
+  }
+  init(handle_.verbs, cmd_fd);
+  Fabric::get().contexts().push_back(this);
+}
+
+void Context::init(ContextStorage& storage, int cmd_fd) {
+  verbs_context& vctx = storage.verbs;
   vctx.sz = sizeof(verbs_context);
   ibv_context& ctx = vctx.context;
-  ctx.device = device.verbs();
-  ctx.cmd_fd = -1;
+  ctx.device = device_.verbs();
+  ctx.cmd_fd = cmd_fd;
   ctx.async_fd = async_fd_.fd();
   ctx.num_comp_vectors = 1;
   pthread_mutex_init(&ctx.mutex, nullptr);
   // verbs_get_ctx() recognises an extended context by this marker.
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
-  Fabric::get().contexts().push_back(this);
 }
 
 Context::~Context() {
@@ -45,7 +61,34 @@ Context::~Context() {
   mrs.clear();
   ahs.clear();
   pds.clear();
+  imported_mrs.clear();
+  imported_pds.clear();
+  for (auto& import : imports_) {
+    if (import->verbs.verbs.context.cmd_fd >= 0) ::close(import->verbs.verbs.context.cmd_fd);
+    pthread_mutex_destroy(&import->verbs.verbs.context.mutex);
+  }
+  if (handle_.verbs.verbs.context.cmd_fd >= 0) ::close(handle_.verbs.verbs.context.cmd_fd);
   pthread_mutex_destroy(&handle_.verbs.verbs.context.mutex);
+}
+
+bool Context::has_cmd_fd(int cmd_fd) const {
+  if (cmd_file_ == 0 || open_ == 0) return false;
+  struct stat st {};
+  return fstat(cmd_fd, &st) == 0 && st.st_ino == cmd_file_ && st.st_dev == cmd_dev_;
+}
+
+ibv_context* Context::add_import(int cmd_fd) {
+  auto import = std::make_unique<Handle<ContextStorage, Context>>();
+  import->owner = this;
+  init(import->verbs, cmd_fd);
+  ++open_;
+  imports_.push_back(std::move(import));
+  return &imports_.back()->verbs.verbs.context;
+}
+
+bool Context::close(ibv_context* verbs) {
+  (void)verbs;  // its storage stays until the context goes: objects point to it
+  return --open_ == 0;
 }
 
 Context* Context::from(ibv_context* c) {

@@ -6,9 +6,12 @@
 
 #include <infiniband/verbs.h>
 
+#include <sys/types.h>
+
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace verbfault::sim {
 
@@ -23,6 +26,12 @@ class QueuePair;
 
 // Owns every object created on it: ibv_close_device(3) releases them all,
 // as the kernel does for a closed uverbs file. Guarded by Fabric::mutex.
+//
+// Like a uverbs file it may be open through several ibv_contexts: the one
+// ibv_open_device(3) made, and those ibv_import_device(3) made from a
+// descriptor of its cmd_fd (a memfd standing for the file; its inode tells
+// which context a descriptor is of). Its objects live until the last of
+// them is closed.
 class Context {
  public:
   explicit Context(Device& device);
@@ -32,7 +41,26 @@ class Context {
 
   ibv_context* verbs() { return &handle_.verbs.verbs.context; }
   static Context* from(ibv_context* c);
+  // Whether two ibv_contexts are of one context (an import of it, or it).
+  static bool same(ibv_context* a, ibv_context* b) {
+    return a != nullptr && b != nullptr && from(a) == from(b);
+  }
   Device& device() { return device_; }
+
+  // Whether `cmd_fd` is a descriptor of this context's cmd_fd (same file).
+  bool has_cmd_fd(int cmd_fd) const;
+  // A further ibv_context on this context (ibv_import_device(3)); it owns
+  // `cmd_fd` from now on. Its ops are the caller's to install.
+  ibv_context* add_import(int cmd_fd);
+  // Closes one of its ibv_contexts; true when none is open any more (the
+  // context is then to be deleted).
+  bool close(ibv_context* verbs);
+
+  // Objects imported into one of its ibv_contexts (ibv_import_pd(3),
+  // ibv_import_mr(3)): a second handle on an object of this context,
+  // released by ibv_unimport_pd / _mr, or with the context.
+  std::vector<std::unique_ptr<Handle<ibv_pd, ProtectionDomain>>> imported_pds;
+  std::vector<std::unique_ptr<Handle<ibv_mr, MemoryRegion>>> imported_mrs;
 
   // Async events (ibv_get_async_event(3)); the fd is readable while one waits.
   void raise(const ibv_async_event& event);
@@ -55,7 +83,14 @@ class Context {
   struct ContextStorage {
     verbs_context verbs;
   };
+  void init(ContextStorage& storage, int cmd_fd);
   Handle<ContextStorage, Context> handle_;
+  // The ibv_contexts ibv_import_device made; `open_` counts those not
+  // closed, the first one included.
+  std::vector<std::unique_ptr<Handle<ContextStorage, Context>>> imports_;
+  int open_ = 1;
+  ino_t cmd_file_ = 0;
+  dev_t cmd_dev_ = 0;
   Device& device_;
   ReadinessFd async_fd_;
   std::deque<ibv_async_event> async_events_;

@@ -254,7 +254,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0)
     return refuse(EOPNOTSUPP);
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr ||
-      attr->pd->context != context)
+      !Context::same(attr->pd->context, context))
     return refuse(EINVAL);
   const uint64_t send_ops =
       (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? attr->send_ops_flags : 0;

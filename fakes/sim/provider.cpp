@@ -149,8 +149,7 @@ int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* in
   return 0;
 }
 
-void install_ops(Context& context) {
-  ibv_context* ctx = context.verbs();
+void install_ops(ibv_context* ctx) {
   ctx->ops.poll_cq = op_poll_cq;
   ctx->ops.req_notify_cq = op_req_notify_cq;
   ctx->ops.post_send = op_post_send;
@@ -440,13 +439,35 @@ ibv_context* open_device(ibv_device* device) {
   // whatever this process's threads do (its service thread).
   Fabric::get().endpoint();
   auto* context = new Context(*Device::from(device));
-  install_ops(*context);
+  install_ops(context->verbs());
   return context->verbs();
+}
+
+bool owns_cmd_fd(int cmd_fd) {
+  if (cmd_fd < 0) return false;
+  Lock guard = lock();
+  for (Context* context : Fabric::get().contexts())
+    if (context->has_cmd_fd(cmd_fd)) return true;
+  return false;
+}
+
+ibv_context* import_device(int cmd_fd) {
+  Lock guard = lock();
+  for (Context* context : Fabric::get().contexts()) {
+    if (!context->has_cmd_fd(cmd_fd)) continue;
+    ibv_context* imported = context->add_import(cmd_fd);
+    install_ops(imported);
+    return imported;
+  }
+  return fail<ibv_context>(EOPNOTSUPP);  // not a simulated device's descriptor
 }
 
 int close_device(ibv_context* verbs) {
   Lock guard = lock();
   Device& device = Context::from(verbs)->device();
+  // One of several ibv_contexts of the context (ibv_import_device(3)): the
+  // objects stay for the others.
+  if (!Context::from(verbs)->close(verbs)) return 0;
   delete Context::from(verbs);
   // After DEVICE_FATAL the application closes its contexts and opens new
   // ones; like a driver resetting the HCA, the device works again once the
@@ -570,6 +591,70 @@ int dealloc_pd(ibv_pd* verbs) {
   return 0;
 }
 
+// ibv_import_pd(3) / ibv_import_mr(3): the object with that handle in the
+// (shared) context, as a second ibv_pd / ibv_mr whose context is the
+// importing one. The imported MR's address is unknown to the importer, as
+// with the kernel's query (NULL). An import counts as a child of its PD (or
+// MR): the original is not released while imported (EBUSY), where the
+// kernel would release it under the importer.
+ibv_pd* import_pd(ibv_context* verbs, uint32_t handle) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs);
+  for (auto& [pd, owned] : context->pds) {
+    if (pd->verbs()->handle != handle) continue;
+    auto alias = std::make_unique<Handle<ibv_pd, ProtectionDomain>>();
+    alias->owner = pd;
+    alias->verbs = *pd->verbs();
+    alias->verbs.context = verbs;
+    ++pd->children;
+    context->imported_pds.push_back(std::move(alias));
+    return &context->imported_pds.back()->verbs;
+  }
+  return fail<ibv_pd>(EINVAL);
+}
+
+void unimport_pd(ibv_pd* verbs) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs->context);
+  auto& imported = context->imported_pds;
+  for (auto at = imported.begin(); at != imported.end(); ++at) {
+    if (&(*at)->verbs != verbs) continue;
+    --(*at)->owner->children;
+    imported.erase(at);
+    return;
+  }
+}
+
+ibv_mr* import_mr(ibv_pd* verbs, uint32_t handle) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs->context);
+  for (auto& [mr, owned] : context->mrs) {
+    if (mr->verbs()->handle != handle) continue;
+    auto alias = std::make_unique<Handle<ibv_mr, MemoryRegion>>();
+    alias->owner = mr;
+    alias->verbs = *mr->verbs();
+    alias->verbs.context = verbs->context;
+    alias->verbs.pd = verbs;
+    alias->verbs.addr = nullptr;
+    ++mr->imports;
+    context->imported_mrs.push_back(std::move(alias));
+    return &context->imported_mrs.back()->verbs;
+  }
+  return fail<ibv_mr>(EINVAL);
+}
+
+void unimport_mr(ibv_mr* verbs) {
+  Lock guard = lock();
+  Context* context = Context::from(verbs->context);
+  auto& imported = context->imported_mrs;
+  for (auto at = imported.begin(); at != imported.end(); ++at) {
+    if (&(*at)->verbs != verbs) continue;
+    --(*at)->owner->imports;
+    imported.erase(at);
+    return;
+  }
+}
+
 namespace {
 // The access flags an MR of the simulated device may have (ibv_reg_mr(3)).
 bool valid_mr_access(unsigned int access) {
@@ -591,10 +676,11 @@ ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   if (length > pd->context().device().profile().device.max_mr_size) return fail<ibv_mr>(EINVAL);
   Fabric& fabric = Fabric::get();
-  fabric.next_index(Fabric::Kind::kMr);
+  const uint32_t handle = fabric.next_index(Fabric::Kind::kMr);
   const uint32_t key = fabric.reserve_mr_key();
   auto mr = std::make_unique<MemoryRegion>(
       *pd, addr, length, (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova, access, key);
+  mr->verbs()->handle = handle;
   fabric.bind_mr(key, mr.get());
   ++pd->children;
   return adopt(pd->context().mrs, std::move(mr))->verbs();
@@ -621,7 +707,7 @@ int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length
   ProtectionDomain* pd = nullptr;
   if (flags & IBV_REREG_MR_CHANGE_PD) {
     // The new PD must belong to the MR's own context.
-    if (new_pd == nullptr || new_pd->context != verbs->context) return input_error();
+    if (new_pd == nullptr || !Context::same(new_pd->context, verbs->context)) return input_error();
     pd = ProtectionDomain::from(new_pd);
     --mr->pd().children;
     ++pd->children;
@@ -634,6 +720,7 @@ int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length
 int dereg_mr(ibv_mr* verbs) {
   Lock guard = lock();
   MemoryRegion* mr = MemoryRegion::from(verbs);
+  if (mr->imports > 0) return fail_int(EBUSY);
   Fabric::get().unregister_mr(mr->key());
   --mr->pd().children;
   mr->pd().context().mrs.erase(mr);
@@ -694,6 +781,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* verbs) {
   Context* context = Context::from(verbs);
   auto channel = std::make_unique<CompletionChannel>(*context);
   if (!channel->valid()) return fail<ibv_comp_channel>(EMFILE);
+  channel->verbs()->context = verbs;
   return adopt(context->channels, std::move(channel))->verbs();
 }
 
@@ -715,12 +803,13 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
   if (comp_vector < 0 || comp_vector >= verbs->num_comp_vectors) return fail<ibv_cq>(EINVAL);
   CompletionChannel* sim_channel = nullptr;
   if (channel != nullptr) {
-    if (channel->context != verbs) return fail<ibv_cq>(EINVAL);
+    if (!Context::same(channel->context, verbs)) return fail<ibv_cq>(EINVAL);
     sim_channel = CompletionChannel::from(channel);
   }
   auto cq =
       std::make_unique<CompletionQueue>(*context, actual_cq_size(cqe), cq_context, sim_channel);
   cq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kCq);
+  cq->verbs()->context = verbs;  // the import it was made on, if one
   if (sim_channel != nullptr) {
     ++sim_channel->attached_cqs;
     ++channel->refcnt;
@@ -886,7 +975,7 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
       return fail<ibv_qp>(EINVAL);
   }
   auto same_context = [&](auto* object) {
-    return object != nullptr && object->context == verbs->context;
+    return object != nullptr && Context::same(object->context, verbs->context);
   };
   if (!same_context(init->send_cq) || !same_context(init->recv_cq)) return fail<ibv_qp>(EINVAL);
   if (init->srq != nullptr) {

@@ -42,6 +42,11 @@ ibv_context* ibv_open_device(ibv_device* device) {
   return interposer::calls::open_device(device);
 }
 
+ibv_context* ibv_import_device(int cmd_fd) {
+  thread_calls::verbs_point();
+  return interposer::calls::import_device(cmd_fd);
+}
+
 int ibv_close_device(ibv_context* context) {
   thread_calls::verbs_point();
   return interposer::calls::close_device(context);

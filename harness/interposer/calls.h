@@ -56,6 +56,7 @@ int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey);
 int resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
                             uint16_t* vid);
 ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle);
+ibv_context* import_device(int cmd_fd);
 ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle);
 
 // ---- resources (calls_resources.cpp) ----

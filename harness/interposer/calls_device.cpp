@@ -35,6 +35,14 @@ ibv_context* open_device(ibv_device* device) {
   return context;
 }
 
+// ibv_import_device(3): a context on a device opened elsewhere, wrapped as
+// an opened one.
+ibv_context* import_device(int cmd_fd) {
+  ibv_context* context = provider::import_device(cmd_fd);
+  if (context != nullptr) interposer::opened(context, context->device->name);
+  return context;
+}
+
 int close_device(ibv_context* context) {
   interposer::unwrap_fd(context);
   int result = provider::close_device(context);
@@ -89,7 +97,8 @@ int resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth
 }
 
 ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle) {
-  return provider::import_pd(context, pd_handle);
+  return created(provider::import_pd(context, pd_handle), ObjectKind::pd, context, "import_pd",
+                 {{"handle", pd_handle}});
 }
 
 ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle) {

@@ -59,15 +59,20 @@ int dereg_mr(ibv_mr* mr) {
 }
 
 ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle) {
-  return provider::import_mr(pd, mr_handle);
+  return created(provider::import_mr(pd, mr_handle), ObjectKind::mr, pd, "import_mr",
+                 {{"handle", mr_handle}});
 }
 
+// The handle is released, the object stays (it belongs to the context it
+// was imported from): the name goes with the handle.
 void unimport_mr(ibv_mr* mr) {
   provider::unimport_mr(mr);
+  interposer::destroyed(mr, "unimport_mr", 0);
 }
 
 void unimport_pd(ibv_pd* pd) {
   provider::unimport_pd(pd);
+  interposer::destroyed(pd, "unimport_pd", 0);
 }
 
 void unimport_dm(ibv_dm* dm) {

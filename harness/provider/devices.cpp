@@ -159,12 +159,15 @@ int resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth
   return VERBFAULT_REAL(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1")(context, attr, eth_mac, vid);
 }
 
+// A descriptor of a simulated context's cmd_fd imports that context;
+// anything else is libibverbs' (a uverbs file).
+ibv_context* import_device(int cmd_fd) {
+  if (sim::owns_cmd_fd(cmd_fd)) return sim::import_device(cmd_fd);
+  return VERBFAULT_REAL(ibv_import_device, "IBVERBS_1.10")(cmd_fd);
+}
+
 ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle) {
-  // Importing needs a shared kernel context; a simulated device has none.
-  if (simulated(context)) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
+  if (simulated(context)) return sim::import_pd(context, pd_handle);
   return VERBFAULT_REAL(ibv_import_pd, "IBVERBS_1.10")(context, pd_handle);
 }
 

@@ -61,20 +61,18 @@ int dereg_mr(ibv_mr* mr) {
 }
 
 ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle) {
-  if (simulated(pd)) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
+  if (simulated(pd)) return sim::import_mr(pd, mr_handle);
   return VERBFAULT_REAL(ibv_import_mr, "IBVERBS_1.10")(pd, mr_handle);
 }
 
 void unimport_mr(ibv_mr* mr) {
-  // Nothing simulated is ever imported; a real import is released by libibverbs.
-  if (!simulated(mr)) VERBFAULT_REAL(ibv_unimport_mr, "IBVERBS_1.10")(mr);
+  if (simulated(mr)) return sim::unimport_mr(mr);
+  VERBFAULT_REAL(ibv_unimport_mr, "IBVERBS_1.10")(mr);
 }
 
 void unimport_pd(ibv_pd* pd) {
-  if (!simulated(pd)) VERBFAULT_REAL(ibv_unimport_pd, "IBVERBS_1.10")(pd);
+  if (simulated(pd)) return sim::unimport_pd(pd);
+  VERBFAULT_REAL(ibv_unimport_pd, "IBVERBS_1.10")(pd);
 }
 
 void unimport_dm(ibv_dm* dm) {

@@ -60,6 +60,7 @@ const char* get_device_name(ibv_device* device);
 __be64 get_device_guid(ibv_device* device);
 int get_device_index(ibv_device* device);
 ibv_context* open_device(ibv_device* device);
+ibv_context* import_device(int cmd_fd);
 int close_device(ibv_context* context);
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
 int query_device(ibv_context* context, ibv_device_attr* attr);

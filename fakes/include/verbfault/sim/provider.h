@@ -81,6 +81,11 @@ bool owns_sysfs_path(const char* dir);
 
 ibv_context* open_device(ibv_device* device);
 int close_device(ibv_context* context);
+// ibv_import_device(3): whether `cmd_fd` is (a descriptor of) a simulated
+// context's cmd_fd, and a further ibv_context on that context, which owns
+// `cmd_fd` from then on (nullptr, errno EOPNOTSUPP: not one of ours).
+bool owns_cmd_fd(int cmd_fd);
+ibv_context* import_device(int cmd_fd);
 int query_device(ibv_context* context, ibv_device_attr* attr);
 int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr);
 int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid);
@@ -95,6 +100,13 @@ int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey);
 // ---- resources -----------------------------------------------------------
 ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* pd);
+// ibv_import_pd(3), ibv_import_mr(3) by handle within the context of
+// `context` / `pd` (nullptr, errno EINVAL: no such handle), and their
+// release without destroying the object.
+ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle);
+void unimport_pd(ibv_pd* pd);
+ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle);
+void unimport_mr(ibv_mr* mr);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access);
 int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
 int dereg_mr(ibv_mr* mr);
