@@ -41,6 +41,7 @@ enum VendorError : uint32_t {
   kVendorRetryExceeded = 0x106,
   kVendorRemoteOperation = 0x107,
   kVendorLocalQpOperation = 0x108,
+  kVendorMemoryWindowBind = 0x109,
 };
 
 }  // namespace verbfault::sim

@@ -6,6 +6,7 @@
 #include "device.h"
 #include "fabric.h"
 #include "memory_region.h"
+#include "memory_window.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -57,6 +58,7 @@ Context::~Context() {
   srqs.clear();
   cqs.clear();
   channels.clear();
+  mws.clear();  // their destructors give back their keys
   for (auto& [mr, owned] : mrs) fabric.unregister_mr(mr->key());
   mrs.clear();
   ahs.clear();

@@ -18,6 +18,7 @@ namespace verbfault::sim {
 class Device;
 class ProtectionDomain;
 class MemoryRegion;
+class MemoryWindow;
 class AddressHandle;
 class CompletionChannel;
 class CompletionQueue;
@@ -73,6 +74,7 @@ class Context {
   using Owned = std::unordered_map<T*, std::unique_ptr<T>>;
   Owned<ProtectionDomain> pds;
   Owned<MemoryRegion> mrs;
+  Owned<MemoryWindow> mws;
   Owned<AddressHandle> ahs;
   Owned<CompletionChannel> channels;
   Owned<CompletionQueue> cqs;

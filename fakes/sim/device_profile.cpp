@@ -40,7 +40,9 @@ DeviceProfile DeviceProfile::standard(int index, uint32_t member) {
   d.atomic_cap = IBV_ATOMIC_HCA;
   d.max_ee = 0;
   d.max_rdd = 0;
-  d.max_mw = 0;  // memory windows are not simulated (ibv_alloc_mw: EOPNOTSUPP)
+  // Memory windows of types 1 and 2B (memory_window.h), as rxe reports them.
+  d.max_mw = 1 << 24;
+  d.device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   d.max_raw_ipv6_qp = 0;
   d.max_raw_ethy_qp = 0;
   d.max_mcast_grp = 0;  // multicast is not simulated (ibv_attach_mcast: EOPNOTSUPP)

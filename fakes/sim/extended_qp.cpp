@@ -26,7 +26,10 @@ QueuePair& owner(ibv_qp_ex* qpx) {
 // The send operations each QP type allows (ibv_wr_post(3), "QP Type").
 uint64_t allowed_send_ops(ibv_qp_type type) {
   const uint64_t any = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-  const uint64_t writes = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+  // Writes, and the memory window operations (memory_window.h) on UC and RC.
+  const uint64_t writes = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                          IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
+                          IBV_QP_EX_WITH_SEND_WITH_INV;
   const uint64_t rc_only = IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
   switch (type) {
@@ -158,6 +161,28 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, ui
          add, 0);
 }
 
+void wr_send_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
+  Lock guard = lock();
+  if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV))
+    wr->invalidate_rkey = invalidate_rkey;
+}
+
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
+  Lock guard = lock();
+  if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV))
+    wr->invalidate_rkey = invalidate_rkey;
+}
+
+// ibv_wr_post(3): binds a type 2 window; `bind_info` is copied now.
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* bind_info) {
+  Lock guard = lock();
+  if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW)) {
+    wr->bind_mw.mw = mw;
+    wr->bind_mw.rkey = rkey;
+    wr->bind_mw.bind_info = *bind_info;
+  }
+}
+
 // The data of the last WR: its SGE list (copied: ibv_wr_post(3) lets the
 // caller reuse the list once the setter returns).
 void set_sges(ibv_qp_ex* qpx, const ibv_sge* list, std::size_t count) {
@@ -235,8 +260,11 @@ void install_post_api(ibv_qp_ex* qpx) {
   qpx->wr_set_inline_data = wr_set_inline_data;
   qpx->wr_set_inline_data_list = wr_set_inline_data_list;
   qpx->wr_set_ud_addr = wr_set_ud_addr;
-  // Memory windows, SEND_WITH_INV, TSO, XRC: not simulated, and creation
-  // refuses a QP that asks for them, so these stay NULL.
+  qpx->wr_send_inv = wr_send_inv;
+  qpx->wr_local_inv = wr_local_inv;
+  qpx->wr_bind_mw = wr_bind_mw;
+  // TSO, XRC: not simulated, and creation refuses a QP that asks for them,
+  // so these stay NULL.
 }
 
 ibv_qp* refuse(int error) {

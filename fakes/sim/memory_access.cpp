@@ -2,7 +2,9 @@
 
 #include "fabric.h"
 #include "memory_region.h"
+#include "memory_window.h"
 #include "protection_domain.h"
+#include "queue_pair.h"
 
 #include <algorithm>
 #include <cstring>
@@ -92,10 +94,12 @@ void copy(std::span<const Target> to, uint64_t offset, std::span<const Source> f
   copy_disjoint(to, offset, std::span(&whole, 1));
 }
 
-uint8_t* remote_memory(ProtectionDomain& pd, uint32_t rkey, uint64_t addr, uint64_t length,
+uint8_t* remote_memory(QueuePair& qp, uint32_t rkey, uint64_t addr, uint64_t length,
                        unsigned int access) {
   MemoryRegion* mr = Fabric::get().find_mr(rkey);
-  if (mr == nullptr || &mr->pd() != &pd || (mr->access() & access) != access) return nullptr;
+  // Not a region's rkey: perhaps a window's (their keys never coincide).
+  if (mr == nullptr) return memory_window::remote_memory(qp, rkey, addr, length, access);
+  if (&mr->pd() != &qp.pd() || (mr->access() & access) != access) return nullptr;
   return mr->translate(addr, length);
 }
 

@@ -19,6 +19,7 @@
 namespace verbfault::sim {
 
 class ProtectionDomain;
+class QueuePair;
 
 // Registered memory resolved to host addresses: the non-empty SGEs of a
 // list, in order.
@@ -81,9 +82,11 @@ uint64_t length_of(std::span<const Source> pieces);
 // the whole source before writing: the message is sent before it lands.
 void copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from);
 
-// The host address of [addr, addr + length) behind an rkey if the region is
-// in `pd` and allows `access` (IBV_ACCESS_REMOTE_*), else nullptr.
-uint8_t* remote_memory(ProtectionDomain& pd, uint32_t rkey, uint64_t addr, uint64_t length,
+// The host address of [addr, addr + length) behind an rkey, for a request
+// to the responder `qp`: an MR in its PD that allows `access`
+// (IBV_ACCESS_REMOTE_*), or a memory window bound so that it does
+// (memory_window.h); else nullptr.
+uint8_t* remote_memory(QueuePair& qp, uint32_t rkey, uint64_t addr, uint64_t length,
                        unsigned int access);
 
 }  // namespace verbfault::sim

@@ -15,6 +15,7 @@
 #include "fabric_wait.h"
 #include "remote.h"
 #include "memory_region.h"
+#include "memory_window.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -155,6 +156,9 @@ void install_ops(ibv_context* ctx) {
   ctx->ops.post_send = op_post_send;
   ctx->ops.post_recv = op_post_recv;
   ctx->ops.post_srq_recv = op_post_srq_recv;
+  ctx->ops.alloc_mw = alloc_mw;  // memory_window.h
+  ctx->ops.dealloc_mw = dealloc_mw;
+  ctx->ops.bind_mw = bind_mw;
   verbs_context* vctx = verbs_get_ctx(ctx);
   vctx->query_port = op_query_port;
   vctx->query_device_ex = op_query_device_ex;
@@ -662,9 +666,10 @@ bool valid_mr_access(unsigned int access) {
   constexpr unsigned kNeedsLocalWrite = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
   constexpr unsigned kKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                               IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                              IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING;
+                              IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING |
+                              IBV_ACCESS_MW_BIND;
   if ((access & kNeedsLocalWrite) && !(access & IBV_ACCESS_LOCAL_WRITE)) return false;
-  return (access & ~kKnown) == 0;  // MW binding, on-demand paging ...
+  return (access & ~kKnown) == 0;  // on-demand paging ...
 }
 }  // namespace
 
@@ -721,6 +726,9 @@ int dereg_mr(ibv_mr* verbs) {
   Lock guard = lock();
   MemoryRegion* mr = MemoryRegion::from(verbs);
   if (mr->imports > 0) return fail_int(EBUSY);
+  // ibv_reg_mr(3): "ibv_dereg_mr() fails if any memory window is still
+  // bound to this MR"; EINVAL as rxe (rxe_dereg_mr).
+  if (memory_window::bound_to(*mr)) return fail_int(EINVAL);
   Fabric::get().unregister_mr(mr->key());
   --mr->pd().children;
   mr->pd().context().mrs.erase(mr);
@@ -1043,6 +1051,7 @@ int destroy_qp(ibv_qp* verbs) {
   Fabric& fabric = Fabric::get();
   fabric.unregister_qp(qp->qpn());
   fabric.unschedule(qp);
+  memory_window::forget_qp(*qp);
   qp->send_cq().forget(qp);
   qp->recv_cq().forget(qp);
   --qp->send_cq().attached_queues;

@@ -24,18 +24,39 @@ bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode) {
       return true;
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV:  // ibv_wr_post(3): these three on UC and RC
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV:
       return type == IBV_QPT_RC || type == IBV_QPT_UC;
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       return type == IBV_QPT_RC;
     default:
-      return false;  // memory windows, TSO, LSO, local invalidate: not simulated
+      return false;  // TSO, LSO, fast registration: not simulated
   }
 }
 
 bool is_atomic(ibv_wr_opcode opcode) {
   return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// IBV_WR_BIND_MW and IBV_WR_LOCAL_INV carry no data: what the requester
+// needs of them (memory_window.h), copied (the application may reuse its
+// WR and free the window or MR at once; the WQE then fails).
+void take_local_operation(const ibv_send_wr& wr, SendWqe& wqe) {
+  wqe.length = 0;
+  if (wr.opcode == IBV_WR_LOCAL_INV) {
+    wqe.rkey = wr.invalidate_rkey;
+    return;
+  }
+  const ibv_mw_bind_info& info = wr.bind_mw.bind_info;
+  wqe.rkey = wr.bind_mw.rkey;
+  wqe.mw_rkey = wr.bind_mw.mw->rkey;
+  wqe.bind_lkey = info.mr != nullptr ? info.mr->lkey : 0;
+  wqe.bind_addr = info.addr;
+  wqe.bind_length = info.length;
+  wqe.bind_access = info.mw_access_flags;
 }
 
 uint32_t mtu_bytes(ibv_mtu mtu) {
@@ -189,6 +210,15 @@ void QueuePair::enter_error() {
 
 int QueuePair::check_send_wr(const ibv_send_wr& wr) {
   if (!opcode_allowed(type_, wr.opcode)) return EINVAL;
+  if (wr.opcode == IBV_WR_BIND_MW) {
+    // ibv_post_send(3): a bind names its window; a binding without an MR
+    // has no range (libibverbs' ibv_bind_mw check).
+    const ibv_mw_bind_info& info = wr.bind_mw.bind_info;
+    if (wr.bind_mw.mw == nullptr) return EINVAL;
+    if (info.mr == nullptr && (info.addr != 0 || info.length != 0)) return EINVAL;
+    return 0;
+  }
+  if (wr.opcode == IBV_WR_LOCAL_INV) return 0;  // no data: the SGEs are not looked at
   if (wr.num_sge < 0) return EINVAL;
   uint64_t length = 0;
   for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
@@ -242,7 +272,9 @@ int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
     wqe.signaled = init_.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
     wqe.imm_data = wr->imm_data;
     for (int i = 0; i < wr->num_sge; ++i) wqe.length += wr->sg_list[i].length;
-    if (wr->send_flags & IBV_SEND_INLINE) {
+    if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+      take_local_operation(*wr, wqe);
+    } else if (wr->send_flags & IBV_SEND_INLINE) {
       // The buffers may be reused as soon as the call returns.
       wqe.inline_data.reserve(wqe.length);
       for (int i = 0; i < wr->num_sge; ++i) {
@@ -261,6 +293,8 @@ int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
       wqe.rkey = wr->wr.atomic.rkey;
       wqe.compare_add = wr->wr.atomic.compare_add;
       wqe.swap = wr->wr.atomic.swap;
+    } else if (wr->opcode == IBV_WR_SEND_WITH_INV) {
+      wqe.rkey = wr->invalidate_rkey;
     }
     if (type_ == IBV_QPT_UD) {
       wqe.ah = AddressHandle::from(wr->wr.ud.ah)->attr();

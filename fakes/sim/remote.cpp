@@ -53,7 +53,7 @@ void answer(uint32_t member, const RequestFrame& request, const ResponderResult&
 
 bool needs_receive(ibv_wr_opcode opcode) {
   return opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM ||
-         opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+         opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 }
 
 // A request that consumes a receive WR (a SEND, a WRITE with immediate)

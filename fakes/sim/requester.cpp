@@ -7,6 +7,7 @@
 #include "device.h"
 #include "fabric.h"
 #include "memory_access.h"
+#include "memory_window.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "remote.h"
@@ -153,6 +154,15 @@ Step conclude(QueuePair& qp, SendWqe& wqe, const ResponderResult& result, uint8_
 // process) at the first WQE not yet in flight: kInFlight when it was sent
 // to another process and waits for its answer.
 Step attempt(QueuePair& qp, SendWqe& wqe, bool is_head) {
+  if (wqe.opcode == IBV_WR_BIND_MW || wqe.opcode == IBV_WR_LOCAL_INV) {
+    // Local operations (IBA 10.6.7): no message, run in their turn.
+    if (!is_head) return Step::kWaiting;
+    const memory_window::Outcome outcome = wqe.opcode == IBV_WR_BIND_MW
+                                               ? memory_window::bind(qp, wqe)
+                                               : memory_window::invalidate_local(qp, wqe.rkey);
+    completer::complete_send(qp, wqe, outcome.status, outcome.vendor_err);
+    return Step::kCompleted;
+  }
   Message message = message_of(qp, wqe);
 
   // Local checks first: a bad lkey never leaves the HCA (IBV_WC_LOC_PROT_ERR).

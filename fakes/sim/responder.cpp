@@ -4,6 +4,7 @@
 #include "device.h"
 #include "fabric.h"
 #include "memory_access.h"
+#include "memory_window.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -58,6 +59,11 @@ ibv_wc receive_completion(QueuePair& qp, const Message& m, const RecvWqe& wqe) {
     wc.wc_flags |= IBV_WC_WITH_IMM;
     wc.imm_data = m.imm_data;  // network byte order end to end
   }
+  if (m.opcode == IBV_WR_SEND_WITH_INV) {
+    // ibv_poll_cq(3): the rkey the sender invalidated (host byte order).
+    wc.wc_flags |= IBV_WC_WITH_INV;
+    wc.invalidated_rkey = m.rkey;
+  }
   return wc;
 }
 
@@ -82,6 +88,15 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     completer::fail_recv(qp, *wqe, from_srq, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
     qp.enter_error();
     return {qp.type() == IBV_QPT_RC ? Response::kRemoteOperationError : Response::kDropped, {}};
+  }
+  if (m.opcode == IBV_WR_SEND_WITH_INV && !memory_window::invalidate_remote(qp, m.rkey)) {
+    // IBA 10.6.7.3: the rkey must name a type 2 window bound through this
+    // QP. As rxe (rxe_resp.c, RESPST_ERR_INVALIDATE_RKEY): the receive
+    // completes with IBV_WC_REM_INV_REQ_ERR and the QP goes to ERR; the
+    // requester gets an invalid request NAK. Nothing is written.
+    completer::fail_recv(qp, *wqe, from_srq, IBV_WC_REM_INV_REQ_ERR, kVendorRemoteInvalidRequest);
+    qp.enter_error();
+    return {qp.type() == IBV_QPT_RC ? Response::kRemoteInvalidRequest : Response::kDropped, {}};
   }
   ibv_wc wc = receive_completion(qp, m, *wqe);
   if (ud && m.ah.is_global) {
@@ -123,7 +138,7 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
     // IBA 10.6.3.3: a zero-length RDMA carries no R_Key to check.
     uint8_t* target = nullptr;
     if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_WRITE)
-      target = remote_memory(qp.pd(), send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
+      target = remote_memory(qp, send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
     if (target == nullptr) return access_violation(qp);
     const Target whole(target, length);
     copy(std::span(&whole, 1), 0, m.payload);
@@ -145,8 +160,8 @@ ResponderResult on_read(QueuePair& qp, const Message& m) {
   if (send.read_length == 0) return result;
   const uint8_t* source = nullptr;
   if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_READ)
-    source = remote_memory(qp.pd(), send.rkey, send.remote_addr, send.read_length,
-                           IBV_ACCESS_REMOTE_READ);
+    source =
+        remote_memory(qp, send.rkey, send.remote_addr, send.read_length, IBV_ACCESS_REMOTE_READ);
   if (source == nullptr) return access_violation(qp);
   result.read_data = Source(source, send.read_length);
   return result;
@@ -164,7 +179,7 @@ ResponderResult on_atomic(QueuePair& qp, const Message& m) {
   }
   uint8_t* target = nullptr;
   if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
-    target = remote_memory(qp.pd(), send.rkey, send.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC);
+    target = remote_memory(qp, send.rkey, send.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC);
   if (target == nullptr) return access_violation(qp);
   uint64_t original;
   std::memcpy(&original, target, 8);
@@ -212,6 +227,7 @@ ResponderResult receive(QueuePair& qp, const Message& m) {
   switch (m.opcode) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV:
       return on_send(qp, m);
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:

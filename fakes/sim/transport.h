@@ -51,6 +51,8 @@ struct Request {
   unsigned int send_flags = 0;  // IBV_SEND_SOLICITED matters to the responder
   __be32 imm_data = 0;
   uint64_t remote_addr = 0;
+  // RDMA and atomics: the target's key; SEND_WITH_INV: the rkey to
+  // invalidate at the target (the IETH, IBA 9.3.1; a frame carries it).
   uint32_t rkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;

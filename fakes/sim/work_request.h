@@ -51,7 +51,18 @@ struct SendWqe {
   SgeList sges;                      // local buffers (not used when inline)
   std::vector<uint8_t> inline_data;  // IBV_SEND_INLINE payload
   uint64_t remote_addr = 0;
+  // RDMA and atomics: the target's key. IBV_WR_BIND_MW: the window's new
+  // rkey (its key byte counts); IBV_WR_LOCAL_INV, IBV_WR_SEND_WITH_INV: the
+  // rkey to invalidate (ibv_post_send(3) invalidate_rkey).
   uint32_t rkey = 0;
+  // IBV_WR_BIND_MW (memory_window.h): the window by its rkey at post time
+  // and the region by its lkey (0: none), so that either being freed
+  // before the WQE runs is seen; the range and access of the binding.
+  uint32_t mw_rkey = 0;
+  uint32_t bind_lkey = 0;
+  uint64_t bind_addr = 0;
+  uint64_t bind_length = 0;
+  unsigned int bind_access = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
   // UD addressing, copied from the AH at post time.

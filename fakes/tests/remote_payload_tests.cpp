@@ -103,6 +103,19 @@ class Member {
     CHILD_CHECK(testing::rc_connect(qp_, options) == 0);
   }
 
+  ibv_pd* pd() const { return pd_; }
+  ibv_qp* qp() const { return qp_; }
+
+  // The next completion of the member's CQ.
+  ibv_wc next() {
+    ibv_wc wc{};
+    for (int n = 0; n == 0;) {
+      n = ibv_poll_cq(cq_, 1, &wc);
+      CHILD_CHECK(n >= 0);
+    }
+    return wc;
+  }
+
   // Posts one signaled WR over `sges` and returns its completion status.
   ibv_wc_status run(ibv_wr_opcode opcode, std::vector<ibv_sge> sges, uint64_t remote_addr,
                     uint32_t rkey) {
@@ -304,6 +317,87 @@ TEST(RemotePayload, TargetStillChecksRkeyAndBounds) {
                      target.rkey + 977) == IBV_WC_REM_ACCESS_ERR;
       },
       [](const uint8_t*) { return true; });
+}
+
+// A memory window across processes (sim/memory_window.h): the target
+// binds a type 2 window through its QP; the requester writes through the
+// window's rkey, invalidates it with SEND_WITH_INV (the rkey travels in the
+// request frame), and is refused afterwards.
+TEST(RemotePayload, MemoryWindowRkeyResolvedAndInvalidatedAtTheTarget) {
+  ScratchFabric fabric("window");
+  Pipe to_target;
+  Pipe to_requester;
+  constexpr std::size_t kOffset = 128;
+  Child target = spawn([&] {
+    Member m(fabric.name(), 1);
+    static uint8_t buffer[4096];
+    ibv_mr* mr = sim::reg_mr(m.pd(), buffer, sizeof buffer, reinterpret_cast<uintptr_t>(buffer),
+                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+    CHILD_CHECK(mr != nullptr);
+    Card requester;
+    CHILD_CHECK(to_requester.put(m.card(mr)) && to_target.get(requester));
+    m.connect(requester);
+    ibv_mw* mw = ibv_alloc_mw(m.pd(), IBV_MW_TYPE_2);
+    CHILD_CHECK(mw != nullptr);
+    ibv_send_wr bind{};
+    bind.opcode = IBV_WR_BIND_MW;
+    bind.send_flags = IBV_SEND_SIGNALED;
+    bind.bind_mw.mw = mw;
+    bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    bind.bind_mw.bind_info = {mr, reinterpret_cast<uintptr_t>(buffer + kOffset), 256,
+                              IBV_ACCESS_REMOTE_WRITE};
+    ibv_send_wr* bad = nullptr;
+    CHILD_CHECK(ibv_post_send(m.qp(), &bind, &bad) == 0);
+    const ibv_wc bound = m.next();
+    CHILD_CHECK(bound.status == IBV_WC_SUCCESS && bound.opcode == IBV_WC_BIND_MW);
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buffer + 2048), 64, mr->lkey};
+    ibv_recv_wr recv{};
+    recv.wr_id = 7;
+    recv.sg_list = &sge;
+    recv.num_sge = 1;
+    ibv_recv_wr* bad_recv = nullptr;
+    CHILD_CHECK(ibv_post_recv(m.qp(), &recv, &bad_recv) == 0);
+    Card window = m.card(mr);
+    window.addr = reinterpret_cast<uintptr_t>(buffer + kOffset);
+    window.rkey = bind.bind_mw.rkey;
+    CHILD_CHECK(to_requester.put(window));
+    const ibv_wc received = m.next();
+    CHILD_CHECK(received.status == IBV_WC_SUCCESS && received.wr_id == 7);
+    CHILD_CHECK((received.wc_flags & IBV_WC_WITH_INV) &&
+                received.invalidated_rkey == bind.bind_mw.rkey);
+    CHILD_CHECK(filled(buffer + kOffset, 32, 9));
+    char done = 0;
+    CHILD_CHECK(to_target.get(done) && done == 'd');
+    CHILD_CHECK(buffer[kOffset + 32] == 0);  // the write after the invalidation did not land
+    return 0;
+  });
+  Child requester = spawn([&] {
+    Member m(fabric.name(), 0);
+    Card target;
+    CHILD_CHECK(to_requester.get(target));
+    CHILD_CHECK(to_target.put(m.card(nullptr)));
+    m.connect(target);
+    Card window;
+    CHILD_CHECK(to_requester.get(window));
+    static uint8_t source[64];
+    fill(source, sizeof source, 9);
+    ibv_mr* mr = m.reg(source, sizeof source);
+    CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, 32, mr->lkey}}, window.addr,
+                      window.rkey) == IBV_WC_SUCCESS);
+    ibv_send_wr inv{};
+    inv.opcode = IBV_WR_SEND_WITH_INV;
+    inv.send_flags = IBV_SEND_SIGNALED;
+    inv.invalidate_rkey = window.rkey;
+    ibv_send_wr* bad = nullptr;
+    CHILD_CHECK(ibv_post_send(m.qp(), &inv, &bad) == 0);
+    CHILD_CHECK(m.next().status == IBV_WC_SUCCESS);
+    CHILD_CHECK(m.run(IBV_WR_RDMA_WRITE, {{m.card(mr).addr, 32, mr->lkey}}, window.addr + 32,
+                      window.rkey) == IBV_WC_REM_ACCESS_ERR);
+    CHILD_CHECK(to_target.put('d'));
+    return 0;
+  });
+  EXPECT_EQ(requester.wait(), 0);
+  EXPECT_EQ(target.wait(), 0);
 }
 
 // The requester deregisters (its pages go back to private memory, the
