@@ -8,7 +8,7 @@ packages=(
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   chromium chromium-driver python3-selenium
-  python3-jsonschema libxml2-utils
+  python3-jsonschema libxml2-utils python3-pyverbs
 )
 missing=()
 for p in "${packages[@]}"; do
