@@ -675,7 +675,10 @@ bool valid_mr_access(unsigned int access) {
 
 ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned int access) {
   if (!valid_mr_access(access)) return fail<ibv_mr>(EINVAL);
-  if (addr == nullptr && length != 0) return fail<ibv_mr>(EINVAL);
+  // As the kernel's ib_umem_get: no pages at all is EINVAL; memory that
+  // cannot be pinned (here: NULL) is EFAULT.
+  if (length == 0) return fail<ibv_mr>(EINVAL);
+  if (addr == nullptr) return fail<ibv_mr>(EFAULT);
   Lock guard = lock();
   if (dead(verbs->context)) return fail<ibv_mr>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);

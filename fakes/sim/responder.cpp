@@ -36,6 +36,26 @@ ResponderResult access_violation(QueuePair& qp) {
   return {Response::kRemoteAccessError, {}};
 }
 
+// IBA 9.7.5.2 / 11.6.3.1: a request the responder QP does not take (an
+// operation its access flags do not enable, a misaligned atomic) is NAKed
+// Invalid Request, and the responder raises the affiliated "invalid
+// request local work queue error" and moves its QP to ERR. UC answers
+// nothing: the message is dropped.
+ResponderResult invalid_request(QueuePair& qp) {
+  if (qp.type() == IBV_QPT_UC) return {Response::kDropped, {}};
+  raise_qp_event(qp, IBV_EVENT_QP_REQ_ERR);
+  qp.enter_error();
+  return {Response::kRemoteInvalidRequest, {}};
+}
+
+// Whether the responder QP's access flags (ibv_modify_qp(3)
+// qp_access_flags) enable the operation: checked before any R_Key, as the
+// kernel's rxe does (rxe_resp.c check_op_valid) and IBA lists it among the
+// Invalid Request causes (an operation not supported by the QP).
+bool enabled(const QueuePair& qp, unsigned int access) {
+  return (qp.attr().qp_access_flags & access) != 0;
+}
+
 std::optional<RecvWqe> take_receive(QueuePair& qp, bool& from_srq) {
   from_srq = qp.srq() != nullptr;
   if (from_srq) return qp.srq()->take();
@@ -133,12 +153,12 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
   // nothing is written.
   if (with_imm && !responder::has_receive(qp))
     return {qp.type() == IBV_QPT_RC ? Response::kRnrNak : Response::kDropped, {}};
+  if (!enabled(qp, IBV_ACCESS_REMOTE_WRITE)) return invalid_request(qp);
   const uint64_t length = m.length;
   if (length != 0) {
     // IBA 10.6.3.3: a zero-length RDMA carries no R_Key to check.
-    uint8_t* target = nullptr;
-    if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_WRITE)
-      target = remote_memory(qp, send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
+    uint8_t* target =
+        remote_memory(qp, send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
     if (target == nullptr) return access_violation(qp);
     const Target whole(target, length);
     copy(std::span(&whole, 1), 0, m.payload);
@@ -156,12 +176,11 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
 
 ResponderResult on_read(QueuePair& qp, const Message& m) {
   const Message& send = m;
+  if (!enabled(qp, IBV_ACCESS_REMOTE_READ)) return invalid_request(qp);
   ResponderResult result;
   if (send.read_length == 0) return result;
-  const uint8_t* source = nullptr;
-  if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_READ)
-    source =
-        remote_memory(qp, send.rkey, send.remote_addr, send.read_length, IBV_ACCESS_REMOTE_READ);
+  const uint8_t* source =
+      remote_memory(qp, send.rkey, send.remote_addr, send.read_length, IBV_ACCESS_REMOTE_READ);
   if (source == nullptr) return access_violation(qp);
   result.read_data = Source(source, send.read_length);
   return result;
@@ -169,17 +188,10 @@ ResponderResult on_read(QueuePair& qp, const Message& m) {
 
 ResponderResult on_atomic(QueuePair& qp, const Message& m) {
   const Message& send = m;
+  if (!enabled(qp, IBV_ACCESS_REMOTE_ATOMIC)) return invalid_request(qp);
   // IBA 9.4.5: the target of an atomic is a naturally aligned 64-bit word.
-  if (send.remote_addr % 8 != 0) {
-    // IBA 11.6.3.1: an invalid request is an affiliated "invalid request
-    // local work queue error" at the responder, whose QP goes to ERR.
-    raise_qp_event(qp, IBV_EVENT_QP_REQ_ERR);
-    qp.enter_error();
-    return {Response::kRemoteInvalidRequest, {}};
-  }
-  uint8_t* target = nullptr;
-  if (qp.attr().qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
-    target = remote_memory(qp, send.rkey, send.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC);
+  if (send.remote_addr % 8 != 0) return invalid_request(qp);
+  uint8_t* target = remote_memory(qp, send.rkey, send.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC);
   if (target == nullptr) return access_violation(qp);
   uint64_t original;
   std::memcpy(&original, target, 8);

@@ -524,8 +524,11 @@ TEST_F(RcPair, ReceiveBufferOfExactlyTheMessageSizeIsEnoughOneByteLessIsNot) {
 }
 
 // The responder QP's own qp_access_flags gate RDMA: an MR that allows it is
-// not enough (ibv_modify_qp(3) IBV_QP_ACCESS_FLAGS).
-TEST_F(SimDevice, RdmaWithoutTheResponderQpsAccessFlagIsRemoteAccessError) {
+// not enough (ibv_modify_qp(3) IBV_QP_ACCESS_FLAGS). An operation the QP
+// does not enable is an Invalid Request (IBA 9.7.5.2; rxe_resp.c
+// check_op_valid), not an R_Key violation: REM_INV_REQ_ERR at the
+// requester, QP_REQ_ERR and ERR at the responder.
+TEST_F(SimDevice, RdmaWithoutTheResponderQpsAccessFlagIsAnInvalidRequest) {
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   alignas(8) uint8_t local[8] = {};
   alignas(8) uint8_t remote[8] = {};
@@ -564,9 +567,9 @@ TEST_F(SimDevice, RdmaWithoutTheResponderQpsAccessFlagIsRemoteAccessError) {
     ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
     auto wcs = poll(cq, 1);
     ASSERT_EQ(wcs.size(), 1u);
-    EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR);
+    EXPECT_EQ(wcs[0].status, IBV_WC_REM_INV_REQ_ERR);
     ibv_async_event event = next_async_event(ctx_);
-    ASSERT_EQ(event.event_type, IBV_EVENT_QP_ACCESS_ERR);
+    ASSERT_EQ(event.event_type, IBV_EVENT_QP_REQ_ERR);
     EXPECT_EQ(event.element.qp, b);
     ibv_ack_async_event(&event);
     EXPECT_EQ(state_of(b), IBV_QPS_ERR);

@@ -130,6 +130,21 @@ TEST_F(Mr, RemoteAtomicWithoutLocalWriteIsEinval) {
   EXPECT_EQ(errno, EINVAL);
 }
 
+// As the kernel's ib_umem_get: a region of no bytes is EINVAL, memory that
+// cannot be pinned (NULL) EFAULT.
+TEST_F(Mr, ZeroLengthIsEinvalAndANullAddressEfault) {
+  static uint8_t buf[256];
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd_, buf, 0, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd_, nullptr, 0, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd_, nullptr, sizeof buf, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EFAULT);
+}
+
 TEST_F(Mr, RemoteReadAloneNeedsNoLocalWrite) {
   static uint8_t buf[256];
   ibv_mr* mr = ibv_reg_mr(pd_, buf, sizeof buf, IBV_ACCESS_REMOTE_READ);
