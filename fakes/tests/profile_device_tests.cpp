@@ -1,0 +1,161 @@
+// The built-in profiles as the devices report them through the verbs, one
+// device of each in one process: ctest runs this binary with
+// VERBFAULT_SIM_DEVICES=3 and VERBFAULT_SIM_PROFILE=vfsim0=ib,vfsim1=roce,
+// vfsim2=cx6 (per-device selection).
+#include <infiniband/verbs.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace {
+
+class ProfileDevices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    list_ = ibv_get_device_list(&n);
+    ASSERT_NE(list_, nullptr);
+    for (int i = 0; i < n; ++i)
+      for (int d = 0; d < 3; ++d)
+        if (std::string(ibv_get_device_name(list_[i])) == "vfsim" + std::to_string(d))
+          ctx_[d] = ibv_open_device(list_[i]);
+    for (int d = 0; d < 3; ++d) ASSERT_NE(ctx_[d], nullptr) << "vfsim" << d;
+    pd_ = ibv_alloc_pd(cx6());
+    ASSERT_NE(pd_, nullptr);
+  }
+  void TearDown() override {
+    for (ibv_context* ctx : ctx_)
+      if (ctx != nullptr) ibv_close_device(ctx);
+    if (list_ != nullptr) ibv_free_device_list(list_);
+  }
+
+  ibv_context* ib() { return ctx_[0]; }
+  ibv_context* roce() { return ctx_[1]; }
+  ibv_context* cx6() { return ctx_[2]; }
+  static ibv_port_attr port(ibv_context* ctx) {
+    ibv_port_attr attr{};
+    EXPECT_EQ(ibv_query_port(ctx, 1, &attr), 0);
+    return attr;
+  }
+  static ibv_device_attr device(ibv_context* ctx) {
+    ibv_device_attr attr{};
+    EXPECT_EQ(ibv_query_device(ctx, &attr), 0);
+    return attr;
+  }
+
+  ibv_device** list_ = nullptr;
+  ibv_context* ctx_[3] = {};
+  ibv_pd* pd_ = nullptr;
+};
+
+TEST_F(ProfileDevices, EachDeviceHasTheProfileNamedForIt) {
+  EXPECT_EQ(port(ib()).link_layer, IBV_LINK_LAYER_INFINIBAND);
+  EXPECT_NE(port(ib()).lid, 0);
+  EXPECT_EQ(port(ib()).active_mtu, IBV_MTU_4096);
+  EXPECT_EQ(port(roce()).link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_EQ(port(roce()).lid, 0);
+  EXPECT_EQ(port(roce()).gid_tbl_len, 1024);
+  EXPECT_EQ(port(cx6()).link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_EQ(port(cx6()).gid_tbl_len, 255);
+  EXPECT_EQ(port(cx6()).max_msg_sz, 0x40000000u);
+  EXPECT_EQ(device(cx6()).max_ah, 2147483647);
+  EXPECT_EQ(device(cx6()).vendor_part_id, 4123u);
+  EXPECT_EQ(device(ib()).vendor_part_id, 1u);
+}
+
+TEST_F(ProfileDevices, Cx6ListsEachAddressAsRoceV1AndV2) {
+  ibv_gid_entry e[8]{};
+  ASSERT_EQ(ibv_query_gid_table(cx6(), e, 8, 0), 4);
+  const ibv_gid_type types[] = {IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2, IBV_GID_TYPE_ROCE_V1,
+                                IBV_GID_TYPE_ROCE_V2};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(e[i].gid_type, static_cast<uint32_t>(types[i])) << i;
+  EXPECT_EQ(std::memcmp(&e[0].gid, &e[1].gid, sizeof e[0].gid), 0);
+  EXPECT_EQ(std::memcmp(&e[2].gid, &e[3].gid, sizeof e[2].gid), 0);
+  EXPECT_EQ(e[2].gid.raw[10], 0xff) << "IPv4-mapped";
+  EXPECT_EQ(e[2].gid.raw[15], 3) << "198.18.0.3: the third device";
+}
+
+TEST_F(ProfileDevices, Cx6CqLimitsAndRounding) {
+  const int max_cqe = device(cx6()).max_cqe;
+  EXPECT_EQ(max_cqe, 4194303);
+  ibv_cq* cq = ibv_create_cq(cx6(), 100, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  EXPECT_EQ(cq->cqe, 127) << "2^n - 1, as mlx5 grants";
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  cq = ibv_create_cq(cx6(), max_cqe, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  EXPECT_EQ(cq->cqe, max_cqe);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(cx6(), max_cqe + 1, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST_F(ProfileDevices, Cx6GrantsWorkQueuesOfPowersOfTwo) {
+  ibv_cq* cq = ibv_create_cq(cx6(), 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap = {100, 5, 1, 1, 0};
+  ibv_qp* qp = ibv_create_qp(pd_, &init);
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(init.cap.max_send_wr, 128u);
+  EXPECT_EQ(init.cap.max_recv_wr, 8u);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr query{};
+  ASSERT_EQ(ibv_query_qp(qp, &attr, IBV_QP_CAP, &query), 0);
+  EXPECT_EQ(query.cap.max_send_wr, 128u);
+  EXPECT_EQ(query.cap.max_recv_wr, 8u);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  // max_qp_wr itself is a power of two; one more is refused.
+  init.cap = {32768, 1, 1, 1, 0};
+  qp = ibv_create_qp(pd_, &init);
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  init.cap = {32769, 1, 1, 1, 0};
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(pd_, &init), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  // max_inline_data: the profile's 512.
+  init.cap = {1, 1, 1, 1, 513};
+  EXPECT_EQ(ibv_create_qp(pd_, &init), nullptr);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
+TEST_F(ProfileDevices, Cx6SrqIsGrantedTwoToTheNMinusOneAndCannotBeResized) {
+  ibv_srq_init_attr init{};
+  init.attr.max_wr = 100;
+  init.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd_, &init);
+  ASSERT_NE(srq, nullptr);
+  EXPECT_EQ(init.attr.max_wr, 127u);
+  ibv_srq_attr attr{};
+  ASSERT_EQ(ibv_query_srq(srq, &attr), 0);
+  EXPECT_EQ(attr.max_wr, 127u);
+  // No IBV_DEVICE_SRQ_RESIZE (as mlx5): ibv_modify_srq(3) cannot resize.
+  EXPECT_FALSE(device(cx6()).device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+  attr.max_wr = 200;
+  EXPECT_EQ(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EINVAL);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+TEST_F(ProfileDevices, AnInfiniBandPortAndARocePortDoNotReachEachOther) {
+  // The ib device addressed by LID from the roce device, and by GID from
+  // itself: neither is a path (an AH needs a GRH on RoCE; the IB port is
+  // not on the Ethernet network).
+  ibv_pd* pd = ibv_alloc_pd(roce());
+  ASSERT_NE(pd, nullptr);
+  ibv_ah_attr attr{};
+  attr.dlid = port(ib()).lid;
+  attr.port_num = 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_ah(pd, &attr), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+}  // namespace
