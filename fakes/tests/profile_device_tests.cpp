@@ -143,6 +143,95 @@ TEST_F(ProfileDevices, Cx6SrqIsGrantedTwoToTheNMinusOneAndCannotBeResized) {
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
 }
 
+// A UD datagram on cx6 from its own GID `sgid_index` to the same GID, and
+// the AH ibv_init_ah_from_wc makes of its completion.
+struct Loopback {
+  ibv_wc wc{};
+  uint8_t header[40] = {};
+  ibv_ah_attr reply{};
+  int reply_rc = -1;
+};
+Loopback ud_loopback(ibv_context* ctx, ibv_pd* pd, uint8_t sgid_index) {
+  Loopback out;
+  ibv_cq* cq = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = cq;
+  init.qp_type = IBV_QPT_UD;
+  init.cap = {4, 4, 1, 1, 0};
+  ibv_qp* qp = ibv_create_qp(pd, &init);
+  EXPECT_NE(qp, nullptr);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qkey = 0x11;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+  a.qp_state = IBV_QPS_RTR;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+  a.qp_state = IBV_QPS_RTS;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  static uint8_t buf[256];
+  ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+  ibv_ah_attr attr{};
+  attr.port_num = 1;
+  attr.is_global = 1;
+  attr.grh.sgid_index = sgid_index;
+  attr.grh.hop_limit = 64;
+  EXPECT_EQ(ibv_query_gid(ctx, 1, sgid_index, &attr.grh.dgid), 0);
+  ibv_ah* ah = ibv_create_ah(pd, &attr);
+  EXPECT_NE(ah, nullptr);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(buf + 64), 128, mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  EXPECT_EQ(ibv_post_recv(qp, &rwr, &bad_r), 0);
+  ibv_sge ssge{reinterpret_cast<uintptr_t>(buf), 4, mr->lkey};
+  ibv_send_wr swr{};
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.wr.ud.ah = ah;
+  swr.wr.ud.remote_qpn = qp->qp_num;
+  swr.wr.ud.remote_qkey = 0x11;
+  ibv_send_wr* bad_s = nullptr;
+  EXPECT_EQ(ibv_post_send(qp, &swr, &bad_s), 0);
+  ibv_wc wc[2];
+  int got = 0;
+  for (int i = 0; i < 100 && got < 2; ++i) got += ibv_poll_cq(cq, 2 - got, wc + got);
+  EXPECT_EQ(got, 2);
+  for (int i = 0; i < got; ++i)
+    if (wc[i].opcode == IBV_WC_RECV) out.wc = wc[i];
+  std::memcpy(out.header, buf + 64, sizeof out.header);
+  out.reply_rc =
+      ibv_init_ah_from_wc(ctx, 1, &out.wc, reinterpret_cast<ibv_grh*>(buf + 64), &out.reply);
+  ibv_destroy_ah(ah);
+  ibv_destroy_qp(qp);
+  ibv_dereg_mr(mr);
+  ibv_destroy_cq(cq);
+  return out;
+}
+
+TEST_F(ProfileDevices, Cx6RoceV1GidSendsAnIbGrhAndTheReplyKeepsV1) {
+  // IBTA Annex A16: RoCE v1 carries the IB GRH (next header 0x1b, no IP).
+  Loopback v1 = ud_loopback(cx6(), pd_, 0);
+  EXPECT_EQ(v1.wc.status, IBV_WC_SUCCESS);
+  EXPECT_TRUE(v1.wc.wc_flags & IBV_WC_GRH);
+  EXPECT_EQ(v1.header[0] >> 4, 6);
+  EXPECT_EQ(v1.header[6], 0x1b) << "next header: BTH";
+  ASSERT_EQ(v1.reply_rc, 0);
+  EXPECT_EQ(v1.reply.grh.sgid_index, 0) << "the v1 entry, not its v2 twin at index 1";
+}
+
+TEST_F(ProfileDevices, Cx6RoceV2Ipv4GidSendsAnIpv4HeaderAndTheReplyKeepsV2) {
+  Loopback v2 = ud_loopback(cx6(), pd_, 3);
+  EXPECT_EQ(v2.wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(v2.header[20], 0x45) << "IPv4, 5 words";
+  EXPECT_EQ(v2.header[29], 17) << "UDP";
+  ASSERT_EQ(v2.reply_rc, 0);
+  EXPECT_EQ(v2.reply.grh.sgid_index, 3) << "the v2 entry, not its v1 twin at index 2";
+}
+
 TEST_F(ProfileDevices, AnInfiniBandPortAndARocePortDoNotReachEachOther) {
   // The ib device addressed by LID from the roce device, and by GID from
   // itself: neither is a path (an AH needs a GRH on RoCE; the IB port is
