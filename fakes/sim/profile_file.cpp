@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <utility>
 #include <vector>
