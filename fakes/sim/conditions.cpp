@@ -70,6 +70,8 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
   if (port != 1 || lid == 0 || lid >= 0xc000) return EINVAL;
   auto guard = Fabric::enter();
   Device& device = Context::from(verbs)->device();
+  // IBTA A17.3: a RoCE port has no LID to change.
+  if (device.ethernet()) return EINVAL;
   if (device.port().lid == lid) return 0;
   device.port().lid = lid;
   raise_on_device(device, IBV_EVENT_LID_CHANGE, port);

@@ -1,15 +1,40 @@
 #include "device.h"
 
+#include "fabric_address.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 namespace verbfault::sim {
 
-Device::Device(int index, uint32_t member)
-    : index_(index),
-      name_("vfsim" + std::to_string(index)),
-      profile_(DeviceProfile::standard(index, member)),
-      port_(profile_.port) {
+Device::Device(int index, uint32_t member, DeviceProfile profile)
+    : index_(index), name_("vfsim" + std::to_string(index)), profile_(std::move(profile)) {
+  // GUIDs are kept in network byte order, as the kernel reports them. A
+  // RoCE port's GUID is its MAC's EUI-64, as rxe and mlx5 derive it.
+  const uint64_t guid = ethernet() ? eui64_of(member, index) : ib_guid_of(member, index);
+  profile_.device.node_guid = htobe64(guid);
+  profile_.device.sys_image_guid = htobe64(guid);
+  if (ethernet()) {
+    // IBTA A17.3: RoCE has no LIDs and no subnet manager; ibv_query_port
+    // reports 0 for both (the kernel zeroes them for non-IB ports).
+    profile_.port.lid = 0;
+    profile_.port.sm_lid = 0;
+  } else {
+    profile_.port.lid = lid_of(member, index);
+    profile_.port.sm_lid = 1;
+  }
+  port_ = profile_.port;
+  for (const GidSpec& spec : profile_.gids) {
+    GidEntry entry;
+    entry.type = spec.type;
+    if (spec.address == GidAddress::kIpv4)
+      entry.gid = ipv4_mapped_gid(ipv4_of(member, index));
+    else
+      entry.gid = link_local_gid(guid);
+    gids_.push_back(entry);
+  }
+
   handle_.owner = this;
   ibv_device& d = handle_.verbs;
   d.node_type = IBV_NODE_CA;
@@ -23,11 +48,39 @@ Device::Device(int index, uint32_t member)
 
 ibv_gid Device::gid(int index) const {
   if (auto it = gid_overrides_.find(index); it != gid_overrides_.end()) return it->second;
-  ibv_gid gid{};
-  if (index != 0) return gid;
-  gid.global.subnet_prefix = htobe64(0xfe80'0000'0000'0000ull);
-  gid.global.interface_id = profile_.device.node_guid;
-  return gid;
+  if (index < 0 || static_cast<size_t>(index) >= gids_.size()) return ibv_gid{};
+  return gids_[static_cast<size_t>(index)].gid;
+}
+
+ibv_gid_type Device::gid_type(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= gids_.size())
+    return ethernet() ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
+  return gids_[static_cast<size_t>(index)].type;
+}
+
+bool Device::gid_empty(int index) const {
+  const ibv_gid g = gid(index);
+  return g.global.subnet_prefix == 0 && g.global.interface_id == 0;
+}
+
+int Device::find_gid(const ibv_gid& wanted, std::optional<ibv_gid_type> type) const {
+  const int entries =
+      std::max<int>(static_cast<int>(gids_.size()),
+                    gid_overrides_.empty() ? 0 : gid_overrides_.rbegin()->first + 1);
+  for (int i = 0; i < entries && i < port_.gid_tbl_len; ++i) {
+    if (gid_empty(i)) continue;
+    const ibv_gid g = gid(i);
+    if (std::memcmp(g.raw, wanted.raw, sizeof g.raw) == 0 && (!type || gid_type(i) == *type))
+      return i;
+  }
+  return -1;
+}
+
+bool Device::valid_address(const ibv_ah_attr& ah) const {
+  if (ah.port_num != 1) return false;
+  if (!ah.is_global) return !ethernet();
+  if (ah.grh.sgid_index >= port_.gid_tbl_len) return false;
+  return !ethernet() || !gid_empty(ah.grh.sgid_index);
 }
 
 }  // namespace verbfault::sim

@@ -7,14 +7,17 @@
 #include <infiniband/verbs.h>
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace verbfault::sim {
 
 class Device {
  public:
-  // The index-th device of member `member` of the local fabric.
-  Device(int index, uint32_t member);
+  // The index-th device of member `member` of the local fabric, of the kind
+  // `profile` describes; its addresses are the fabric's (fabric_address.h).
+  Device(int index, uint32_t member, DeviceProfile profile);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
@@ -28,9 +31,23 @@ class Device {
   // Guarded by Fabric::mutex.
   ibv_port_attr& port() { return port_; }
   uint16_t lid() const { return port_.lid; }
-  // GID index 0: the link-local subnet prefix and the port GUID (IBA 4.1.1).
+  bool ethernet() const { return profile_.ethernet(); }
+  // The GID table (the profile's entries with this device's addresses):
+  // InfiniBand GID 0 is the link-local prefix and the port GUID (IBA
+  // 4.1.1); a RoCE port lists its netdev's addresses (IBTA A17.4.5). An
+  // index past the profile's entries is empty (all zero).
   ibv_gid gid(int index) const;
+  ibv_gid_type gid_type(int index) const;
+  bool gid_empty(int index) const;
+  // The index of `gid` in the table (of type `type` if given), or -1.
+  int find_gid(const ibv_gid& gid, std::optional<ibv_gid_type> type = std::nullopt) const;
   void set_gid(int index, const ibv_gid& gid) { gid_overrides_[index] = gid; }
+  // Whether an address vector can be used on this port (ibv_create_ah(3),
+  // ibv_modify_qp(3) IBV_QP_AV): port 1, and a source GID index in the
+  // table. A RoCE port needs the GRH (is_global): its packets are routed
+  // by GID only (IBTA A17.4; the kernel's rdma_check_ah_attr fails a RoCE
+  // AH without IB_AH_GRH with EINVAL), from a GID the table holds.
+  bool valid_address(const ibv_ah_attr& ah) const;
 
   // After a fatal error (IBV_EVENT_DEVICE_FATAL) every verb but destroy,
   // poll and event handling fails with EIO. Guarded by Fabric::mutex.
@@ -45,6 +62,11 @@ class Device {
   std::string name_;
   DeviceProfile profile_;
   ibv_port_attr port_;
+  struct GidEntry {
+    ibv_gid gid{};
+    ibv_gid_type type = IBV_GID_TYPE_IB;
+  };
+  std::vector<GidEntry> gids_;
   std::map<int, ibv_gid> gid_overrides_;
   bool fatal_ = false;
 };

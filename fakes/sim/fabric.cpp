@@ -2,6 +2,7 @@
 
 #include "fabric_address.h"
 #include "memory_region.h"
+#include "profile_selection.h"
 #include "remote.h"
 #include "queue_pair.h"
 #include "transport.h"
@@ -65,8 +66,17 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
     std::fprintf(stderr, "%s; no simulated device is available\n", membership_.error.c_str());
     return;
   }
-  int n = configured_device_count();
-  for (int i = 0; i < n; ++i) devices_.push_back(std::make_unique<Device>(i, membership_.member));
+  const int n = configured_device_count();
+  ProfileSelection selection = select_profiles(std::getenv("VERBFAULT_SIM_PROFILE"), n);
+  if (!selection.error.empty()) {
+    // Withheld as well: a device of another kind than the one asked for
+    // would run the program against the wrong NIC without saying so.
+    std::fprintf(stderr, "%s; no simulated device is available\n", selection.error.c_str());
+    return;
+  }
+  for (int i = 0; i < n; ++i)
+    devices_.push_back(std::make_unique<Device>(
+        i, membership_.member, std::move(selection.profiles[static_cast<size_t>(i)])));
   // A child made by fork(2) is not the member its parent is: it drops its
   // copies of the wire's descriptors (so that peers see the parent gone
   // when the parent goes, not when the last child does) and has no fabric
@@ -124,8 +134,40 @@ wire::Endpoint* Fabric::endpoint() {
 
 Device* Fabric::device_with_lid(uint16_t lid) {
   for (auto& device : devices_)
-    if (device->lid() == lid) return device.get();
+    if (!device->ethernet() && device->lid() == lid) return device.get();
   return nullptr;
+}
+
+Device* Fabric::device_with_gid(const ibv_gid& gid) {
+  // The address plan says which device it must be; its table (which a
+  // fault may have changed) says whether it still answers to it.
+  std::optional<FabricNode> node = node_of_gid(gid);
+  if (!node) {
+    // Not an address of the plan: a GID a fault set (set_gid) may hold it.
+    for (auto& device : devices_)
+      if (device->ethernet() && device->find_gid(gid) >= 0) return device.get();
+    return nullptr;
+  }
+  if (node->member != membership_.member || static_cast<size_t>(node->device) >= devices_.size())
+    return nullptr;
+  Device* device = devices_[static_cast<size_t>(node->device)].get();
+  return device->ethernet() && device->find_gid(gid) >= 0 ? device : nullptr;
+}
+
+std::optional<uint32_t> Fabric::member_with_gid(const ibv_gid& gid) const {
+  if (membership_.endpoint == nullptr) return std::nullopt;
+  std::optional<FabricNode> node = node_of_gid(gid);
+  if (!node || node->member == membership_.member || node->member >= wire::kMaxMembers)
+    return std::nullopt;
+  return node->member;
+}
+
+Device* Fabric::device_at(const Device& from, const ibv_ah_attr& ah) {
+  return from.ethernet() ? device_with_gid(ah.grh.dgid) : device_with_lid(ah.dlid);
+}
+
+std::optional<uint32_t> Fabric::member_at(const Device& from, const ibv_ah_attr& ah) const {
+  return from.ethernet() ? member_with_gid(ah.grh.dgid) : member_with_lid(ah.dlid);
 }
 
 uint32_t Fabric::reserve_qpn() {

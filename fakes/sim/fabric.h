@@ -62,7 +62,14 @@ class Fabric {
   // Open contexts, in the order they were opened (async events of a device
   // go to each of them).
   std::vector<Context*>& contexts() { return contexts_; }
+  // The device of this process at an address: an InfiniBand port's LID, a
+  // RoCE port's GID (IBTA A17.4: RoCE is routed by the GRH's DGID; there
+  // are no LIDs). nullptr: none here.
   Device* device_with_lid(uint16_t lid);
+  Device* device_with_gid(const ibv_gid& gid);
+  // Where an address vector used on `from` leads: by DGID when `from` is a
+  // RoCE port, by DLID otherwise.
+  Device* device_at(const Device& from, const ibv_ah_attr& ah);
 
   // The local fabric (fabric_membership.h): this process's member index
   // (its LIDs and QP numbers follow from it, fabric_address.h), and the
@@ -70,6 +77,8 @@ class Fabric {
   // or no fabric).
   uint32_t member() const { return membership_.member; }
   std::optional<uint32_t> member_with_lid(uint16_t lid) const;
+  std::optional<uint32_t> member_with_gid(const ibv_gid& gid) const;
+  std::optional<uint32_t> member_at(const Device& from, const ibv_ah_attr& ah) const;
   // The wire to the other members, its service thread started; nullptr
   // when the process is on no fabric. Called under `mutex`.
   wire::Endpoint* endpoint();

@@ -113,7 +113,7 @@ bool expects_deliveries(CompletionQueue& cq) {
     if (&qp->send_cq() != &cq && &qp->recv_cq() != &cq) continue;
     if (qp->type() == IBV_QPT_UD) {
       if (ud_may_receive) return true;
-    } else if (fabric.member_with_lid(qp->attr().ah_attr.dlid)) {
+    } else if (fabric.member_at(qp->context().device(), qp->attr().ah_attr)) {
       return true;
     }
   }
@@ -129,7 +129,8 @@ bool remote_work_possible() {
   for (Context* context : fabric.contexts())
     for (auto& [qp, owned] : context->qps) {
       if (qp->type() == IBV_QPT_UD) continue;  // counts once a frame came (peers_may_send)
-      if (std::optional<uint32_t> member = fabric.member_with_lid(qp->attr().ah_attr.dlid))
+      if (std::optional<uint32_t> member =
+              fabric.member_at(qp->context().device(), qp->attr().ah_attr))
         if (endpoint->alive(*member)) return true;
     }
   return false;

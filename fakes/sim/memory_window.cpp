@@ -105,6 +105,12 @@ ibv_mw* alloc_mw(ibv_pd* verbs, ibv_mw_type type) {
     errno = EIO;
     return nullptr;
   }
+  // A device profile without windows (max_mw 0): the verb is unsupported,
+  // as on a NIC without them.
+  if (pd->context().device().profile().device.max_mw == 0) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
   const uint32_t key = Fabric::get().reserve_mr_key();
   auto mw = std::make_unique<MemoryWindow>(*pd, type, key);
   mw->verbs()->handle = key;

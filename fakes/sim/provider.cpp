@@ -16,6 +16,7 @@
 #include "remote.h"
 #include "memory_region.h"
 #include "memory_window.h"
+#include "network_header.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -172,13 +173,11 @@ bool port_ok(uint8_t port) {
   return port == 1;
 }
 
-// ibv_create_cq(3): "the actual CQ size can be larger than requested". Like
-// rxe and mlx5, a power of two minus one entry (1 -> 1, 10 -> 15, 16 -> 31),
-// capped at max_cqe (itself 2^22 - 1).
-int actual_cq_size(int cqe) {
-  int64_t slots = 1;
-  while (slots - 1 < cqe) slots <<= 1;
-  return static_cast<int>(slots - 1);
+// ibv_create_cq(3): "the actual CQ size can be larger than requested": as
+// the device's profile rounds it (ib, roce and cx6: a power of two minus
+// one, like rxe and mlx5: 1 -> 1, 10 -> 15, 16 -> 31).
+int actual_cq_size(const Device& device, int cqe) {
+  return static_cast<int>(round_size(device.profile().cq_rounding, static_cast<uint64_t>(cqe)));
 }
 
 // Waits (fabric lock held) until `ready()` or, when the fd is non-blocking,
@@ -430,7 +429,21 @@ int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
     std::snprintf(text, sizeof text, "1: CA");
   else if (std::strcmp(file, "node_guid") == 0 || std::strcmp(file, "sys_image_guid") == 0)
     guid_text(guid);
-  else
+  else if (int index = -1; std::sscanf(file, "ports/1/gids/%d", &index) == 1 && index >= 0 &&
+                           index < device->port().gid_tbl_len) {
+    // The kernel's format: eight groups of four hex digits.
+    const ibv_gid gid = device->gid(index);
+    int at = 0;
+    for (int i = 0; i < 16; i += 2)
+      at += std::snprintf(text + at, sizeof text - static_cast<size_t>(at), "%s%02x%02x",
+                          i == 0 ? "" : ":", gid.raw[i], gid.raw[i + 1]);
+  } else if (std::sscanf(file, "ports/1/gid_attrs/types/%d", &index) == 1 && index >= 0 &&
+             index < device->port().gid_tbl_len && !device->gid_empty(index)) {
+    // What libibverbs' ibv_query_gid_type parses; an InfiniBand port has no
+    // gid_attrs/types entries the kernel would fill for an empty GID.
+    std::snprintf(text, sizeof text, "%s",
+                  device->gid_type(index) == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1");
+  } else
     return fail_int(ENOENT), -1;
   // Like the kernel's sysfs files: newline-terminated; libibverbs strips it.
   int n = std::snprintf(buf, size, "%s", text);
@@ -507,6 +520,18 @@ int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
   return 0;
 }
 
+namespace {
+void fill_gid_entry(const Device& device, uint32_t index, ibv_gid_entry* entry) {
+  *entry = ibv_gid_entry{};
+  entry->gid = device.gid(static_cast<int>(index));
+  entry->gid_index = index;
+  entry->port_num = 1;
+  entry->gid_type = device.gid_type(static_cast<int>(index));
+  // No netdev the kernel knows: 0, as for an InfiniBand port.
+  entry->ndev_ifindex = 0;
+}
+}  // namespace
+
 int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
                  uint32_t flags, size_t entry_size) {
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return fail_int(EINVAL);
@@ -514,15 +539,9 @@ int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_en
   Device& device = Context::from(context)->device();
   if (port != 1 || index >= static_cast<uint32_t>(device.port().gid_tbl_len))
     return fail_int(EINVAL);
-  ibv_gid gid = device.gid(static_cast<int>(index));
   // _ibv_query_gid_ex(3): an empty table entry is ENODATA.
-  if (gid.global.subnet_prefix == 0 && gid.global.interface_id == 0) return fail_int(ENODATA);
-  *entry = ibv_gid_entry{};
-  entry->gid = gid;
-  entry->gid_index = index;
-  entry->port_num = port;
-  entry->gid_type = IBV_GID_TYPE_IB;
-  entry->ndev_ifindex = 0;
+  if (device.gid_empty(static_cast<int>(index))) return fail_int(ENODATA);
+  fill_gid_entry(device, index, entry);
   return 0;
 }
 
@@ -533,16 +552,11 @@ ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max
   Device& device = Context::from(context)->device();
   size_t n = 0;
   for (int i = 0; i < device.port().gid_tbl_len; ++i) {
-    ibv_gid gid = device.gid(i);
-    if (gid.global.subnet_prefix == 0 && gid.global.interface_id == 0) continue;
+    if (device.gid_empty(i)) continue;
     if (n == max_entries) return -EINVAL;
     auto* e =
         reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + n * entry_size);
-    *e = ibv_gid_entry{};
-    e->gid = gid;
-    e->gid_index = static_cast<uint32_t>(i);
-    e->port_num = 1;
-    e->gid_type = IBV_GID_TYPE_IB;
+    fill_gid_entry(device, static_cast<uint32_t>(i), e);
     ++n;
   }
   return static_cast<ssize_t>(n);
@@ -553,7 +567,10 @@ int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* 
   Device& device = Context::from(context)->device();
   if (!port_ok(port) || index >= static_cast<unsigned>(device.port().gid_tbl_len))
     return fail_int(EINVAL);
-  *type = 0;  // IBV_GID_TYPE_SYSFS_IB_ROCE_V1: an InfiniBand port
+  // libibverbs' private ibv_query_gid_type answers in the sysfs encoding
+  // (IBV_GID_TYPE_SYSFS_IB_ROCE_V1 0, IBV_GID_TYPE_SYSFS_ROCE_V2 1): "IB/RoCE
+  // v1" is one value there, told apart by the port's link layer.
+  *type = device.gid_type(static_cast<int>(index)) == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
   return 0;
 }
 
@@ -743,9 +760,7 @@ ibv_ah* create_ah(ibv_pd* verbs, ibv_ah_attr* attr) {
   Lock guard = lock();
   if (dead(verbs->context)) return fail<ibv_ah>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
-  const ibv_port_attr& port = pd->context().device().port();
-  if (!port_ok(attr->port_num)) return fail<ibv_ah>(EINVAL);
-  if (attr->is_global && attr->grh.sgid_index >= port.gid_tbl_len) return fail<ibv_ah>(EINVAL);
+  if (!pd->context().device().valid_address(*attr)) return fail<ibv_ah>(EINVAL);
   auto ah = std::make_unique<AddressHandle>(*pd, *attr);
   ah->verbs()->context = pd->verbs()->context;
   ah->verbs()->pd = verbs;
@@ -764,23 +779,38 @@ int destroy_ah(ibv_ah* verbs) {
 
 int init_ah_from_wc(ibv_context* context, uint8_t port, const ibv_wc* wc, const ibv_grh* grh,
                     ibv_ah_attr* attr) {
-  (void)context;
   if (!port_ok(port) || wc == nullptr || attr == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  const Device& device = Context::from(context)->device();
   *attr = ibv_ah_attr{};
   attr->dlid = wc->slid;
   attr->sl = wc->sl;
   attr->src_path_bits = wc->dlid_path_bits;
   attr->port_num = port;
-  if (wc->wc_flags & IBV_WC_GRH) {
-    if (grh == nullptr) return fail_int(EINVAL);
-    // The reply goes back to the sender: swap the GIDs of the received GRH.
-    attr->is_global = 1;
-    attr->grh.dgid = grh->sgid;
-    attr->grh.sgid_index = 0;
-    attr->grh.flow_label = be32toh(grh->version_tclass_flow) & 0xfffff;
-    attr->grh.hop_limit = 0xff;
-    attr->grh.traffic_class = (be32toh(grh->version_tclass_flow) >> 20) & 0xff;
+  if (!(wc->wc_flags & IBV_WC_GRH)) {
+    // A RoCE reply must have a GRH (ibv_create_ah would refuse it).
+    return device.ethernet() ? fail_int(EINVAL) : 0;
   }
+  if (grh == nullptr) return fail_int(EINVAL);
+  const std::optional<ReceivedHeader> header = read_network_header(*grh);
+  if (!header) return fail_int(EPROTONOSUPPORT);
+  // The reply goes back to the sender: its GID (for IPv4, ::ffff: and the
+  // source address, as libibverbs rebuilds it) is the destination, and the
+  // source is our GID the message was sent to, of the same type.
+  attr->is_global = 1;
+  attr->grh.dgid = header->sgid;
+  attr->grh.flow_label = header->flow_label;
+  attr->grh.hop_limit = 0xff;
+  attr->grh.traffic_class = header->traffic_class;
+  if (!device.ethernet()) {
+    attr->grh.sgid_index = 0;
+    return 0;
+  }
+  const int index =
+      device.find_gid(header->dgid, header->roce_v2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1);
+  // libibverbs' ibv_find_gid_index fails when no entry matches.
+  if (index < 0) return fail_int(ENOENT);
+  attr->grh.sgid_index = static_cast<uint8_t>(index);
   return 0;
 }
 
@@ -817,8 +847,8 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
     if (!Context::same(channel->context, verbs)) return fail<ibv_cq>(EINVAL);
     sim_channel = CompletionChannel::from(channel);
   }
-  auto cq =
-      std::make_unique<CompletionQueue>(*context, actual_cq_size(cqe), cq_context, sim_channel);
+  auto cq = std::make_unique<CompletionQueue>(*context, actual_cq_size(context->device(), cqe),
+                                              cq_context, sim_channel);
   cq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kCq);
   cq->verbs()->context = verbs;  // the import it was made on, if one
   if (sim_channel != nullptr) {
@@ -834,7 +864,7 @@ int resize_cq(ibv_cq* verbs, int cqe) {
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cqe < 1 || cqe > cq->context().device().profile().device.max_cqe) return fail_int(EINVAL);
   if (cq->in_error()) return fail_int(EIO);
-  if (int err = cq->resize(actual_cq_size(cqe))) return fail_int(err);
+  if (int err = cq->resize(actual_cq_size(cq->context().device(), cqe))) return fail_int(err);
   return 0;
 }
 
@@ -909,6 +939,11 @@ ibv_srq* create_srq(ibv_pd* verbs, ibv_srq_init_attr* init) {
       attr.max_sge == 0 || attr.max_sge > static_cast<uint32_t>(limits.max_srq_sge) ||
       attr.srq_limit > attr.max_wr)
     return fail<ibv_srq>(EINVAL);
+  // ibv_create_srq(3): attr returns the granted size (cx6: 2^n - 1, mlx5).
+  const uint64_t granted =
+      round_size(pd->context().device().profile().srq_wr_rounding, attr.max_wr);
+  if (granted > static_cast<uint32_t>(limits.max_srq_wr)) return fail<ibv_srq>(EINVAL);
+  attr.max_wr = static_cast<uint32_t>(granted);
   auto srq = std::make_unique<SharedReceiveQueue>(*pd, attr);
   srq->verbs()->srq_context = init->srq_context;
   srq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kSrq);
@@ -925,9 +960,13 @@ int modify_srq(ibv_srq* verbs, ibv_srq_attr* attr, int mask) {
   ibv_srq_attr& current = srq->attr();
   uint32_t max_wr = current.max_wr;
   if (mask & IBV_SRQ_MAX_WR) {
-    if (attr->max_wr == 0 || attr->max_wr > static_cast<uint32_t>(limits.max_srq_wr))
+    // ibv_modify_srq(3): resizing needs IBV_DEVICE_SRQ_RESIZE.
+    if (!(limits.device_cap_flags & IBV_DEVICE_SRQ_RESIZE)) return fail_int(EINVAL);
+    const uint64_t granted =
+        round_size(srq->pd().context().device().profile().srq_wr_rounding, attr->max_wr);
+    if (attr->max_wr == 0 || granted > static_cast<uint32_t>(limits.max_srq_wr))
       return fail_int(EINVAL);
-    max_wr = attr->max_wr;
+    max_wr = static_cast<uint32_t>(granted);
   }
   if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > max_wr) return fail_int(EINVAL);
   current.max_wr = max_wr;
@@ -1002,6 +1041,15 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
       cap.max_recv_sge > max_sge ||
       cap.max_inline_data > context.device().profile().max_inline_data)
     return fail<ibv_qp>(EINVAL);
+  // ibv_create_qp(3): cap returns what was granted, which may be more than
+  // asked, as the profile rounds it (cx6: 2^n WQEs, like mlx5), within the
+  // device's max_qp_wr.
+  const Rounding rounding = context.device().profile().qp_wr_rounding;
+  const uint64_t send_wr = round_size(rounding, cap.max_send_wr);
+  const uint64_t recv_wr = round_size(rounding, cap.max_recv_wr);
+  if (send_wr > max_wr || recv_wr > max_wr) return fail<ibv_qp>(EINVAL);
+  cap.max_send_wr = static_cast<uint32_t>(send_wr);
+  cap.max_recv_wr = static_cast<uint32_t>(recv_wr);
 
   Fabric& fabric = Fabric::get();
   const uint32_t qpn = fabric.reserve_qpn();

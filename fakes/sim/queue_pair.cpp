@@ -124,10 +124,7 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   if ((mask & IBV_QP_DEST_QPN) && attr.dest_qp_num > 0xffffff) return EINVAL;
   if ((mask & IBV_QP_RQ_PSN) && attr.rq_psn > 0xffffff) return EINVAL;
   if ((mask & IBV_QP_SQ_PSN) && attr.sq_psn > 0xffffff) return EINVAL;
-  if (mask & IBV_QP_AV) {
-    if (attr.ah_attr.port_num != 1) return EINVAL;
-    if (attr.ah_attr.is_global && attr.ah_attr.grh.sgid_index >= port.gid_tbl_len) return EINVAL;
-  }
+  if ((mask & IBV_QP_AV) && !device.valid_address(attr.ah_attr)) return EINVAL;
 
   apply(attr, mask);
   if (!(mask & IBV_QP_STATE) || target == current) return 0;

@@ -76,7 +76,11 @@ std::deque<HeldRequest>& held_requests() {
 }
 
 QueuePair* destination_of(const RequestFrame& f) {
-  Device* device = Fabric::get().device_with_lid(f.dlid);
+  // A RoCE requester addressed the DGID of its GRH, an InfiniBand one the
+  // DLID; a port of the other link layer is not on the same network.
+  Fabric& fabric = Fabric::get();
+  Device* device =
+      f.by_gid ? fabric.device_with_gid(f.request.ah.grh.dgid) : fabric.device_with_lid(f.dlid);
   if (device == nullptr || device->port().state != IBV_PORT_ACTIVE) return nullptr;
   return responder::accepting(*device, f.dst_qpn, f.request.qp_type, f.request.src_qpn);
 }
@@ -251,6 +255,7 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
   };
   RequestFrame f;
   f.dlid = ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid;
+  f.by_gid = qp.context().device().ethernet();
   f.dst_qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
   f.psn = wqe.psn;
   f.length = message.length;
@@ -336,7 +341,7 @@ void on_peer_gone(uint32_t member) {
     for (auto& [qp, owned] : context->qps)
       if (qp->type() == IBV_QPT_RC && !qp->send_queue().empty() &&
           qp->send_queue().front().in_flight &&
-          fabric.member_with_lid(qp->attr().ah_attr.dlid) == member)
+          fabric.member_at(qp->context().device(), qp->attr().ah_attr) == member)
         affected.push_back(qp);
   std::sort(affected.begin(), affected.end(),
             [](QueuePair* a, QueuePair* b) { return a->qpn() < b->qpn(); });

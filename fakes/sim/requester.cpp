@@ -33,15 +33,16 @@ struct Destination {
 
 Destination destination(QueuePair& qp, const SendWqe& wqe) {
   Fabric& fabric = Fabric::get();
-  if (!port_active(qp.context().device())) return {};
+  Device& from = qp.context().device();
+  if (!port_active(from)) return {};
   const bool ud = qp.type() == IBV_QPT_UD;
-  const uint16_t dlid = ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid;
+  const ibv_ah_attr& ah = ud ? wqe.ah : qp.attr().ah_attr;
   const uint32_t qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
-  if (Device* device = fabric.device_with_lid(dlid)) {
+  if (Device* device = fabric.device_at(from, ah)) {
     if (!port_active(*device)) return {};
     return {responder::accepting(*device, qpn, qp.type(), qp.qpn()), std::nullopt};
   }
-  return {nullptr, fabric.member_with_lid(dlid)};
+  return {nullptr, fabric.member_at(from, ah)};
 }
 
 enum class Step { kCompleted, kWaiting, kInFlight };
@@ -65,7 +66,12 @@ Message message_of(QueuePair& qp, const SendWqe& wqe) {
   m.src_qpn = qp.qpn();
   Device& device = qp.context().device();
   m.slid = device.lid();
-  m.sgid = device.gid(0);
+  // The source GID: the AH's sgid_index when it has a GRH (ibv_create_ah(3)),
+  // GID 0 otherwise; its type says which header a RoCE packet carries
+  // (IBTA A17.4.5: RoCE v2 is IP/UDP, v1 the IB GRH).
+  const int sgid_index = m.ah.is_global ? m.ah.grh.sgid_index : 0;
+  m.sgid = device.gid(sgid_index);
+  m.sgid_type = static_cast<uint8_t>(device.gid_type(sgid_index));
   m.sl = m.ah.sl;
   return m;
 }

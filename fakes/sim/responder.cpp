@@ -5,6 +5,7 @@
 #include "fabric.h"
 #include "memory_access.h"
 #include "memory_window.h"
+#include "network_header.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -17,8 +18,8 @@ namespace verbfault::sim {
 
 namespace {
 
-constexpr uint64_t kGrhBytes = 40;  // ibv_post_recv(3): UD receive buffers start with a GRH
-static_assert(sizeof(ibv_grh) == kGrhBytes);
+constexpr uint64_t kGrhBytes =
+    kNetworkHeaderBytes;  // ibv_post_recv(3): UD buffers start with a GRH
 
 void raise_qp_event(QueuePair& qp, ibv_event_type type) {
   ibv_async_event event{};
@@ -72,8 +73,11 @@ ibv_wc receive_completion(QueuePair& qp, const Message& m, const RecvWqe& wqe) {
   wc.status = IBV_WC_SUCCESS;
   wc.qp_num = qp.qpn();
   wc.src_qp = m.src_qpn;
-  wc.slid = m.slid;
-  wc.sl = m.sl;
+  // RoCE has no LIDs and carries no SL in its headers (IBTA A17.3): rxe
+  // reports 0 for both, as the kernel's ib_init_ah_from_wc expects.
+  const bool ethernet = qp.context().device().ethernet();
+  wc.slid = ethernet ? 0 : m.slid;
+  wc.sl = ethernet ? 0 : m.sl;
   wc.pkey_index = 0;
   if (m.opcode == IBV_WR_SEND_WITH_IMM || m.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     wc.wc_flags |= IBV_WC_WITH_IMM;
@@ -120,18 +124,11 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
   }
   ibv_wc wc = receive_completion(qp, m, *wqe);
   if (ud && m.ah.is_global) {
-    ibv_grh grh{};
-    grh.version_tclass_flow = htobe32((6u << 28) | (uint32_t{m.ah.grh.traffic_class} << 20) |
-                                      (m.ah.grh.flow_label & 0xfffff));
-    grh.paylen = htobe16(static_cast<uint16_t>(m.length));
-    grh.next_hdr = 0x1b;  // IBA 8.3: next header of a GRH before a BTH
-    grh.hop_limit = m.ah.grh.hop_limit;
-    grh.sgid = m.sgid;
-    grh.dgid = m.ah.grh.dgid;
+    const std::array<uint8_t, kNetworkHeaderBytes> header = network_header(m, m.ah.grh.dgid);
     // The GRH and the payload after it are one copy, so that a payload read
     // from the receive buffer itself is read before the GRH lands on it.
     Pieces<Source> grh_and_payload;
-    grh_and_payload.push_back(Source(reinterpret_cast<const uint8_t*>(&grh), sizeof grh));
+    grh_and_payload.push_back(Source(header.data(), header.size()));
     for (const Source& piece : m.payload) grh_and_payload.push_back(piece);
     copy(targets.view(), 0, grh_and_payload.view());
     wc.wc_flags |= IBV_WC_GRH;

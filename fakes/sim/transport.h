@@ -61,11 +61,12 @@ struct Request {
   // the sender's own (IBA 10.2.4), and the address vector used.
   uint32_t qkey = 0;
   ibv_ah_attr ah{};
-  // The source: the requester's QP number, port LID and GID 0, and the SL
-  // its packets carry.
+  // The source: the requester's QP number, port LID and GID (the AH's
+  // sgid_index, or 0), and the SL its packets carry.
   uint32_t src_qpn = 0;
   uint16_t slid = 0;
   ibv_gid sgid{};
+  uint8_t sgid_type = IBV_GID_TYPE_IB;  // enum ibv_gid_type of sgid
   uint8_t sl = 0;
 };
 static_assert(std::is_trivially_copyable_v<Request>);

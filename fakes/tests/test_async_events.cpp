@@ -198,9 +198,10 @@ TEST_F(SimDevice, FirstMessageReceivedInRtrRaisesCommEstOnce) {
   ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
   ASSERT_NE(b, nullptr);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh()}), 0);
   ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num,
                            .dlid = lid(),
+                           .grh = grh(),
                            .access = IBV_ACCESS_REMOTE_WRITE,
                            .stop_at = IBV_QPS_RTR}),
             0);
@@ -245,6 +246,9 @@ struct ExtraContext {
 };
 
 TEST_F(AsyncEvents, LidChangeReachesEveryContextOfTheDeviceAndTheOldLidIsGone) {
+  if (ethernet())
+    GTEST_SKIP() << "RoCE has no LIDs (set_port_lid: EINVAL); the RoCE counterpart is "
+                    "AsyncEvents.GidChangeOfTheAddressedGidLeavesNothingThere";
   ExtraContext extra{ibv_open_device(device_)};  // a second context of vfsim0
   ibv_context* other = extra.ctx;
   ASSERT_NE(other, nullptr);
@@ -276,6 +280,30 @@ TEST_F(AsyncEvents, LidChangeReachesEveryContextOfTheDeviceAndTheOldLidIsGone) {
   ibv_ack_async_event(&event);
 }
 
+TEST_F(AsyncEvents, RocePortHasNoLidToChange) {
+  if (!ethernet()) GTEST_SKIP() << "RoCE only; InfiniBand: LidChangeReachesEveryContext...";
+  EXPECT_EQ(fabric::set_port_lid(ctx_, 1, 0x1234), EINVAL);
+  expect_no_event(ctx_);
+}
+
+TEST_F(AsyncEvents, GidChangeOfTheAddressedGidLeavesNothingThere) {
+  // a_ addresses b_ (same port) by its GID on RoCE, by its LID on
+  // InfiniBand: there a GID change changes no path.
+  if (!ethernet()) GTEST_SKIP() << "RoCE only: an InfiniBand path is its LID";
+  const ibv_global_route route = grh();
+  ibv_gid moved = route.dgid;
+  moved.raw[15] ^= 0x55;
+  ASSERT_EQ(fabric::set_gid(ctx_, 1, route.sgid_index, moved), 0);
+  ibv_async_event event = next_event(ctx_);
+  ASSERT_EQ(event.event_type, IBV_EVENT_GID_CHANGE);
+  ibv_ack_async_event(&event);
+  // a_'s path still names the old GID: nothing answers there any more.
+  EXPECT_EQ(write_a_to_b(1), IBV_WC_RETRY_EXC_ERR);
+  ASSERT_EQ(fabric::set_gid(ctx_, 1, route.sgid_index, route.dgid), 0);
+  event = next_event(ctx_);
+  ibv_ack_async_event(&event);
+}
+
 TEST_F(AsyncEvents, GidChangeIsReportedAndQueryGidShowsTheNewGid) {
   constexpr int kIndex = 1;
   ibv_gid old_gid{};
@@ -300,7 +328,9 @@ TEST_F(AsyncEvents, GidChangeIsReportedAndQueryGidShowsTheNewGid) {
   ibv_ack_async_event(&event);
   EXPECT_EQ(ibv_query_gid(ctx_, 1, kIndex, &gid), 0);
   EXPECT_EQ(std::memcmp(&gid, &old_gid, sizeof gid), 0);
-  EXPECT_EQ(fabric::set_gid(ctx_, 1, 128, new_gid), EINVAL);  // beyond gid_tbl_len
+  ibv_port_attr port{};
+  ASSERT_EQ(ibv_query_port(ctx_, 1, &port), 0);
+  EXPECT_EQ(fabric::set_gid(ctx_, 1, port.gid_tbl_len, new_gid), EINVAL);  // beyond the table
 }
 
 // ---- destroy with unacknowledged events --------------------------------------

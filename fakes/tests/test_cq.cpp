@@ -25,8 +25,8 @@ class Cq : public SimDevice {
     EXPECT_NE(l.local, nullptr);
     EXPECT_NE(l.peer, nullptr);
     if (l.local == nullptr || l.peer == nullptr) return l;
-    EXPECT_EQ(rc_connect(l.local, {.dest_qp_num = l.peer->qp_num, .dlid = lid()}), 0);
-    EXPECT_EQ(rc_connect(l.peer, {.dest_qp_num = l.local->qp_num, .dlid = lid()}), 0);
+    EXPECT_EQ(rc_connect(l.local, {.dest_qp_num = l.peer->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    EXPECT_EQ(rc_connect(l.peer, {.dest_qp_num = l.local->qp_num, .dlid = lid(), .grh = grh()}), 0);
     return l;
   }
   void SetUp() override {

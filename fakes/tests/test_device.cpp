@@ -153,6 +153,9 @@ TEST_F(SimDevice, QueryDeviceExRejectsUnknownInputCompMask) {
 // ---- ibv_query_port(3) ------------------------------------------------------
 
 TEST_F(SimDevice, QueryPortReportsAnActiveInfiniBandPort) {
+  if (ethernet())
+    GTEST_SKIP() << "InfiniBand only; the RoCE counterpart is "
+                    "RocePort.QueryPortReportsAnActiveEthernetPortWithoutLids";
   ibv_port_attr port{};
   ASSERT_EQ(ibv_query_port(ctx_, 1, &port), 0);
   EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
@@ -166,6 +169,8 @@ TEST_F(SimDevice, QueryPortReportsAnActiveInfiniBandPort) {
 }
 
 TEST_F(SimDevice, QueryPortLidsDifferBetweenDevices) {
+  if (ethernet())
+    GTEST_SKIP() << "RoCE has no LIDs; the RoCE counterpart is RocePort.GidsDifferBetweenDevices";
   ibv_device* d1 = nullptr;
   for (int i = 0; list_[i] != nullptr; ++i)
     if (std::string(ibv_get_device_name(list_[i])) == "vfsim1") d1 = list_[i];
@@ -215,7 +220,9 @@ TEST_F(SimDevice, QueryGidExDescribesIndexZero) {
   EXPECT_EQ(std::memcmp(&entry.gid, &gid, sizeof gid), 0);
   EXPECT_EQ(entry.gid_index, 0u);
   EXPECT_EQ(entry.port_num, 1u);
-  EXPECT_EQ(entry.gid_type, static_cast<uint32_t>(IBV_GID_TYPE_IB));
+  // rxe lists RoCE v2 GIDs only (roce); an InfiniBand port's are IB.
+  EXPECT_EQ(entry.gid_type,
+            static_cast<uint32_t>(ethernet() ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB));
 }
 
 TEST_F(SimDevice, QueryGidExErrors) {
@@ -226,14 +233,15 @@ TEST_F(SimDevice, QueryGidExErrors) {
   EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, static_cast<uint32_t>(port.gid_tbl_len), &entry, 0), EINVAL);
   EXPECT_EQ(ibv_query_gid_ex(ctx_, 2, 0, &entry, 0), EINVAL);
   EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &entry, 1), EINVAL) << "flags must be 0";
-  // An index inside the table with nothing in it.
-  EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, 1, &entry, 0), ENODATA);
+  // An index inside the table with nothing in it (ib: after GID 0; roce:
+  // after the link-local and the IPv4 GID).
+  EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, ethernet() ? 2 : 1, &entry, 0), ENODATA);
 }
 
 TEST_F(SimDevice, QueryGidTableReturnsOnlyValidEntries) {
   ibv_gid_entry entries[8]{};
   const ssize_t n = ibv_query_gid_table(ctx_, entries, 8, 0);
-  ASSERT_EQ(n, 1);
+  ASSERT_EQ(n, ethernet() ? 2 : 1);
   ibv_gid_entry one{};
   ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &one, 0), 0);
   EXPECT_EQ(std::memcmp(&entries[0].gid, &one.gid, sizeof one.gid), 0);

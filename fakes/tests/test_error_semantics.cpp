@@ -42,8 +42,11 @@ TEST_F(SimDevice, RnrRetryExhaustionFailsTheRequesterAndFlushesTheRest) {
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
   // rnr_retry 6 and the largest RNR timer (0 = 655.36 ms): on wall time
   // this would take 4.6 s; on the virtual clock it takes a few polls.
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 6}), 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .min_rnr_timer = 0}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .rnr_retry = 6}),
+            0);
+  ASSERT_EQ(
+      rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh(), .min_rnr_timer = 0}),
+      0);
   char buf[64] = "x";
   ibv_mr* mr = reg(buf, sizeof buf);
   const auto start = std::chrono::steady_clock::now();
@@ -70,8 +73,9 @@ TEST_F(SimDevice, ReceivePostedInTimeLetsAnRnrNakedSendComplete) {
   ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 3}), 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .rnr_retry = 3}),
+            0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   char buf[64] = "late";
   char rbuf[64] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -90,9 +94,12 @@ TEST_F(SimDevice, SendToADestroyedPeerEndsInRetryExceeded) {
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .timeout = 31, .retry_cnt = 3}),
-            0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(
+      rc_connect(
+          a,
+          {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .timeout = 31, .retry_cnt = 3}),
+      0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   ASSERT_EQ(ibv_destroy_qp(b), 0);
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -138,8 +145,8 @@ TEST_F(SimDevice, CqOverflowPutsTheCqInErrorAndEveryQpOnItInErr) {
   ASSERT_EQ(small->cqe, 1);
   ibv_qp* a = create_qp(IBV_QPT_RC, small, small);
   ibv_qp* b = create_qp(IBV_QPT_RC, other, other);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh()}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
   // Unsignaled sends never count towards overflow.
@@ -297,8 +304,9 @@ TEST_F(SimDevice, RnrRetryCountsRetriesAfterTheFirstAttempt) {
   ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 2}), 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .rnr_retry = 2}),
+            0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
   ASSERT_EQ(post_send(a, IBV_WR_SEND, 1, mr, buf, 8), 0);
@@ -363,24 +371,36 @@ TEST_F(SimDevice, RetriesRunOnTheVirtualClockInTheOrderOfTheirTimers) {
   // late: 4 RNR retries of 655.36 ms, exhausted at 2621.44 ms.
   ibv_qp* late = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* late_peer = create_qp(IBV_QPT_RC, peer_cq, peer_cq);
-  ASSERT_EQ(rc_connect(late, {.dest_qp_num = late_peer->qp_num, .dlid = lid(), .rnr_retry = 4}), 0);
-  ASSERT_EQ(rc_connect(late_peer, {.dest_qp_num = late->qp_num, .dlid = lid(), .min_rnr_timer = 0}),
-            0);
+  ASSERT_EQ(
+      rc_connect(late,
+                 {.dest_qp_num = late_peer->qp_num, .dlid = lid(), .grh = grh(), .rnr_retry = 4}),
+      0);
+  ASSERT_EQ(
+      rc_connect(late_peer,
+                 {.dest_qp_num = late->qp_num, .dlid = lid(), .grh = grh(), .min_rnr_timer = 0}),
+      0);
   // lost: no answer, 3 retries after timeouts of 4.096 us * 2^17 = 536.87 ms:
   // fails at 1610.61 ms (2147.48 ms if it also waits out the last timeout).
   ibv_qp* lost = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* gone = create_qp(IBV_QPT_RC, peer_cq, peer_cq);
-  ASSERT_EQ(
-      rc_connect(lost, {.dest_qp_num = gone->qp_num, .dlid = lid(), .timeout = 17, .retry_cnt = 3}),
-      0);
+  ASSERT_EQ(rc_connect(lost, {.dest_qp_num = gone->qp_num,
+                              .dlid = lid(),
+                              .grh = grh(),
+                              .timeout = 17,
+                              .retry_cnt = 3}),
+            0);
   ASSERT_EQ(ibv_destroy_qp(gone), 0);
   // early: 2 RNR retries of 655.36 ms, exhausted at 1310.72 ms.
   ibv_qp* early = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* early_peer = create_qp(IBV_QPT_RC, peer_cq, peer_cq);
-  ASSERT_EQ(rc_connect(early, {.dest_qp_num = early_peer->qp_num, .dlid = lid(), .rnr_retry = 2}),
-            0);
   ASSERT_EQ(
-      rc_connect(early_peer, {.dest_qp_num = early->qp_num, .dlid = lid(), .min_rnr_timer = 0}), 0);
+      rc_connect(early,
+                 {.dest_qp_num = early_peer->qp_num, .dlid = lid(), .grh = grh(), .rnr_retry = 2}),
+      0);
+  ASSERT_EQ(
+      rc_connect(early_peer,
+                 {.dest_qp_num = early->qp_num, .dlid = lid(), .grh = grh(), .min_rnr_timer = 0}),
+      0);
 
   char buf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -406,8 +426,9 @@ TEST_F(SimDevice, RnrRetrySevenRetriesForever) {
   ibv_cq* cq_b = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq_a, cq_a);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq_b, cq_b);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .rnr_retry = 7}), 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .rnr_retry = 7}),
+            0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   char buf[8] = "forever";
   char rbuf[8] = {};
   ibv_mr* mr = reg(buf, sizeof buf);
@@ -432,9 +453,12 @@ TEST_F(SimDevice, RetryCntCountsTransportRetriesAfterTheFirstAttempt) {
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
   ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .timeout = 10, .retry_cnt = 2}),
-            0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(
+      rc_connect(
+          a,
+          {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .timeout = 10, .retry_cnt = 2}),
+      0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RESET;  // a QP in RESET receives nothing
   ASSERT_EQ(ibv_modify_qp(b, &attr, IBV_QP_STATE), 0);
@@ -450,7 +474,7 @@ TEST_F(SimDevice, RetryCntCountsTransportRetriesAfterTheFirstAttempt) {
   // The second retry is lost: the error comes now or once its timeout ran out.
   const int n = ibv_poll_cq(cq, 1, &wc);
   ASSERT_GE(n, 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   std::vector<ibv_wc> wcs;
   if (n == 1)
     wcs.push_back(wc);
@@ -477,8 +501,11 @@ TEST_F(SimDevice, SendToAPeerInResetInitOrErrEndsInRetryExceeded) {
     ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
     ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
     ASSERT_EQ(
-        rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .timeout = 8, .retry_cnt = 1}), 0);
-    ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+        rc_connect(
+            a,
+            {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh(), .timeout = 8, .retry_cnt = 1}),
+        0);
+    ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
     // Connected, then moved: the peer still names a as its destination.
     ibv_qp_attr attr{};
     attr.qp_state = peer_state == IBV_QPS_ERR ? IBV_QPS_ERR : IBV_QPS_RESET;
@@ -545,9 +572,11 @@ TEST_F(SimDevice, RdmaWithoutTheResponderQpsAccessFlagIsAnInvalidRequest) {
     SCOPED_TRACE(c.opcode);
     ibv_qp* a = create_qp(IBV_QPT_RC, cq, cq);
     ibv_qp* b = create_qp(IBV_QPT_RC, cq, cq);
-    ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
-    ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .access = all & ~c.missing}),
-              0);
+    ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    ASSERT_EQ(
+        rc_connect(
+            b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh(), .access = all & ~c.missing}),
+        0);
     ibv_sge sge{addr_of(local), 8, lmr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = 5;
@@ -607,8 +636,8 @@ TEST_F(RcPair, BadLkeyOrUnwritableReadTargetIsALocalProtectionError) {
   ibv_mr* ro = reg(readonly, sizeof readonly, IBV_ACCESS_REMOTE_READ);
   ibv_qp* c = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
   ibv_qp* d = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
-  ASSERT_EQ(rc_connect(c, {.dest_qp_num = d->qp_num, .dlid = lid()}), 0);
-  ASSERT_EQ(rc_connect(d, {.dest_qp_num = c->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(c, {.dest_qp_num = d->qp_num, .dlid = lid(), .grh = grh()}), 0);
+  ASSERT_EQ(rc_connect(d, {.dest_qp_num = c->qp_num, .dlid = lid(), .grh = grh()}), 0);
   ASSERT_EQ(post_send(c, IBV_WR_RDMA_READ, 21, ro, readonly, 8, IBV_SEND_SIGNALED, addr_of(buf_b_),
                       mr_b_->rkey),
             0);

@@ -49,8 +49,8 @@ class ExtendedQp : public SimDevice {
     ASSERT_NE(qp_, nullptr) << std::strerror(errno);
     peer_ = create_qp(IBV_QPT_RC, peer_cq_, peer_cq_);
     ASSERT_NE(peer_, nullptr);
-    ASSERT_EQ(rc_connect(qp_, {.dest_qp_num = peer_->qp_num, .dlid = lid()}), 0);
-    ASSERT_EQ(rc_connect(peer_, {.dest_qp_num = qp_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(qp_, {.dest_qp_num = peer_->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    ASSERT_EQ(rc_connect(peer_, {.dest_qp_num = qp_->qp_num, .dlid = lid(), .grh = grh()}), 0);
     qpx_ = ibv_qp_to_qp_ex(qp_);
     ASSERT_NE(qpx_, nullptr);
   }

@@ -94,8 +94,8 @@ class SharedCqFreedom : public SimDevice {
     b_ = create_qp(IBV_QPT_RC, cq_, cq_);
     EXPECT_TRUE(cq_ && a_ && b_);
     if (!cq_ || !a_ || !b_) return {};
-    EXPECT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
-    EXPECT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
+    EXPECT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    EXPECT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid(), .grh = grh()}), 0);
     for (uint64_t i = 0; i < 3; ++i) EXPECT_EQ(post_recv(b_, 100 + i, mr_, buf_ + 64 * i, 64), 0);
     ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + 512), 8, mr_->lkey};
     ibv_send_wr wrs[3] = {};
@@ -163,8 +163,8 @@ TEST_F(SharedCqFreedom, NoFlushComesBeforeTheErrorThatCausedIt) {
     a_ = create_qp(IBV_QPT_RC, cq_, cq_);
     b_ = create_qp(IBV_QPT_RC, cq_, cq_);
     ASSERT_TRUE(cq_ && a_ && b_);
-    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
-    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid(), .grh = grh()}), 0);
     for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(post_recv(a_, 300 + i, mr_, buf_ + 64 * i, 64), 0);
     ASSERT_EQ(post_recv(b_, 100, mr_, buf_ + 256, 4), 0);  // too small for 8 bytes
     ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + 512), 8, mr_->lkey};

@@ -72,8 +72,8 @@ TEST_F(Import, PdAndMrImportedByHandleCarryTraffic) {
   ibv_cq* own_cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ibv_qp* source = create_qp(IBV_QPT_RC, own_cq, own_cq);
   ASSERT_NE(source, nullptr);
-  ASSERT_EQ(rc_connect(target, {.dest_qp_num = source->qp_num, .dlid = lid()}), 0);
-  ASSERT_EQ(rc_connect(source, {.dest_qp_num = target->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(target, {.dest_qp_num = source->qp_num, .dlid = lid(), .grh = grh()}), 0);
+  ASSERT_EQ(rc_connect(source, {.dest_qp_num = target->qp_num, .dlid = lid(), .grh = grh()}), 0);
   char payload[16] = "imported-write";
   ibv_mr* payload_mr = reg(payload, sizeof payload);
   ASSERT_EQ(post_send(source, IBV_WR_RDMA_WRITE, 1, payload_mr, payload, sizeof payload,

@@ -58,9 +58,7 @@ TEST_F(Pd, DeallocWithLiveQpIsBusyUntilDestroyQp) {
 TEST_F(Pd, DeallocWithLiveAhIsBusyUntilDestroyAh) {
   ibv_pd* pd = ibv_alloc_pd(ctx_);
   ASSERT_NE(pd, nullptr);
-  ibv_ah_attr attr{};
-  attr.dlid = lid();
-  attr.port_num = 1;
+  ibv_ah_attr attr = address();
   ibv_ah* ah = ibv_create_ah(pd, &attr);
   ASSERT_NE(ah, nullptr);
   EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);
@@ -339,10 +337,8 @@ TEST_F(Mr, ReregRemoteWriteWithoutLocalWriteFails) {
 using Ah = SimDevice;
 
 TEST_F(Ah, CreateAndDestroy) {
-  ibv_ah_attr attr{};
-  attr.dlid = lid();
+  ibv_ah_attr attr = address();
   attr.sl = 0;
-  attr.port_num = 1;
   ibv_ah* ah = ibv_create_ah(pd_, &attr);
   ASSERT_NE(ah, nullptr);
   EXPECT_EQ(ah->pd, pd_);
@@ -352,8 +348,7 @@ TEST_F(Ah, CreateAndDestroy) {
 
 TEST_F(Ah, CreateWithInvalidPortIsEinval) {
   for (uint8_t port : {0, 2}) {
-    ibv_ah_attr attr{};
-    attr.dlid = lid();
+    ibv_ah_attr attr = address();
     attr.port_num = port;
     errno = 0;
     EXPECT_EQ(ibv_create_ah(pd_, &attr), nullptr) << "port " << int{port};

@@ -320,8 +320,8 @@ TEST_F(Mw, Type2WindowIsReachedOnlyThroughTheQpThatBoundIt) {
   ibv_qp* d = create_qp(IBV_QPT_RC, cq, cq);
   ASSERT_NE(c, nullptr);
   ASSERT_NE(d, nullptr);
-  ASSERT_EQ(rc_connect(c, {.dest_qp_num = d->qp_num, .dlid = lid()}), 0);
-  ASSERT_EQ(rc_connect(d, {.dest_qp_num = c->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(c, {.dest_qp_num = d->qp_num, .dlid = lid(), .grh = grh()}), 0);
+  ASSERT_EQ(rc_connect(d, {.dest_qp_num = c->qp_num, .dlid = lid(), .grh = grh()}), 0);
   ibv_mw* mw = ibv_alloc_mw(pd_, IBV_MW_TYPE_2);
   ASSERT_NE(mw, nullptr);
   const uint32_t rkey = ibv_inc_rkey(mw->rkey);
@@ -376,8 +376,8 @@ TEST_F(MwExtended, BindWriteAndInvalidateThroughTheWrApi) {
   ibv_qp* y = create_ex(cq_y);  // binds the window
   ASSERT_NE(x, nullptr);
   ASSERT_NE(y, nullptr);
-  ASSERT_EQ(rc_connect(x, {.dest_qp_num = y->qp_num, .dlid = lid()}), 0);
-  ASSERT_EQ(rc_connect(y, {.dest_qp_num = x->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(x, {.dest_qp_num = y->qp_num, .dlid = lid(), .grh = grh()}), 0);
+  ASSERT_EQ(rc_connect(y, {.dest_qp_num = x->qp_num, .dlid = lid(), .grh = grh()}), 0);
   ibv_qp_ex* xx = ibv_qp_to_qp_ex(x);
   ibv_qp_ex* yx = ibv_qp_to_qp_ex(y);
   ASSERT_NE(xx, nullptr);

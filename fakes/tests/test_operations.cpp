@@ -65,6 +65,7 @@ TEST_F(SimDevice, PostSendBeforeRtsIsEinvalWithBadWr) {
   // Connected to itself, one step at a time.
   RcConnectOptions to_self{.dest_qp_num = qp->qp_num,
                            .dlid = lid(),
+                           .grh = grh(),
                            .access = 0,
                            .min_rnr_timer = 0,
                            .stop_at = IBV_QPS_INIT};
@@ -146,8 +147,8 @@ class RcShallow : public RcPair {
     b4_ = create_qp(IBV_QPT_RC, cq_b_, cq_b_, depth);
     ASSERT_NE(a4_, nullptr);
     ASSERT_NE(b4_, nullptr);
-    ASSERT_EQ(rc_connect(a4_, {.dest_qp_num = b4_->qp_num, .dlid = lid()}), 0);
-    ASSERT_EQ(rc_connect(b4_, {.dest_qp_num = a4_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(a4_, {.dest_qp_num = b4_->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    ASSERT_EQ(rc_connect(b4_, {.dest_qp_num = a4_->qp_num, .dlid = lid(), .grh = grh()}), 0);
     ibv_qp_attr q{};
     ibv_qp_init_attr init{};
     ASSERT_EQ(ibv_query_qp(a4_, &q, IBV_QP_CAP, &init), 0);
@@ -513,8 +514,8 @@ TEST_F(RcPair, SqSigAllSignalsEveryWr) {
   ibv_qp_init_attr init{};
   ASSERT_EQ(ibv_query_qp(a, &q, IBV_QP_CAP, &init), 0);
   EXPECT_EQ(init.sq_sig_all, 1);
-  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid()}), 0);
-  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid()}), 0);
+  ASSERT_EQ(rc_connect(a, {.dest_qp_num = b->qp_num, .dlid = lid(), .grh = grh()}), 0);
+  ASSERT_EQ(rc_connect(b, {.dest_qp_num = a->qp_num, .dlid = lid(), .grh = grh()}), 0);
   for (uint64_t id = 1; id <= 3; ++id)
     ASSERT_EQ(
         post_send(a, IBV_WR_RDMA_WRITE, id, mr_a_, buf_a_, 8, 0, addr_of(buf_b_), mr_b_->rkey), 0);
@@ -577,8 +578,8 @@ class UcPair : public RcPair {
     uc_b_ = create_qp(IBV_QPT_UC, cq_b_, cq_b_);
     ASSERT_NE(uc_a_, nullptr);
     ASSERT_NE(uc_b_, nullptr);
-    ASSERT_EQ(rc_connect(uc_a_, {.dest_qp_num = uc_b_->qp_num, .dlid = lid()}), 0);
-    ASSERT_EQ(rc_connect(uc_b_, {.dest_qp_num = uc_a_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(uc_a_, {.dest_qp_num = uc_b_->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    ASSERT_EQ(rc_connect(uc_b_, {.dest_qp_num = uc_a_->qp_num, .dlid = lid(), .grh = grh()}), 0);
   }
   ibv_qp* uc_a_ = nullptr;
   ibv_qp* uc_b_ = nullptr;
@@ -667,9 +668,16 @@ class CrossDevice : public SimDevice {
     ASSERT_NE(mr1_, nullptr);
     lid0_ = lid(ctx_);
     lid1_ = lid(ctx1_);
-    ASSERT_NE(lid0_, lid1_);
-    ASSERT_EQ(rc_connect(qp0_, {.dest_qp_num = qp1_->qp_num, .dlid = lid1_}), 0);
-    ASSERT_EQ(rc_connect(qp1_, {.dest_qp_num = qp0_->qp_num, .dlid = lid0_}), 0);
+    // Two ports, two addresses: LIDs on InfiniBand, GIDs on RoCE (no LIDs,
+    // so both are 0 and slid below is 0 too, as rxe reports it).
+    if (ethernet()) {
+      const ibv_gid g0 = grh(ctx_).dgid, g1 = grh(ctx1_).dgid;
+      ASSERT_NE(std::memcmp(&g0, &g1, sizeof g0), 0);
+    } else {
+      ASSERT_NE(lid0_, lid1_);
+    }
+    ASSERT_EQ(rc_connect(qp0_, {.dest_qp_num = qp1_->qp_num, .dlid = lid1_, .grh = grh(ctx1_)}), 0);
+    ASSERT_EQ(rc_connect(qp1_, {.dest_qp_num = qp0_->qp_num, .dlid = lid0_, .grh = grh(ctx_)}), 0);
   }
   void TearDown() override {
     if (ctx1_ != nullptr) ibv_close_device(ctx1_);

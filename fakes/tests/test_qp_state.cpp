@@ -37,8 +37,17 @@ int rts_mask(ibv_qp_type type) {
   return IBV_QP_SQ_PSN;
 }
 
-// Valid values for every attribute, so that only the mask decides.
-ibv_qp_attr attrs(ibv_qp_state state, uint16_t dlid = 1) {
+ibv_ah_attr lid_one() {
+  ibv_ah_attr av{};
+  av.dlid = 1;
+  av.port_num = 1;
+  return av;
+}
+
+// Valid values for every attribute, so that only the mask decides; `av`
+// is the path (SimDevice::address() for the port's own, which on a RoCE
+// port carries the GRH it needs).
+ibv_qp_attr attrs(ibv_qp_state state, const ibv_ah_attr& av = lid_one()) {
   ibv_qp_attr a{};
   a.qp_state = state;
   a.pkey_index = 0;
@@ -55,10 +64,8 @@ ibv_qp_attr attrs(ibv_qp_state state, uint16_t dlid = 1) {
   a.timeout = 17;
   a.retry_cnt = 5;
   a.rnr_retry = 3;
-  a.ah_attr.dlid = dlid;
-  a.ah_attr.port_num = 1;
-  a.alt_ah_attr.dlid = dlid;
-  a.alt_ah_attr.port_num = 1;
+  a.ah_attr = av;
+  a.alt_ah_attr = av;
   a.alt_port_num = 1;
   a.alt_timeout = 17;
   a.path_mig_state = IBV_MIG_MIGRATED;
@@ -88,7 +95,7 @@ class QpStateByType : public SimDevice, public ::testing::WithParamInterface<ibv
   }
 
   int modify(ibv_qp_state to, int mask) {
-    ibv_qp_attr a = attrs(to, lid());
+    ibv_qp_attr a = attrs(to, address());
     return ibv_modify_qp(qp_, &a, IBV_QP_STATE | mask);
   }
   ibv_qp_type type() const { return GetParam(); }
@@ -172,7 +179,7 @@ TEST_P(QpStateByType, OptionalAttributesOfEachTransitionAreAccepted) {
                    rtr_mask(type()) | IBV_QP_PKEY_INDEX | (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)),
             0);
   // RTR -> RTS with IBV_QP_CUR_STATE matching the current state.
-  ibv_qp_attr a = attrs(IBV_QPS_RTS, lid());
+  ibv_qp_attr a = attrs(IBV_QPS_RTS, address());
   a.cur_qp_state = IBV_QPS_RTR;
   EXPECT_EQ(
       ibv_modify_qp(qp_, &a,
@@ -181,7 +188,7 @@ TEST_P(QpStateByType, OptionalAttributesOfEachTransitionAreAccepted) {
       0);
   EXPECT_EQ(state_of(qp_), IBV_QPS_RTS);
   // RTS -> RTS: an attribute change without a transition (no IBV_QP_STATE).
-  a = attrs(IBV_QPS_RTS, lid());
+  a = attrs(IBV_QPS_RTS, address());
   a.qkey = 0x5678;
   a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
   a.min_rnr_timer = 20;
@@ -250,7 +257,7 @@ TEST_P(QpStateByType, AttributeNotAllowedInTheTransitionIsEinval) {
     EXPECT_EQ(modify(IBV_QPS_RTR, rtr_mask(type()) | IBV_QP_MIN_RNR_TIMER), EINVAL);
   }
   // IBV_QP_CUR_STATE is not allowed out of INIT.
-  ibv_qp_attr a = attrs(IBV_QPS_RTR, lid());
+  ibv_qp_attr a = attrs(IBV_QPS_RTR, address());
   a.cur_qp_state = IBV_QPS_INIT;
   EXPECT_EQ(ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_CUR_STATE | rtr_mask(type())), EINVAL);
   EXPECT_EQ(state_of(qp_), IBV_QPS_INIT);
@@ -262,7 +269,7 @@ TEST_P(QpStateByType, AttributeNotAllowedInTheTransitionIsEinval) {
     EXPECT_EQ(modify(IBV_QPS_RTS, rts_mask(type()) | IBV_QP_RETRY_CNT), EINVAL);
   }
   // IBV_QP_CUR_STATE that disagrees with the current state.
-  a = attrs(IBV_QPS_RTS, lid());
+  a = attrs(IBV_QPS_RTS, address());
   a.cur_qp_state = IBV_QPS_RTS;
   EXPECT_EQ(ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_CUR_STATE | rts_mask(type())), EINVAL);
   EXPECT_EQ(state_of(qp_), IBV_QPS_RTR);
@@ -328,15 +335,15 @@ TEST_P(QpStateByType, AnyStateButResetCanGoToErr) {
 }
 
 TEST_P(QpStateByType, QueryReportsTheAttributesSet) {
-  ibv_qp_attr a = attrs(IBV_QPS_INIT, lid());
+  ibv_qp_attr a = attrs(IBV_QPS_INIT, address());
   ASSERT_EQ(ibv_modify_qp(qp_, &a, IBV_QP_STATE | init_mask(type())), 0);
-  a = attrs(IBV_QPS_RTR, lid());
+  a = attrs(IBV_QPS_RTR, address());
   a.dest_qp_num = 0xabcde;
   a.path_mtu = IBV_MTU_512;
   a.min_rnr_timer = 7;
   a.rq_psn = 0x123;
   ASSERT_EQ(ibv_modify_qp(qp_, &a, IBV_QP_STATE | rtr_mask(type())), 0);
-  a = attrs(IBV_QPS_RTS, lid());
+  a = attrs(IBV_QPS_RTS, address());
   a.timeout = 21;
   a.retry_cnt = 4;
   a.rnr_retry = 6;
@@ -437,19 +444,19 @@ TEST_P(QpAttributeRange, OutOfRangeValueIsEinvalAndChangesNothing) {
   const int masks[] = {init_mask(IBV_QPT_RC), rtr_mask(IBV_QPT_RC), rts_mask(IBV_QPT_RC)};
   const ibv_qp_state states[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
   for (int i = 0; i < 3 && states[i] <= c.from; ++i) {
-    ibv_qp_attr a = attrs(states[i], lid());
+    ibv_qp_attr a = attrs(states[i], address());
     ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | masks[i]), 0);
   }
   ASSERT_EQ(state_of(qp), c.from);
   const int mask = c.to == IBV_QPS_INIT ? masks[0] : c.to == IBV_QPS_RTR ? masks[1] : masks[2];
   ASSERT_TRUE(mask & c.attr);
-  ibv_qp_attr bad = attrs(c.to, lid());
+  ibv_qp_attr bad = attrs(c.to, address());
   c.set(bad);
   EXPECT_EQ(ibv_modify_qp(qp, &bad, IBV_QP_STATE | mask), EINVAL);
   EXPECT_EQ(state_of(qp), c.from);
   // A failed modify changes no attribute: the same transition with valid
   // values then succeeds and the query shows the valid values.
-  ibv_qp_attr good = attrs(c.to, lid());
+  ibv_qp_attr good = attrs(c.to, address());
   ASSERT_EQ(ibv_modify_qp(qp, &good, IBV_QP_STATE | mask), 0);
   ibv_qp_attr q{};
   ibv_qp_init_attr init{};

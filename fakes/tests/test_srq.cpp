@@ -39,8 +39,12 @@ class SrqPair : public SimDevice {
       receivers_[i] = create_qp(IBV_QPT_RC, recv_cq_, recv_cq_, 16, srq_);
       ASSERT_NE(senders_[i], nullptr);
       ASSERT_NE(receivers_[i], nullptr);
-      ASSERT_EQ(rc_connect(senders_[i], {.dest_qp_num = receivers_[i]->qp_num, .dlid = lid()}), 0);
-      ASSERT_EQ(rc_connect(receivers_[i], {.dest_qp_num = senders_[i]->qp_num, .dlid = lid()}), 0);
+      ASSERT_EQ(rc_connect(senders_[i],
+                           {.dest_qp_num = receivers_[i]->qp_num, .dlid = lid(), .grh = grh()}),
+                0);
+      ASSERT_EQ(rc_connect(receivers_[i],
+                           {.dest_qp_num = senders_[i]->qp_num, .dlid = lid(), .grh = grh()}),
+                0);
     }
     mr_ = reg(buf_, sizeof buf_);
   }

@@ -67,6 +67,52 @@ class SimDevice : public ::testing::Test {
     return port.lid;
   }
 
+  // Whether the port of ctx (default: this device's) is a RoCE port
+  // (VERBFAULT_SIM_PROFILE=roce): addressed by GID, with no LIDs.
+  bool ethernet(ibv_context* ctx = nullptr) {
+    ibv_port_attr port{};
+    EXPECT_EQ(ibv_query_port(ctx ? ctx : ctx_, 1, &port), 0);
+    return port.link_layer == IBV_LINK_LAYER_ETHERNET;
+  }
+
+  // The index of the first RoCE v2 GID of ctx's port (-1: none).
+  int roce_v2_gid_index(ibv_context* ctx = nullptr) {
+    ibv_gid_entry entries[16];
+    const ssize_t n = ibv_query_gid_table(ctx ? ctx : ctx_, entries, 16, 0);
+    for (ssize_t i = 0; i < n; ++i)
+      if (entries[i].gid_type == IBV_GID_TYPE_ROCE_V2)
+        return static_cast<int>(entries[i].gid_index);
+    return -1;
+  }
+
+  // The GRH that reaches the port of ctx (default: this device's) from a
+  // port of the same profile: none (all zero) on InfiniBand, where the LID
+  // addresses it; its first RoCE v2 GID on Ethernet (IBTA Annex A17.4).
+  ibv_global_route grh(ibv_context* ctx = nullptr) {
+    ibv_global_route route{};
+    if (!ethernet(ctx)) return route;
+    const int index = roce_v2_gid_index(ctx);
+    EXPECT_GE(index, 0) << "a RoCE port without a RoCE v2 GID";
+    if (index < 0) return route;
+    EXPECT_EQ(ibv_query_gid(ctx ? ctx : ctx_, 1, index, &route.dgid), 0);
+    route.sgid_index = static_cast<uint8_t>(index);
+    route.hop_limit = 64;
+    return route;
+  }
+
+  // An address vector that reaches the port of ctx: its LID, and its GRH
+  // where the link layer needs one.
+  ibv_ah_attr address(ibv_context* ctx = nullptr) {
+    ibv_ah_attr ah{};
+    ah.dlid = lid(ctx);
+    ah.port_num = 1;
+    if (ethernet(ctx)) {
+      ah.is_global = 1;
+      ah.grh = grh(ctx);
+    }
+    return ah;
+  }
+
   // RC and UC QPs are connected with rc_connect (<verbfault_testing/rc_connect.h>).
 
   // RESET -> INIT -> RTR -> RTS for a UD QP with the given Q_Key.
@@ -160,8 +206,8 @@ class RcPair : public SimDevice {
     b_ = create_qp(IBV_QPT_RC, cq_b_, cq_b_);
     ASSERT_NE(a_, nullptr);
     ASSERT_NE(b_, nullptr);
-    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid()}), 0);
-    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid()}), 0);
+    ASSERT_EQ(rc_connect(a_, {.dest_qp_num = b_->qp_num, .dlid = lid(), .grh = grh()}), 0);
+    ASSERT_EQ(rc_connect(b_, {.dest_qp_num = a_->qp_num, .dlid = lid(), .grh = grh()}), 0);
     mr_a_ = reg(buf_a_, sizeof buf_a_);
     mr_b_ = reg(buf_b_, sizeof buf_b_);
     ASSERT_NE(mr_a_, nullptr);

@@ -45,6 +45,26 @@ TEST(UnmodifiedBinaries, InvalidDeviceCountIsReportedInOneLine) {
   EXPECT_TRUE(contains(r.output, "vfsim0")) << r.output;
 }
 
+TEST(UnmodifiedBinaries, ABadProfileIsReportedInOneLineAndWithholdsTheDevices) {
+  // A device of another kind than asked for would pass unnoticed: none.
+  ProcessResult r = run("VERBFAULT_SIM_PROFILE=rocky", IBV_DEVICES);
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: VERBFAULT_SIM_PROFILE='rocky': unknown profile 'rocky'; "
+                       "expected a built-in profile (cx6, ib, roce) or the path of a YAML file; "
+                       "no simulated device is available\n"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "vfsim0")) << r.output;
+}
+
+TEST(UnmodifiedBinaries, IbvDevinfoOnRoceShowsAnEthernetPortAndItsRoceV2Gids) {
+  ProcessResult r = run("VERBFAULT_SIM_PROFILE=roce", std::string(IBV_DEVINFO) + " -v");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "link_layer:\t\tEthernet")) << r.output;
+  EXPECT_TRUE(contains(r.output, "GID[  0]:\t\tfe80::")) << r.output;
+  EXPECT_TRUE(contains(r.output, ", RoCE v2")) << r.output;
+  EXPECT_TRUE(contains(r.output, "GID[  1]:\t\t::ffff:198.18.")) << r.output;
+}
+
 TEST(UnmodifiedBinaries, IbvDevinfoVerboseShowsAnActivePort) {
   ProcessResult r = run("", std::string(IBV_DEVINFO) + " -v");
   EXPECT_EQ(r.status, 0) << r.output;

@@ -41,11 +41,16 @@ me=run_pair
 # libibverbs examples: "N bytes in ..." / "N iters in ..."), perftest_bw,
 # perftest_lat (perftest's result table), xrc_fails (ibv_xsrq_pingpong).
 tests=(ibv_rc_pingpong ibv_rc_pingpong_events ibv_uc_pingpong ibv_ud_pingpong
+       ibv_rc_pingpong_roce ibv_ud_pingpong_roce
        ibv_srq_pingpong ibv_xsrq_pingpong
        ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw)
 
+# A *_roce test runs both sides on RoCE v2 ports (VERBFAULT_SIM_PROFILE=roce:
+# no LIDs, addressed by GID) with -g 0, the GID index RoCE programs pass;
+# both sides must then print a GID, and different ones.
 define_test() {
   server_row=1  # perftest: the server prints the result row too
+  test_env=(); need_gid=0
   case $1 in
     ibv_rc_pingpong)        prog=ibv_rc_pingpong; kind=pingpong; size=16384; iters=100
                             args=(-d vfsim0 -s "$size" -n "$iters" -c) ;;
@@ -55,6 +60,12 @@ define_test() {
                             args=(-d vfsim0 -s "$size" -n "$iters" -c) ;;
     ibv_ud_pingpong)        prog=ibv_ud_pingpong; kind=pingpong; size=1024; iters=100
                             args=(-d vfsim0 -s "$size" -n "$iters" -c) ;;
+    ibv_rc_pingpong_roce)   prog=ibv_rc_pingpong; kind=pingpong; size=16384; iters=100
+                            args=(-d vfsim0 -g 0 -s "$size" -n "$iters" -c)
+                            test_env=(VERBFAULT_SIM_PROFILE=roce); need_gid=1 ;;
+    ibv_ud_pingpong_roce)   prog=ibv_ud_pingpong; kind=pingpong; size=1024; iters=100
+                            args=(-d vfsim0 -g 0 -s "$size" -n "$iters" -c)
+                            test_env=(VERBFAULT_SIM_PROFILE=roce); need_gid=1 ;;
     ibv_srq_pingpong)       prog=ibv_srq_pingpong; kind=pingpong; size=4096; iters=100
                             args=(-d vfsim0 -s "$size" -n "$iters" -c) ;;  # 16 QPs on one SRQ
     ibv_xsrq_pingpong)      prog=ibv_xsrq_pingpong; kind=xrc_fails; size=0; iters=5
@@ -202,7 +213,8 @@ listens() {
 start_side() {  # role member args...
   local role=$1 member=$2
   shift 2
-  local -n extra_env=${role}_env
+  local -n side_env=${role}_env
+  local extra_env=("${test_env[@]}" "${side_env[@]}")
   printf -v "${role}_cmd" 'LD_PRELOAD=%s VERBFAULT_FABRIC=%s VERBFAULT_PROC=%s %s%s' "$lib" "$fabric" "$member" \
     "$( ((${#extra_env[@]})) && printf '%q ' "${extra_env[@]}")" "$*"
   env LD_PRELOAD="$lib" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC="$member" "${extra_env[@]}" \
@@ -274,6 +286,23 @@ check_addresses() {
 }
 
 positive() { [[ $1 =~ ^[0-9]*\.?[0-9]+$ && $1 =~ [1-9] ]]; }
+
+# The GID a side printed for its local address ("... GID fe80::...", ud:
+# "...: GID ..."); empty when none.
+local_gid() {
+  sed -n 's/.*local address:.*GID \([0-9a-fA-F:.]*\).*/\1/p' "$1" | head -n1
+}
+# With need_gid: both sides addressed by GID (not "::") and by different ones.
+check_gids() {
+  ((need_gid)) || return 0
+  local s c
+  s=$(local_gid "$workdir/server.log"); c=$(local_gid "$workdir/client.log")
+  [[ -n $s && $s != "::" ]] || { reason="the server printed no GID for its local address (\"${s:-none}\"): RoCE needs one"; return 1; }
+  [[ -n $c && $c != "::" ]] || { reason="the client printed no GID for its local address (\"${c:-none}\"): RoCE needs one"; return 1; }
+  [[ $s != "$c" ]] || { reason="both sides have the GID $s: both processes' devices have the same address"; return 1; }
+  address_summary+=", GIDs $s <-> $c"
+  return 0
+}
 
 # The result lines of one side; sets `reason` and returns 1 when wrong,
 # sets <role>_result when right.
@@ -437,4 +466,5 @@ fi
 server_result=""; client_result=""
 check_results server || fail "$reason"
 check_results client || fail "$reason"
+check_gids || fail "$reason"
 echo "$me: $name: PASS in $(elapsed) s (TCP port $port): $address_summary; client: ${client_result}$([[ -n $server_result ]] && echo "; server: $server_result")"

@@ -9,9 +9,10 @@ namespace {
 // In the order they are printed.
 // VERBFAULT_PROC: what proc=N rules match (verbfault run sets it for each
 // of several commands, and leaves it out of their line).
-constexpr const char* kReplaySettings[] = {"VERBFAULT_FREEDOMS", "VERBFAULT_CHECKS",
-                                           "VERBFAULT_SIM_DEVICES", "VERBFAULT_DESTROY_CQ_UNACKED",
-                                           "VERBFAULT_PROC"};
+constexpr const char* kReplaySettings[] = {
+    "VERBFAULT_FREEDOMS",           "VERBFAULT_CHECKS", "VERBFAULT_SIM_DEVICES",
+    "VERBFAULT_SIM_PROFILE",  // the kind of device (fakes/sim/profile_selection.h)
+    "VERBFAULT_DESTROY_CQ_UNACKED", "VERBFAULT_PROC"};
 
 std::string settings_prefix(const Replay& replay) {
   std::string line;

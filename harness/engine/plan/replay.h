@@ -34,7 +34,8 @@ struct Replay {
 
 // The variables besides seed and plan that change a run, with the values
 // this process has, in a fixed order: VERBFAULT_FREEDOMS, VERBFAULT_CHECKS,
-// VERBFAULT_SIM_DEVICES, VERBFAULT_DESTROY_CQ_UNACKED, VERBFAULT_PROC.
+// VERBFAULT_SIM_DEVICES, VERBFAULT_SIM_PROFILE, VERBFAULT_DESTROY_CQ_UNACKED,
+// VERBFAULT_PROC.
 std::vector<Setting> replay_settings();
 // VERBFAULT_THREADS of this process, if set (Replay::threads).
 std::optional<std::string> threads_setting();

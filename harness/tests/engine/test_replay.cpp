@@ -35,15 +35,19 @@ TEST(Replay, EnvironmentLineHasSeedPlanSettingsAndCommand) {
 
 TEST(Replay, SettingsComeFromTheEnvironmentInAFixedOrder) {
   ::setenv("VERBFAULT_SIM_DEVICES", "2", 1);
+  ::setenv("VERBFAULT_SIM_PROFILE", "vfsim1=roce", 1);
   ::setenv("VERBFAULT_FREEDOMS", "canonical", 1);
   ::unsetenv("VERBFAULT_CHECKS");
   ::unsetenv("VERBFAULT_DESTROY_CQ_UNACKED");
   // What proc=N rules match (a process started by hand into a fabric).
   ::setenv("VERBFAULT_PROC", "1", 1);
-  const std::vector<Setting> expected = {
-      {"VERBFAULT_FREEDOMS", "canonical"}, {"VERBFAULT_SIM_DEVICES", "2"}, {"VERBFAULT_PROC", "1"}};
+  const std::vector<Setting> expected = {{"VERBFAULT_FREEDOMS", "canonical"},
+                                         {"VERBFAULT_SIM_DEVICES", "2"},
+                                         {"VERBFAULT_SIM_PROFILE", "vfsim1=roce"},
+                                         {"VERBFAULT_PROC", "1"}};
   EXPECT_EQ(replay_settings(), expected);
   ::unsetenv("VERBFAULT_SIM_DEVICES");
+  ::unsetenv("VERBFAULT_SIM_PROFILE");
   ::unsetenv("VERBFAULT_FREEDOMS");
   ::unsetenv("VERBFAULT_PROC");
   EXPECT_TRUE(replay_settings().empty());

@@ -68,6 +68,12 @@ struct RcConnectOptions {
   // its port (the primary path's address vector).
   uint32_t dest_qp_num = 0;
   uint16_t dlid = 0;
+  // The path's GRH: left all zero (dgid ::), the path has none
+  // (ah_attr.is_global 0); set, the remote end is addressed by grh.dgid
+  // from the local GID grh.sgid_index, as a RoCE port requires (IBTA Annex
+  // A17.4: no LIDs; ibv_modify_qp fails a RoCE path without a GRH with
+  // EINVAL).
+  ibv_global_route grh{};
 
   // RESET -> INIT. port_num is the local port, both for the QP
   // (IBV_QP_PORT) and for its path (ah_attr.port_num at INIT -> RTR).
@@ -133,6 +139,11 @@ inline int rc_connect(ibv_qp* qp, const RcConnectOptions& o) {
     a.min_rnr_timer = o.min_rnr_timer;
     a.ah_attr.dlid = o.dlid;
     a.ah_attr.port_num = o.port_num;
+    const ibv_gid& dgid = o.grh.dgid;
+    if (dgid.global.subnet_prefix != 0 || dgid.global.interface_id != 0) {
+      a.ah_attr.is_global = 1;
+      a.ah_attr.grh = o.grh;
+    }
     int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if (rc) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     if (const int err = o.modify_qp(qp, &a, mask)) return err;
