@@ -88,8 +88,7 @@ ibv_context* Context::add_import(int cmd_fd) {
   return &imports_.back()->verbs.verbs.context;
 }
 
-bool Context::close(ibv_context* verbs) {
-  (void)verbs;  // its storage stays until the context goes: objects point to it
+bool Context::close() {
   return --open_ == 0;
 }
 

@@ -53,9 +53,9 @@ class Context {
   // A further ibv_context on this context (ibv_import_device(3)); it owns
   // `cmd_fd` from now on. Its ops are the caller's to install.
   ibv_context* add_import(int cmd_fd);
-  // Closes one of its ibv_contexts; true when none is open any more (the
-  // context is then to be deleted).
-  bool close(ibv_context* verbs);
+  // One of its ibv_contexts is closed (its storage stays: objects point to
+  // it); true when none is open any more (the context is then to be deleted).
+  bool close();
 
   // Objects imported into one of its ibv_contexts (ibv_import_pd(3),
   // ibv_import_mr(3)): a second handle on an object of this context,

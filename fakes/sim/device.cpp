@@ -47,7 +47,6 @@ Device::Device(int index, uint32_t member, DeviceProfile profile)
 }
 
 ibv_gid Device::gid(int index) const {
-  if (auto it = gid_overrides_.find(index); it != gid_overrides_.end()) return it->second;
   if (index < 0 || static_cast<size_t>(index) >= gids_.size()) return ibv_gid{};
   return gids_[static_cast<size_t>(index)].gid;
 }
@@ -58,19 +57,25 @@ ibv_gid_type Device::gid_type(int index) const {
   return gids_[static_cast<size_t>(index)].type;
 }
 
+void Device::set_gid(int index, const ibv_gid& gid) {
+  if (index < 0) return;
+  const auto at = static_cast<size_t>(index);
+  if (at >= gids_.size()) gids_.resize(at + 1, GidEntry{ibv_gid{}, gid_type(index)});
+  gids_[at].gid = gid;
+}
+
 bool Device::gid_empty(int index) const {
   const ibv_gid g = gid(index);
   return g.global.subnet_prefix == 0 && g.global.interface_id == 0;
 }
 
 int Device::find_gid(const ibv_gid& wanted, std::optional<ibv_gid_type> type) const {
-  const int entries =
-      std::max<int>(static_cast<int>(gids_.size()),
-                    gid_overrides_.empty() ? 0 : gid_overrides_.rbegin()->first + 1);
-  for (int i = 0; i < entries && i < port_.gid_tbl_len; ++i) {
-    if (gid_empty(i)) continue;
-    const ibv_gid g = gid(i);
-    if (std::memcmp(g.raw, wanted.raw, sizeof g.raw) == 0 && (!type || gid_type(i) == *type))
+  const int entries = std::min<int>(static_cast<int>(gids_.size()), port_.gid_tbl_len);
+  for (int i = 0; i < entries; ++i) {
+    const GidEntry& entry = gids_[static_cast<size_t>(i)];
+    if (gid_empty(i)) continue;  // an empty entry is no address
+    if (std::memcmp(entry.gid.raw, wanted.raw, sizeof wanted.raw) == 0 &&
+        (!type || entry.type == *type))
       return i;
   }
   return -1;

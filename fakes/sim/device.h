@@ -6,7 +6,6 @@
 
 #include <infiniband/verbs.h>
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +40,9 @@ class Device {
   bool gid_empty(int index) const;
   // The index of `gid` in the table (of type `type` if given), or -1.
   int find_gid(const ibv_gid& gid, std::optional<ibv_gid_type> type = std::nullopt) const;
-  void set_gid(int index, const ibv_gid& gid) { gid_overrides_[index] = gid; }
+  // A GID change (fabric::set_gid; `index` below gid_tbl_len): written into
+  // the table, which grows with empty entries of the port's type.
+  void set_gid(int index, const ibv_gid& gid);
   // Whether an address vector can be used on this port (ibv_create_ah(3),
   // ibv_modify_qp(3) IBV_QP_AV): port 1, and a source GID index in the
   // table. A RoCE port needs the GRH (is_global): its packets are routed
@@ -67,7 +68,6 @@ class Device {
     ibv_gid_type type = IBV_GID_TYPE_IB;
   };
   std::vector<GidEntry> gids_;
-  std::map<int, ibv_gid> gid_overrides_;
   bool fatal_ = false;
 };
 

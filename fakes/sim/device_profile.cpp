@@ -1,5 +1,7 @@
 #include "device_profile.h"
 
+#include <bit>
+
 namespace verbfault::sim {
 
 uint64_t round_size(Rounding rule, uint64_t asked) {
@@ -7,16 +9,10 @@ uint64_t round_size(Rounding rule, uint64_t asked) {
   switch (rule) {
     case Rounding::kExact:
       return asked;
-    case Rounding::kPowerOfTwo: {
-      uint64_t size = 1;
-      while (size < asked) size <<= 1;
-      return size;
-    }
-    case Rounding::kPowerOfTwoMinusOne: {
-      uint64_t slots = 1;
-      while (slots - 1 < asked) slots <<= 1;
-      return slots - 1;
-    }
+    case Rounding::kPowerOfTwo:
+      return std::bit_ceil(asked);
+    case Rounding::kPowerOfTwoMinusOne:  // the smallest 2^n - 1 that holds it
+      return std::bit_ceil(asked + 1) - 1;
   }
   return asked;
 }

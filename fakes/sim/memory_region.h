@@ -31,10 +31,6 @@ class MemoryRegion {
   uint8_t* translate(uint64_t iova, uint64_t length) const;
   void reregister(ProtectionDomain* pd, void* addr, size_t length, int access);
 
-  // Handles of it imported into a context (ibv_import_mr(3)): it is not
-  // deregistered while there are any.
-  int imports = 0;
-
  private:
   Handle<ibv_mr, MemoryRegion> handle_;
   ProtectionDomain* pd_;

@@ -82,10 +82,8 @@ std::optional<ReceivedHeader> read_network_header(const ibv_grh& header) {
   // one in byte 20 is IPv4.
   if ((first >> 28) != 6) {
     if ((ip[0] >> 4) != 4 || (ip[0] & 0xf) != 5) return std::nullopt;
-    r.ip_version = 4;
     r.roce_v2 = true;
     r.traffic_class = ip[1];
-    r.hop_limit = ip[8];
     uint32_t src = 0, dst = 0;
     std::memcpy(&src, ip + 12, 4);
     std::memcpy(&dst, ip + 16, 4);
@@ -96,7 +94,6 @@ std::optional<ReceivedHeader> read_network_header(const ibv_grh& header) {
   r.roce_v2 = header.next_hdr == kProtocolUdp;
   r.traffic_class = static_cast<uint8_t>(first >> 20);
   r.flow_label = first & 0xfffff;
-  r.hop_limit = header.hop_limit;
   r.sgid = header.sgid;
   r.dgid = header.dgid;
   return r;

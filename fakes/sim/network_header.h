@@ -31,13 +31,11 @@ std::array<uint8_t, kNetworkHeaderBytes> network_header(const Message& m, const 
 // ::ffff:a.b.c.d), the receiver's, and the routing fields; nullopt when the
 // bytes are neither a GRH/IPv6 header nor an IPv4 header.
 struct ReceivedHeader {
-  int ip_version = 6;    // 6: IB GRH or IPv6; 4: IPv4
   bool roce_v2 = false;  // UDP follows (IPv4, or IPv6 next header 17)
   ibv_gid sgid{};
   ibv_gid dgid{};
   uint8_t traffic_class = 0;
   uint32_t flow_label = 0;
-  uint8_t hop_limit = 0;
 };
 std::optional<ReceivedHeader> read_network_header(const ibv_grh& header);
 

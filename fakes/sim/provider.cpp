@@ -484,7 +484,7 @@ int close_device(ibv_context* verbs) {
   Device& device = Context::from(verbs)->device();
   // One of several ibv_contexts of the context (ibv_import_device(3)): the
   // objects stay for the others.
-  if (!Context::from(verbs)->close(verbs)) return 0;
+  if (!Context::from(verbs)->close()) return 0;
   delete Context::from(verbs);
   // After DEVICE_FATAL the application closes its contexts and opens new
   // ones; like a driver resetting the HCA, the device works again once the
@@ -618,32 +618,53 @@ int dealloc_pd(ibv_pd* verbs) {
 // with the kernel's query (NULL). An import counts as a child of its PD (or
 // MR): the original is not released while imported (EBUSY), where the
 // kernel would release it under the importer.
+namespace {
+
+// An imported handle's entry in its context's list (Context::imported_*),
+// taken out of it; nullptr when `verbs` is none of them.
+template <class Verbs, class Owner>
+std::unique_ptr<Handle<Verbs, Owner>> take_import(
+    std::vector<std::unique_ptr<Handle<Verbs, Owner>>>& imported, const Verbs* verbs) {
+  for (auto at = imported.begin(); at != imported.end(); ++at) {
+    if (&(*at)->verbs != verbs) continue;
+    std::unique_ptr<Handle<Verbs, Owner>> taken = std::move(*at);
+    imported.erase(at);
+    return taken;
+  }
+  return nullptr;
+}
+
+// A second handle on `owner`, with the libibverbs struct `verbs` (a copy of
+// the original's, its context and PD the importer's), kept in `imported`.
+template <class Verbs, class Owner>
+Verbs* add_import(std::vector<std::unique_ptr<Handle<Verbs, Owner>>>& imported, Owner* owner,
+                  const Verbs& verbs) {
+  auto alias = std::make_unique<Handle<Verbs, Owner>>();
+  alias->owner = owner;
+  alias->verbs = verbs;
+  imported.push_back(std::move(alias));
+  return &imported.back()->verbs;
+}
+
+}  // namespace
+
 ibv_pd* import_pd(ibv_context* verbs, uint32_t handle) {
   Lock guard = lock();
   Context* context = Context::from(verbs);
   for (auto& [pd, owned] : context->pds) {
     if (pd->verbs()->handle != handle) continue;
-    auto alias = std::make_unique<Handle<ibv_pd, ProtectionDomain>>();
-    alias->owner = pd;
-    alias->verbs = *pd->verbs();
-    alias->verbs.context = verbs;
+    ibv_pd alias = *pd->verbs();
+    alias.context = verbs;
     ++pd->children;
-    context->imported_pds.push_back(std::move(alias));
-    return &context->imported_pds.back()->verbs;
+    return add_import(context->imported_pds, pd, alias);
   }
   return fail<ibv_pd>(EINVAL);
 }
 
 void unimport_pd(ibv_pd* verbs) {
   Lock guard = lock();
-  Context* context = Context::from(verbs->context);
-  auto& imported = context->imported_pds;
-  for (auto at = imported.begin(); at != imported.end(); ++at) {
-    if (&(*at)->verbs != verbs) continue;
-    --(*at)->owner->children;
-    imported.erase(at);
-    return;
-  }
+  if (auto taken = take_import(Context::from(verbs->context)->imported_pds, verbs))
+    --taken->owner->children;
 }
 
 ibv_mr* import_mr(ibv_pd* verbs, uint32_t handle) {
@@ -651,29 +672,18 @@ ibv_mr* import_mr(ibv_pd* verbs, uint32_t handle) {
   Context* context = Context::from(verbs->context);
   for (auto& [mr, owned] : context->mrs) {
     if (mr->verbs()->handle != handle) continue;
-    auto alias = std::make_unique<Handle<ibv_mr, MemoryRegion>>();
-    alias->owner = mr;
-    alias->verbs = *mr->verbs();
-    alias->verbs.context = verbs->context;
-    alias->verbs.pd = verbs;
-    alias->verbs.addr = nullptr;
-    ++mr->imports;
-    context->imported_mrs.push_back(std::move(alias));
-    return &context->imported_mrs.back()->verbs;
+    ibv_mr alias = *mr->verbs();
+    alias.context = verbs->context;
+    alias.pd = verbs;
+    alias.addr = nullptr;
+    return add_import(context->imported_mrs, mr, alias);
   }
   return fail<ibv_mr>(EINVAL);
 }
 
 void unimport_mr(ibv_mr* verbs) {
   Lock guard = lock();
-  Context* context = Context::from(verbs->context);
-  auto& imported = context->imported_mrs;
-  for (auto at = imported.begin(); at != imported.end(); ++at) {
-    if (&(*at)->verbs != verbs) continue;
-    --(*at)->owner->imports;
-    imported.erase(at);
-    return;
-  }
+  take_import(Context::from(verbs->context)->imported_mrs, verbs);
 }
 
 namespace {
@@ -745,7 +755,9 @@ int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length
 int dereg_mr(ibv_mr* verbs) {
   Lock guard = lock();
   MemoryRegion* mr = MemoryRegion::from(verbs);
-  if (mr->imports > 0) return fail_int(EBUSY);
+  const auto& imported = mr->pd().context().imported_mrs;
+  if (std::any_of(imported.begin(), imported.end(), [&](auto& i) { return i->owner == mr; }))
+    return fail_int(EBUSY);  // imported (ibv_import_mr(3)): released by ibv_unimport_mr first
   // ibv_reg_mr(3): "ibv_dereg_mr() fails if any memory window is still
   // bound to this MR"; EINVAL as rxe (rxe_dereg_mr).
   if (memory_window::bound_to(*mr)) return fail_int(EINVAL);

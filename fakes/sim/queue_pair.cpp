@@ -45,11 +45,7 @@ bool is_atomic(ibv_wr_opcode opcode) {
 // needs of them (memory_window.h), copied (the application may reuse its
 // WR and free the window or MR at once; the WQE then fails).
 void take_local_operation(const ibv_send_wr& wr, SendWqe& wqe) {
-  wqe.length = 0;
-  if (wr.opcode == IBV_WR_LOCAL_INV) {
-    wqe.rkey = wr.invalidate_rkey;
-    return;
-  }
+  if (wr.opcode == IBV_WR_LOCAL_INV) return;  // its rkey is taken with SEND_WITH_INV's
   const ibv_mw_bind_info& info = wr.bind_mw.bind_info;
   wqe.rkey = wr.bind_mw.rkey;
   wqe.mw_rkey = wr.bind_mw.mw->rkey;
@@ -268,8 +264,10 @@ int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
     wqe.send_flags = wr->send_flags;
     wqe.signaled = init_.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
     wqe.imm_data = wr->imm_data;
-    for (int i = 0; i < wr->num_sge; ++i) wqe.length += wr->sg_list[i].length;
-    if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+    const bool local_operation = wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV;
+    if (!local_operation)
+      for (int i = 0; i < wr->num_sge; ++i) wqe.length += wr->sg_list[i].length;
+    if (local_operation) {
       take_local_operation(*wr, wqe);
     } else if (wr->send_flags & IBV_SEND_INLINE) {
       // The buffers may be reused as soon as the call returns.
@@ -290,7 +288,7 @@ int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
       wqe.rkey = wr->wr.atomic.rkey;
       wqe.compare_add = wr->wr.atomic.compare_add;
       wqe.swap = wr->wr.atomic.swap;
-    } else if (wr->opcode == IBV_WR_SEND_WITH_INV) {
+    } else if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV) {
       wqe.rkey = wr->invalidate_rkey;
     }
     if (type_ == IBV_QPT_UD) {

@@ -76,11 +76,13 @@ std::deque<HeldRequest>& held_requests() {
 }
 
 QueuePair* destination_of(const RequestFrame& f) {
-  // A RoCE requester addressed the DGID of its GRH, an InfiniBand one the
-  // DLID; a port of the other link layer is not on the same network.
+  // A RoCE requester (its source GID of a RoCE type: a profile gives an
+  // Ethernet port no other) addressed the DGID of its GRH, an InfiniBand
+  // one the DLID; a port of the other link layer is not on the same network.
   Fabric& fabric = Fabric::get();
+  const bool by_gid = f.request.sgid_type != IBV_GID_TYPE_IB;
   Device* device =
-      f.by_gid ? fabric.device_with_gid(f.request.ah.grh.dgid) : fabric.device_with_lid(f.dlid);
+      by_gid ? fabric.device_with_gid(f.request.ah.grh.dgid) : fabric.device_with_lid(f.dlid);
   if (device == nullptr || device->port().state != IBV_PORT_ACTIVE) return nullptr;
   return responder::accepting(*device, f.dst_qpn, f.request.qp_type, f.request.src_qpn);
 }
@@ -255,7 +257,6 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
   };
   RequestFrame f;
   f.dlid = ud ? wqe.ah.dlid : qp.attr().ah_attr.dlid;
-  f.by_gid = qp.context().device().ethernet();
   f.dst_qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
   f.psn = wqe.psn;
   f.length = message.length;

@@ -34,8 +34,6 @@ struct RequestFrame {
   uint16_t dlid = 0;
   uint32_t dst_qpn = 0;
   uint32_t psn = 0;  // RC: the request's packet sequence number (IBA 9.7.1)
-  // From a RoCE port: the target is the DGID of request.ah (no LIDs).
-  bool by_gid = false;
   uint64_t length = 0;
   Request request;
 };

@@ -72,7 +72,11 @@ Message message_of(QueuePair& qp, const SendWqe& wqe) {
   const int sgid_index = m.ah.is_global ? m.ah.grh.sgid_index : 0;
   m.sgid = device.gid(sgid_index);
   m.sgid_type = static_cast<uint8_t>(device.gid_type(sgid_index));
-  m.sl = m.ah.sl;
+  // RoCE has no LIDs (the port's is 0) and carries no SL in its headers
+  // (IBTA A17.3): rxe reports 0 for both, as the kernel's
+  // ib_init_ah_from_wc expects. Ports of one link layer only reach each
+  // other, so what the sender puts here is what the receiver reports.
+  m.sl = device.ethernet() ? 0 : m.ah.sl;
   return m;
 }
 

@@ -73,11 +73,8 @@ ibv_wc receive_completion(QueuePair& qp, const Message& m, const RecvWqe& wqe) {
   wc.status = IBV_WC_SUCCESS;
   wc.qp_num = qp.qpn();
   wc.src_qp = m.src_qpn;
-  // RoCE has no LIDs and carries no SL in its headers (IBTA A17.3): rxe
-  // reports 0 for both, as the kernel's ib_init_ah_from_wc expects.
-  const bool ethernet = qp.context().device().ethernet();
-  wc.slid = ethernet ? 0 : m.slid;
-  wc.sl = ethernet ? 0 : m.sl;
+  wc.slid = m.slid;  // 0 from a RoCE sender (message_of)
+  wc.sl = m.sl;
   wc.pkey_index = 0;
   if (m.opcode == IBV_WR_SEND_WITH_IMM || m.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     wc.wc_flags |= IBV_WC_WITH_IMM;

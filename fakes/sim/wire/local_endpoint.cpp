@@ -213,8 +213,11 @@ void LocalEndpoint::arm_for_write_locked(uint32_t member, OutgoingConnection& ou
 }
 
 void LocalEndpoint::flush_deferred() {
-  for (uint64_t members = deferred_to_.exchange(0, std::memory_order_relaxed); members != 0;
-       members &= members - 1) {
+  flush_to(deferred_to_.exchange(0, std::memory_order_relaxed));
+}
+
+void LocalEndpoint::flush_to(uint64_t members) {
+  for (; members != 0; members &= members - 1) {
     const auto member = static_cast<uint32_t>(__builtin_ctzll(members));
     Peer& peer = peers_[member];
     std::lock_guard lock(peer.mutex);
@@ -403,15 +406,7 @@ void LocalEndpoint::on_incoming(uint64_t id) {
 }
 
 void LocalEndpoint::uncork() {
-  for (uint64_t members = std::exchange(corked_to_, 0); members != 0; members &= members - 1) {
-    const auto member = static_cast<uint32_t>(__builtin_ctzll(members));
-    Peer& peer = peers_[member];
-    std::lock_guard lock(peer.mutex);
-    if (!peer.out) continue;
-    OutgoingConnection& out = *peer.out;
-    out.flush();
-    arm_for_write_locked(member, out);
-  }
+  flush_to(std::exchange(corked_to_, 0));
 }
 
 void LocalEndpoint::frame(const IncomingConnection& from, std::span<const uint8_t> bytes) {

@@ -115,6 +115,9 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   void arm_for_write_locked(uint32_t member, OutgoingConnection& out);
   // Writes the frames deferred to every member (send_expecting_answer).
   void flush_deferred();
+  // Writes what is queued for the members in `members` (bit per member),
+  // the rest on EPOLLOUT.
+  void flush_to(uint64_t members);
 
   // Connects to `member` for a first send (peer.mutex held).
   bool connect_locked(uint32_t member, Peer& peer);
