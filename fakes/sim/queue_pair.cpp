@@ -212,11 +212,11 @@ int QueuePair::check_send_wr(const ibv_send_wr& wr) {
     return 0;
   }
   if (wr.opcode == IBV_WR_LOCAL_INV) return 0;  // no data: the SGEs are not looked at
-  if (wr.num_sge < 0) return EINVAL;
+  // ibv_create_qp(3): max_send_sge bounds every send WR, inline or not;
+  // checked before sg_list is read, which may hold fewer entries.
+  if (!sge_count_fits(wr.num_sge, wr.sg_list, attr_.cap.max_send_sge)) return EINVAL;
   uint64_t length = 0;
   for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
-  // ibv_create_qp(3): max_send_sge bounds every send WR, inline or not.
-  if (static_cast<uint32_t>(wr.num_sge) > attr_.cap.max_send_sge) return EINVAL;
   if (wr.send_flags & IBV_SEND_INLINE) {
     if (length > attr_.cap.max_inline_data) return EINVAL;
     if (wr.opcode == IBV_WR_RDMA_READ || is_atomic(wr.opcode)) return EINVAL;
@@ -310,7 +310,7 @@ int QueuePair::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > attr_.cap.max_recv_sge)
+    if (!sge_count_fits(wr->num_sge, wr->sg_list, attr_.cap.max_recv_sge))
       err = EINVAL;
     else if (rq_occupied_ >= attr_.cap.max_recv_wr)
       err = ENOMEM;

@@ -12,6 +12,17 @@
 
 namespace verbfault::sim {
 
+// Whether a WR's SGE list may be read: num_sge within the queue's limit
+// (max_send_sge, max_recv_sge, an SRQ's max_sge; ibv_post_send(3),
+// ibv_post_recv(3), ibv_post_srq_recv(3): EINVAL) and an sg_list to read
+// when num_sge > 0. Checked before sg_list is touched: the application's
+// array may be shorter than a bad num_sge says. rdma-core providers read a
+// NULL sg_list and crash; the device refuses it with EINVAL instead.
+inline bool sge_count_fits(int num_sge, const ibv_sge* sg_list, uint32_t max_sge) {
+  if (num_sge < 0 || static_cast<uint32_t>(num_sge) > max_sge) return false;
+  return num_sge == 0 || sg_list != nullptr;
+}
+
 // A WR's scatter/gather list, copied at post time: up to kInline entries
 // in place (no allocation per post for the usual one or two SGEs), more on
 // the heap.
