@@ -148,5 +148,41 @@ TEST_F(MalformedWrs, WrSetSgeListOverMaxSendSgeFailsTheBatchWithoutReadingTheLis
   EXPECT_EQ(ibv_destroy_qp(qp), 0);
 }
 
+// ibv_post_send(3): an opcode the device does not know is EINVAL; the
+// device reads it as an integer first (0x7f is none of enum ibv_wr_opcode:
+// loading it as the enum is undefined behaviour, which UBSan's
+// -fsanitize=enum stops at).
+TEST_F(MalformedWrs, AnUnknownOpcodeIsEinval) {
+  ibv_sge sge{addr_of(buf_a_), 8, mr_a_->lkey};
+  ibv_send_wr wr{};
+  const uint32_t unknown = 0x7f;
+  std::memcpy(&wr.opcode, &unknown, sizeof unknown);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(a_, &wr, &bad), EINVAL);
+  EXPECT_EQ(bad, &wr);
+}
+
+// ibv_modify_qp(3): enum fields that hold none of their enumerators are
+// EINVAL, and the QP stays as it was.
+TEST_F(MalformedWrs, UnknownStatesAndMtusAreEinval) {
+  ibv_qp_attr attr{};
+  const uint32_t unknown = 99;
+  std::memcpy(&attr.qp_state, &unknown, sizeof unknown);
+  EXPECT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_STATE), EINVAL);
+  attr = {};
+  attr.qp_state = IBV_QPS_RTS;
+  std::memcpy(&attr.cur_qp_state, &unknown, sizeof unknown);
+  EXPECT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL);
+  attr = {};
+  std::memcpy(&attr.path_mig_state, &unknown, sizeof unknown);
+  EXPECT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_PATH_MIG_STATE), EINVAL);
+  attr = {};
+  std::memcpy(&attr.path_mtu, &unknown, sizeof unknown);
+  EXPECT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_PATH_MTU), EINVAL);
+  EXPECT_EQ(state_of(a_), IBV_QPS_RTS);
+}
+
 }  // namespace
 }  // namespace verbfault::testing

@@ -2,6 +2,7 @@
 // destroy verbs objects: the hooks around the provider layer's call
 // (calls.h).
 #include "calls.h"
+#include "opcodes.h"
 
 #include "verbs.h"
 
@@ -194,8 +195,9 @@ int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (int error = interposer::before_call(Verb::modify_qp, qp)) return error;
   int result = provider::modify_qp(qp, attr, mask);
   if (mask & IBV_QP_STATE)
-    interposer::traced(qp, "modify_qp",
-                       {{"mask", mask}, {"state", attr->qp_state}, {"ret", result}});
+    interposer::traced(
+        qp, "modify_qp",
+        {{"mask", mask}, {"state", record::raw_value(attr->qp_state)}, {"ret", result}});
   else
     interposer::traced(qp, "modify_qp", {{"mask", mask}, {"ret", result}});
   if (result == 0) interposer::qp_modified(qp, *attr, mask);

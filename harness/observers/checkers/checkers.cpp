@@ -1,6 +1,7 @@
 #include "checkers.h"
 
 #include "observation.h"
+#include "opcodes.h"
 
 #include <nlohmann/json.hpp>
 
@@ -336,7 +337,7 @@ void Checkers::send_posted(Host& host, const Object& qp, const ibv_send_wr* list
   for (const ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
     const int sges = qp.readable_sges(wr->num_sge, wr->sg_list, /*send=*/true);
     for (int i = 0; i < sges; ++i) check_poisoned(host, qp, wr->wr_id, wr->sg_list[i].length, 0);
-    check_poisoned(host, qp, wr->wr_id, 0, static_cast<std::uint32_t>(wr->opcode));
+    check_poisoned(host, qp, wr->wr_id, 0, record::raw_value(wr->opcode));
     send_built(host, qp, wr->send_flags);
   }
 }
@@ -352,7 +353,7 @@ void Checkers::recv_posted(Host& host, const Object& object, const ibv_recv_wr* 
 }
 
 void Checkers::qp_modified(const Object& qp, const ibv_qp_attr& attr, int mask) {
-  if ((mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
+  if ((mask & IBV_QP_STATE) && record::raw_value(attr.qp_state) == IBV_QPS_RESET) {
     ObjectChecks& c = of(qp);
     c.error_polled = false;
     c.posts_after_error = 0;
