@@ -101,7 +101,8 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   // The enum fields the application gave are read as integers and checked
   // before they are used as the enums (ibv_modify_qp(3): EINVAL).
   if ((mask & IBV_QP_CUR_STATE) && raw_value(attr.cur_qp_state) != current) return EINVAL;
-  const uint32_t state = (mask & IBV_QP_STATE) ? raw_value(attr.qp_state) : current;
+  const uint32_t state =
+      (mask & IBV_QP_STATE) ? raw_value(attr.qp_state) : static_cast<uint32_t>(current);
   if (state > IBV_QPS_ERR) return EINVAL;
   const auto target = static_cast<ibv_qp_state>(state);
   if ((mask & IBV_QP_PATH_MIG_STATE) && raw_value(attr.path_mig_state) > IBV_MIG_ARMED)
