@@ -9,11 +9,14 @@ namespace verbfault::sim::fault_guard {
 namespace {
 
 // Owner: its thread (the handler runs on the thread that faulted).
+// Initial-exec TLS, as the scheduler's: every message the device moves
+// passes here twice (a 64-byte guarded copy measured about 30 ns over the
+// bare copy with it, about 50 ns with general-dynamic TLS).
 struct Guard {
   sigjmp_buf jump;
   volatile bool armed = false;
 };
-thread_local Guard t_guard;
+__attribute__((tls_model("initial-exec"))) thread_local Guard t_guard;
 
 // The handlers found when ours was installed (written once, under
 // install's once_flag, before ours can run).
