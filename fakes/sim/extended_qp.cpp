@@ -184,10 +184,17 @@ void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_inf
 }
 
 // The data of the last WR: its SGE list (copied: ibv_wr_post(3) lets the
-// caller reuse the list once the setter returns).
+// caller reuse the list once the setter returns). A count over the QP's
+// max_send_sge, or no list to read, fails the batch with EINVAL (as
+// ibv_post_send(3) would the WR) before the list is read.
 void set_sges(ibv_qp_ex* qpx, const ibv_sge* list, std::size_t count) {
   ibv_send_wr* wr = last_wr(qpx);
   if (wr == nullptr) return;
+  QueuePair& qp = owner(qpx);
+  if (count > qp.attr().cap.max_send_sge || (count > 0 && list == nullptr)) {
+    fail_batch(qp.wr_batch, EINVAL);
+    return;
+  }
   std::vector<ibv_sge>& sges = owner(qpx).wr_batch.sges.back();
   sges.assign(list, list + count);
   wr->sg_list = sges.data();

@@ -1,6 +1,7 @@
 #include "memory_access.h"
 
 #include "fabric.h"
+#include "fault_guard.h"
 #include "memory_region.h"
 #include "memory_window.h"
 #include "protection_domain.h"
@@ -84,14 +85,51 @@ uint64_t length_of(std::span<const Source> pieces) {
   return length;
 }
 
-void copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from) {
-  if (!overlap(to, from)) return copy_disjoint(to, offset, from);
-  // Rare (a loopback writing over its own source): read it all first.
-  std::vector<uint8_t> sent;
-  sent.reserve(length_of(from));
-  for (const Source& piece : from) sent.insert(sent.end(), piece.begin(), piece.end());
-  const Source whole(sent);
-  copy_disjoint(to, offset, std::span(&whole, 1));
+bool copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from) {
+  struct Job {
+    std::span<const Target> to;
+    uint64_t offset;
+    std::span<const Source> from;
+    uint8_t* bounce;  // overlapping: the whole source is read here first
+  };
+  if (!overlap(to, from)) {
+    Job job{to, offset, from, nullptr};
+    return fault_guard::run(
+        [](void* j) {
+          const Job& job = *static_cast<Job*>(j);
+          copy_disjoint(job.to, job.offset, job.from);
+        },
+        &job);
+  }
+  // Rare (a loopback writing over its own source): read it all first. The
+  // buffer is allocated outside the guard (a jump out leaks nothing).
+  std::vector<uint8_t> sent(length_of(from));
+  Job job{to, offset, from, sent.data()};
+  return fault_guard::run(
+      [](void* j) {
+        const Job& job = *static_cast<Job*>(j);
+        uint64_t at = 0;
+        for (const Source& piece : job.from) {
+          std::memcpy(job.bounce + at, piece.data(), piece.size());
+          at += piece.size();
+        }
+        const Source whole(job.bounce, at);
+        copy_disjoint(job.to, job.offset, std::span(&whole, 1));
+      },
+      &job);
+}
+
+bool present(std::span<const Source> pieces) {
+  return fault_guard::run(
+      [](void* p) {
+        // One read per 4 KiB (the smallest page) and of the last byte.
+        for (const Source& piece : *static_cast<std::span<const Source>*>(p)) {
+          const volatile uint8_t* data = piece.data();
+          for (std::size_t at = 0; at < piece.size(); at += 4096) (void)data[at];
+          if (!piece.empty()) (void)data[piece.size() - 1];
+        }
+      },
+      &pieces);
 }
 
 uint8_t* remote_memory(QueuePair& qp, uint32_t rkey, uint64_t addr, uint64_t length,

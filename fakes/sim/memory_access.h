@@ -80,7 +80,15 @@ uint64_t length_of(std::span<const Source> pieces);
 // on (the caller checked that they fit). Where the two share bytes (a
 // loopback that writes over its own source), the result is that of reading
 // the whole source before writing: the message is sent before it lands.
-void copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from);
+// False when a page of either was unmapped or write-protected by the
+// application since it registered it (fault_guard.h): the copy stopped
+// there and the caller fails the operation as a protection error.
+[[nodiscard]] bool copy(std::span<const Target> to, uint64_t offset, std::span<const Source> from);
+
+// Whether every page of `pieces` can still be read: the requester's check
+// of its source, and the responder's of an RDMA READ's, before the data
+// leaves (a registered page the application unmapped since: false).
+bool present(std::span<const Source> pieces);
 
 // The host address of [addr, addr + length) behind an rkey, for a request
 // to the responder `qp`: an MR in its PD that allows `access`

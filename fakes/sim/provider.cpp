@@ -13,6 +13,8 @@
 #include "extended_qp.h"
 #include "fabric.h"
 #include "fabric_wait.h"
+#include "fault_guard.h"
+#include "registration.h"
 #include "remote.h"
 #include "memory_region.h"
 #include "memory_window.h"
@@ -702,10 +704,11 @@ bool valid_mr_access(unsigned int access) {
 
 ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned int access) {
   if (!valid_mr_access(access)) return fail<ibv_mr>(EINVAL);
-  // As the kernel's ib_umem_get: no pages at all is EINVAL; memory that
-  // cannot be pinned (here: NULL) is EFAULT.
-  if (length == 0) return fail<ibv_mr>(EINVAL);
-  if (addr == nullptr) return fail<ibv_mr>(EFAULT);
+  // As the kernel's ib_umem_get: no pages, or a range that wraps, is
+  // EINVAL; memory that cannot be pinned (NULL, not mapped, not writable
+  // for a writable region) is EFAULT (registration.h).
+  if (int error = check_registration(addr, length, access)) return fail<ibv_mr>(error);
+  fault_guard::install();
   Lock guard = lock();
   if (dead(verbs->context)) return fail<ibv_mr>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
@@ -737,6 +740,17 @@ int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length
   if (flags == 0 ||
       ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !valid_mr_access(static_cast<unsigned>(access))))
     return fail_int(EINVAL), IBV_REREG_MR_ERR_CMD;
+  // The new translation, or the region with new access, is checked as a
+  // registration (registration.h); a failure leaves the MR as it was.
+  if (flags & (IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS)) {
+    const bool moved = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+    const unsigned int new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS)
+                                        ? static_cast<unsigned int>(access)
+                                        : MemoryRegion::from(verbs)->access();
+    if (int error = check_registration(moved ? addr : verbs->addr, moved ? length : verbs->length,
+                                       new_access))
+      return fail_int(error), IBV_REREG_MR_ERR_CMD;
+  }
   Lock guard = lock();
   MemoryRegion* mr = MemoryRegion::from(verbs);
   ProtectionDomain* pd = nullptr;

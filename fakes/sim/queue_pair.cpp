@@ -17,7 +17,9 @@ namespace verbfault::sim {
 
 namespace {
 
-bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode) {
+// `opcode`: the raw value of the WR's opcode field (raw_value): the
+// application may have put anything there (ibv_post_send(3): EINVAL).
+bool opcode_allowed(ibv_qp_type type, uint32_t opcode) {
   switch (opcode) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
@@ -96,9 +98,15 @@ Context& QueuePair::context() {
 
 int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   const ibv_qp_state current = attr_.qp_state;
-  if ((mask & IBV_QP_CUR_STATE) && attr.cur_qp_state != current) return EINVAL;
-  const ibv_qp_state target = (mask & IBV_QP_STATE) ? attr.qp_state : current;
-  if (target < IBV_QPS_RESET || target > IBV_QPS_ERR) return EINVAL;
+  // The enum fields the application gave are read as integers and checked
+  // before they are used as the enums (ibv_modify_qp(3): EINVAL).
+  if ((mask & IBV_QP_CUR_STATE) && raw_value(attr.cur_qp_state) != current) return EINVAL;
+  const uint32_t state =
+      (mask & IBV_QP_STATE) ? raw_value(attr.qp_state) : static_cast<uint32_t>(current);
+  if (state > IBV_QPS_ERR) return EINVAL;
+  const auto target = static_cast<ibv_qp_state>(state);
+  if ((mask & IBV_QP_PATH_MIG_STATE) && raw_value(attr.path_mig_state) > IBV_MIG_ARMED)
+    return EINVAL;
   if (int err = check_qp_modify(type_, current, target, mask)) return err;
 
   // Attribute values (ibv_modify_qp(3), ibv_query_device(3) limits).
@@ -107,7 +115,8 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   const ibv_port_attr& port = device.profile().port;
   if ((mask & IBV_QP_PORT) && attr.port_num != 1) return EINVAL;
   if ((mask & IBV_QP_PKEY_INDEX) && attr.pkey_index >= port.pkey_tbl_len) return EINVAL;
-  if ((mask & IBV_QP_PATH_MTU) && (attr.path_mtu < IBV_MTU_256 || attr.path_mtu > IBV_MTU_4096))
+  if ((mask & IBV_QP_PATH_MTU) &&
+      (raw_value(attr.path_mtu) < IBV_MTU_256 || raw_value(attr.path_mtu) > IBV_MTU_4096))
     return EINVAL;
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr.max_rd_atomic > limits.max_qp_init_rd_atom)
     return EINVAL;
@@ -202,7 +211,8 @@ void QueuePair::enter_error() {
 }
 
 int QueuePair::check_send_wr(const ibv_send_wr& wr) {
-  if (!opcode_allowed(type_, wr.opcode)) return EINVAL;
+  // The opcode is looked at as the enum only once it is known to be one.
+  if (!opcode_allowed(type_, raw_value(wr.opcode))) return EINVAL;
   if (wr.opcode == IBV_WR_BIND_MW) {
     // ibv_post_send(3): a bind names its window; a binding without an MR
     // has no range (libibverbs' ibv_bind_mw check).
@@ -212,11 +222,11 @@ int QueuePair::check_send_wr(const ibv_send_wr& wr) {
     return 0;
   }
   if (wr.opcode == IBV_WR_LOCAL_INV) return 0;  // no data: the SGEs are not looked at
-  if (wr.num_sge < 0) return EINVAL;
+  // ibv_create_qp(3): max_send_sge bounds every send WR, inline or not;
+  // checked before sg_list is read, which may hold fewer entries.
+  if (!sge_count_fits(wr.num_sge, wr.sg_list, attr_.cap.max_send_sge)) return EINVAL;
   uint64_t length = 0;
   for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
-  // ibv_create_qp(3): max_send_sge bounds every send WR, inline or not.
-  if (static_cast<uint32_t>(wr.num_sge) > attr_.cap.max_send_sge) return EINVAL;
   if (wr.send_flags & IBV_SEND_INLINE) {
     if (length > attr_.cap.max_inline_data) return EINVAL;
     if (wr.opcode == IBV_WR_RDMA_READ || is_atomic(wr.opcode)) return EINVAL;
@@ -310,7 +320,7 @@ int QueuePair::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > attr_.cap.max_recv_sge)
+    if (!sge_count_fits(wr->num_sge, wr->sg_list, attr_.cap.max_recv_sge))
       err = EINVAL;
     else if (rq_occupied_ >= attr_.cap.max_recv_wr)
       err = ENOMEM;

@@ -108,7 +108,11 @@ Step conclude(QueuePair& qp, SendWqe& wqe, const ResponderResult& result, uint8_
                                     ? result.read_data
                                     : Source(reinterpret_cast<const uint8_t*>(&result.original),
                                              sizeof result.original);
-        copy(targets->view(), 0, std::span(&response, 1));
+        // Its buffer unmapped or protected since registration: as a bad lkey.
+        if (!copy(targets->view(), 0, std::span(&response, 1))) {
+          completer::complete_send(qp, wqe, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
+          return Step::kCompleted;
+        }
       }
       completer::complete_send(qp, wqe, IBV_WC_SUCCESS, kVendorNone);
       return Step::kCompleted;
@@ -187,7 +191,8 @@ Step attempt(QueuePair& qp, SendWqe& wqe, bool is_head) {
   } else if (!wqe.inline_data.empty() || wqe.sges.empty()) {
     inline_payload = wqe.inline_data;
     message.payload = std::span(&inline_payload, 1);
-  } else if (!readable(qp.pd(), wqe.sges, payload)) {
+  } else if (!readable(qp.pd(), wqe.sges, payload) || !present(payload.view())) {
+    // A bad lkey, or registered memory the application unmapped since.
     local_error = true;
   } else {
     message.payload = payload.view();

@@ -3,6 +3,7 @@
 #include "context.h"
 #include "device.h"
 #include "fabric.h"
+#include "fault_guard.h"
 #include "memory_access.h"
 #include "memory_window.h"
 #include "network_header.h"
@@ -67,6 +68,16 @@ std::optional<RecvWqe> take_receive(QueuePair& qp, bool& from_srq) {
   return wqe;
 }
 
+// A receive WR whose buffer the responder cannot write (a bad lkey, no
+// LOCAL_WRITE, or memory the application unmapped or protected after
+// registering it): the receive completes with a local protection error and
+// the QP goes to ERR; an RC requester gets a remote operation error.
+ResponderResult receive_buffer_gone(QueuePair& qp, const RecvWqe& wqe, bool from_srq) {
+  completer::fail_recv(qp, wqe, from_srq, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
+  qp.enter_error();
+  return {qp.type() == IBV_QPT_RC ? Response::kRemoteOperationError : Response::kDropped, {}};
+}
+
 ibv_wc receive_completion(QueuePair& qp, const Message& m, const RecvWqe& wqe) {
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
@@ -105,11 +116,7 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     return {qp.type() == IBV_QPT_RC ? Response::kRemoteInvalidRequest : Response::kDropped, {}};
   }
   Pieces<Target> targets;
-  if (!writable(qp.pd(), wqe->sges, targets)) {
-    completer::fail_recv(qp, *wqe, from_srq, IBV_WC_LOC_PROT_ERR, kVendorLocalProtection);
-    qp.enter_error();
-    return {qp.type() == IBV_QPT_RC ? Response::kRemoteOperationError : Response::kDropped, {}};
-  }
+  if (!writable(qp.pd(), wqe->sges, targets)) return receive_buffer_gone(qp, *wqe, from_srq);
   if (m.opcode == IBV_WR_SEND_WITH_INV && !memory_window::invalidate_remote(qp, m.rkey)) {
     // IBA 10.6.7.3: the rkey must name a type 2 window bound through this
     // QP. As rxe (rxe_resp.c, RESPST_ERR_INVALIDATE_RKEY): the receive
@@ -120,6 +127,7 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     return {qp.type() == IBV_QPT_RC ? Response::kRemoteInvalidRequest : Response::kDropped, {}};
   }
   ibv_wc wc = receive_completion(qp, m, *wqe);
+  bool copied = false;
   if (ud && m.ah.is_global) {
     const std::array<uint8_t, kNetworkHeaderBytes> header = network_header(m, m.ah.grh.dgid);
     // The GRH and the payload after it are one copy, so that a payload read
@@ -127,13 +135,14 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     Pieces<Source> grh_and_payload;
     grh_and_payload.push_back(Source(header.data(), header.size()));
     for (const Source& piece : m.payload) grh_and_payload.push_back(piece);
-    copy(targets.view(), 0, grh_and_payload.view());
+    copied = copy(targets.view(), 0, grh_and_payload.view());
     wc.wc_flags |= IBV_WC_GRH;
   } else {
     // A UD receive without a GRH keeps the 40 bytes reserved for one as they
     // are; the payload follows them.
-    copy(targets.view(), ud ? kGrhBytes : 0, m.payload);
+    copied = copy(targets.view(), ud ? kGrhBytes : 0, m.payload);
   }
+  if (!copied) return receive_buffer_gone(qp, *wqe, from_srq);
   wc.opcode = IBV_WC_RECV;
   wc.byte_len = static_cast<uint32_t>(needed);
   completer::complete_recv(qp, wc, from_srq, m.send_flags & IBV_SEND_SOLICITED);
@@ -155,7 +164,9 @@ ResponderResult on_write(QueuePair& qp, const Message& m) {
         remote_memory(qp, send.rkey, send.remote_addr, length, IBV_ACCESS_REMOTE_WRITE);
     if (target == nullptr) return access_violation(qp);
     const Target whole(target, length);
-    copy(std::span(&whole, 1), 0, m.payload);
+    // Registered memory the application unmapped or protected since: an
+    // access violation, as for a range outside the region.
+    if (!copy(std::span(&whole, 1), 0, m.payload)) return access_violation(qp);
   }
   if (with_imm) {
     bool from_srq = false;
@@ -177,6 +188,7 @@ ResponderResult on_read(QueuePair& qp, const Message& m) {
       remote_memory(qp, send.rkey, send.remote_addr, send.read_length, IBV_ACCESS_REMOTE_READ);
   if (source == nullptr) return access_violation(qp);
   result.read_data = Source(source, send.read_length);
+  if (!present(std::span(&result.read_data, 1))) return access_violation(qp);
   return result;
 }
 
@@ -187,16 +199,28 @@ ResponderResult on_atomic(QueuePair& qp, const Message& m) {
   if (send.remote_addr % 8 != 0) return invalid_request(qp);
   uint8_t* target = remote_memory(qp, send.rkey, send.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC);
   if (target == nullptr) return access_violation(qp);
-  uint64_t original;
-  std::memcpy(&original, target, 8);
-  uint64_t updated = original;
-  if (send.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-    updated = original + send.compare_add;
-  else if (original == send.compare_add)
-    updated = send.swap;
-  std::memcpy(target, &updated, 8);
+  struct Atomic {
+    uint8_t* target;
+    const Message* send;
+    uint64_t original;
+  } atomic{target, &send, 0};
+  const bool done = fault_guard::run(
+      [](void* a) {
+        Atomic& atomic = *static_cast<Atomic*>(a);
+        uint64_t original;
+        std::memcpy(&original, atomic.target, 8);
+        uint64_t updated = original;
+        if (atomic.send->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+          updated = original + atomic.send->compare_add;
+        else if (original == atomic.send->compare_add)
+          updated = atomic.send->swap;
+        std::memcpy(atomic.target, &updated, 8);
+        atomic.original = original;
+      },
+      &atomic);
+  if (!done) return access_violation(qp);  // unmapped or protected since registration
   ResponderResult result;
-  result.original = original;
+  result.original = atomic.original;
   return result;
 }
 

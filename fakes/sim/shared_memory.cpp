@@ -2,6 +2,8 @@
 // memfds) and the mappings of other members' segments.
 #include "shared_memory.h"
 
+#include "process_maps.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -37,43 +39,8 @@ std::string segment_link(pid_t pid, uint64_t id) {
   return "/memfd:" + segment_name(pid, id) + " (deleted)";
 }
 
-// One line of /proc/self/maps (proc(5)).
-struct MapsLine {
-  uintptr_t begin = 0;
-  uintptr_t end = 0;
-  std::string perms;
-  unsigned long inode = 0;
-  std::string path;
-};
-
-// Whether every byte of [begin, end) is in mappings `accept` takes, with
-// no hole. proc(5): lines are in address order.
-template <class Accept>
-bool covered_by(uintptr_t begin, uintptr_t end, Accept&& accept) {
-  std::ifstream maps("/proc/self/maps");
-  std::string text;
-  uintptr_t next = begin;
-  while (next < end && std::getline(maps, text)) {
-    MapsLine line;
-    char perms[8] = {};
-    unsigned long long offset = 0;
-    int path_at = 0;
-    unsigned long long b = 0;
-    unsigned long long e = 0;
-    if (std::sscanf(text.c_str(), "%llx-%llx %7s %llx %*s %lu %n", &b, &e, perms, &offset,
-                    &line.inode, &path_at) < 5)
-      return false;
-    line.begin = b;
-    line.end = e;
-    line.perms = perms;
-    if (path_at > 0 && static_cast<std::size_t>(path_at) <= text.size())
-      line.path = text.substr(static_cast<std::size_t>(path_at));
-    if (line.end <= next) continue;
-    if (line.begin > next || !accept(line)) return false;
-    next = line.end;
-  }
-  return next >= end;
-}
+using process_maps::covered_by;
+using MapsLine = process_maps::Mapping;
 
 // Memory the pages of a segment may come from: private, anonymous,
 // readable and writable (the heap, malloc's arenas and mmaps).

@@ -20,7 +20,7 @@ SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain& pd, const ibv_srq_attr&
 int SharedReceiveQueue::post(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > attr_.max_sge)
+    if (!sge_count_fits(wr->num_sge, wr->sg_list, attr_.max_sge))
       err = EINVAL;
     else if (occupied_ >= attr_.max_wr)
       err = ENOMEM;

@@ -6,11 +6,35 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace verbfault::sim {
+
+// Whether a WR's SGE list may be read: num_sge within the queue's limit
+// (max_send_sge, max_recv_sge, an SRQ's max_sge; ibv_post_send(3),
+// ibv_post_recv(3), ibv_post_srq_recv(3): EINVAL) and an sg_list to read
+// when num_sge > 0. Checked before sg_list is touched: the application's
+// array may be shorter than a bad num_sge says. rdma-core providers read a
+// NULL sg_list and crash; the device refuses it with EINVAL instead.
+inline bool sge_count_fits(int num_sge, const ibv_sge* sg_list, uint32_t max_sge) {
+  if (num_sge < 0 || static_cast<uint32_t>(num_sge) > max_sge) return false;
+  return num_sge == 0 || sg_list != nullptr;
+}
+
+// The value of an enum field the application filled in, as its underlying
+// integer: loading one that is none of the enumerators as the enum type is
+// undefined behaviour (an opcode of 0x7f, a qp_state of 99). The device
+// compares it with the enumerators before it converts it.
+template <class Enum>
+std::underlying_type_t<Enum> raw_value(const Enum& field) {
+  std::underlying_type_t<Enum> value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
 
 // A WR's scatter/gather list, copied at post time: up to kInline entries
 // in place (no allocation per post for the usual one or two SGEs), more on

@@ -2,6 +2,7 @@
 // destroy verbs objects: the hooks around the provider layer's call
 // (calls.h).
 #include "calls.h"
+#include "opcodes.h"
 
 #include "verbs.h"
 
@@ -150,7 +151,9 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     interposer::FdLoan async_fd(pd->context);
     srq = provider::create_srq(pd, attr);
   }
-  return created(srq, ObjectKind::srq, pd, "create_srq", {{"max_wr", attr->attr.max_wr}});
+  created(srq, ObjectKind::srq, pd, "create_srq", {{"max_wr", attr->attr.max_wr}});
+  if (srq != nullptr) interposer::sge_limits(srq, 0, attr->attr.max_sge);
+  return srq;
 }
 
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
@@ -178,20 +181,23 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     interposer::FdLoan async_fd(pd->context);  // the QP's async event file (a real provider)
     qp = provider::create_qp(pd, attr);
   }
-  return created(qp, ObjectKind::qp, pd, "create_qp",
-                 {{"qp_type", attr->qp_type},
-                  {"max_send_wr", attr->cap.max_send_wr},
-                  {"max_recv_wr", attr->cap.max_recv_wr},
-                  {"sq_sig_all", attr->sq_sig_all},
-                  {"srq", attr->srq != nullptr}});
+  created(qp, ObjectKind::qp, pd, "create_qp",
+          {{"qp_type", attr->qp_type},
+           {"max_send_wr", attr->cap.max_send_wr},
+           {"max_recv_wr", attr->cap.max_recv_wr},
+           {"sq_sig_all", attr->sq_sig_all},
+           {"srq", attr->srq != nullptr}});
+  if (qp != nullptr) interposer::sge_limits(qp, attr->cap.max_send_sge, attr->cap.max_recv_sge);
+  return qp;
 }
 
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (int error = interposer::before_call(Verb::modify_qp, qp)) return error;
   int result = provider::modify_qp(qp, attr, mask);
   if (mask & IBV_QP_STATE)
-    interposer::traced(qp, "modify_qp",
-                       {{"mask", mask}, {"state", attr->qp_state}, {"ret", result}});
+    interposer::traced(
+        qp, "modify_qp",
+        {{"mask", mask}, {"state", record::raw_value(attr->qp_state)}, {"ret", result}});
   else
     interposer::traced(qp, "modify_qp", {{"mask", mask}, {"ret", result}});
   if (result == 0) interposer::qp_modified(qp, *attr, mask);

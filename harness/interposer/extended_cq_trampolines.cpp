@@ -11,11 +11,13 @@
 
 #include "completions.h"
 #include "injections.h"
+#include "opcodes.h"
 #include "saved_ops.h"
 #include "state.h"
 
 #include <cerrno>
 #include <memory>
+#include <type_traits>
 #include <unordered_map>
 
 namespace verbfault::interposer {
@@ -173,7 +175,13 @@ template <auto Field, class Result>
 Result read(ibv_cq_ex* cq_ex) {
   std::lock_guard lock(State::get().mutex);
   ExtendedCq* ex = find(cq_ex);
-  return ex != nullptr ? static_cast<Result>(ex->current.*Field) : Result{};
+  if (ex == nullptr) return Result{};
+  // An error completion's opcode is the poison (ibv_poll_cq(3)): passed on
+  // as it is, without loading it as an ibv_wc_opcode.
+  if constexpr (std::is_enum_v<Result>)
+    return static_cast<Result>(record::raw_value(ex->current.*Field));
+  else
+    return static_cast<Result>(ex->current.*Field);
 }
 
 // Installs the trampolines over the provider's functions (lock held); only

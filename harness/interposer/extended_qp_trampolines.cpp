@@ -213,6 +213,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     return nullptr;
   }
   created(ObjectKind::qp, qp, parent, "create_qp_ex", args);
+  sge_limits(qp, attr->cap.max_send_sge, attr->cap.max_recv_sge);
   if (!g_active || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) return qp;
   // ibv_qp_to_qp_ex(3) of the QP's provider.
   if (ibv_qp_ex* qpx = provider::qp_to_qp_ex(qp)) {

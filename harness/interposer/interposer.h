@@ -77,6 +77,9 @@ int before_call(std::optional<Verb> verb, const void* object,
 // A new object from a create call: names it ("qp#3") and traces the call.
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
              Fields args = {});
+// The SGE limits of a new QP or SRQ (what ibv_create_qp(3) left in cap):
+// the harness reads no more of a posted WR's sg_list than they allow.
+void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge);
 // A creation that failed (handle nullptr) is traced against the parent.
 void create_failed(const void* parent, std::string_view call, Fields args, int error);
 // A destroy call; the name is forgotten when it succeeded.

@@ -100,6 +100,15 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   state.record(created.add("ret", "ok"));
 }
 
+void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(handle)) {
+    tracked->max_send_sge = max_send_sge;
+    tracked->max_recv_sge = max_recv_sge;
+  }
+}
+
 void create_failed(const void* parent, std::string_view call, Fields args, int error) {
   if (!g_active) return;
   State& state = State::get();

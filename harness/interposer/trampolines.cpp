@@ -50,11 +50,12 @@ Tracked* enter(State& state, std::unique_lock<record::RunLock>& lock, const void
 // ---- post_send / post_recv -------------------------------------------------------
 
 template <class Wr>
-record::WrSummary summary_of(const Wr& wr) {
+record::WrSummary summary_of(const Tracked& object, const Wr& wr) {
   record::WrSummary summary;
   summary.wr_id = wr.wr_id;
-  for (int i = 0; i < wr.num_sge && wr.sg_list != nullptr; ++i)
-    summary.length += wr.sg_list[i].length;
+  constexpr bool kSend = std::is_same_v<Wr, ibv_send_wr>;
+  const int sges = object.readable_sges(wr.num_sge, wr.sg_list, kSend);
+  for (int i = 0; i < sges; ++i) summary.length += wr.sg_list[i].length;
   if constexpr (std::is_same_v<Wr, ibv_send_wr>) {
     if (auto opcode = record::opcode_of(wr.opcode))
       summary.opcode = static_cast<std::uint8_t>(*opcode);
@@ -84,7 +85,7 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
   wrs.clear();
   std::size_t index = 0;
   for (Wr* wr = list; wr != nullptr; wr = wr->next, ++index) {
-    wrs.push_back(summary_of(*wr));
+    wrs.push_back(summary_of(object, *wr));
     if (!decide || plan.stop != SIZE_MAX) continue;
     PostedWr posted;
     posted.wr_id = wr->wr_id;

@@ -28,8 +28,21 @@ struct Object {
   std::uint32_t qp_num = 0;
   ibv_cq* send_cq = nullptr;
   ibv_cq* recv_cq = nullptr;
+  // QPs and SRQs: the SGE limits the provider gave at creation
+  // (ibv_create_qp(3) updates cap; an SRQ's max_sge is its max_recv_sge).
+  std::uint32_t max_send_sge = 0;
+  std::uint32_t max_recv_sge = 0;
 
   ObjectId id() const { return {slot, ref}; }
+  // How many entries of a WR's sg_list the harness may read: none when
+  // num_sge exceeds this queue's limit or there is no list (the provider
+  // refuses such a WR, ibv_post_send(3) EINVAL; its array may be shorter
+  // than num_sge says, so nothing of it is read before that check).
+  int readable_sges(int num_sge, const ibv_sge* sg_list, bool send) const {
+    const std::uint32_t limit = send ? max_send_sge : max_recv_sge;
+    if (num_sge <= 0 || sg_list == nullptr || static_cast<std::uint32_t>(num_sge) > limit) return 0;
+    return num_sge;
+  }
   std::string name() const { return to_string(ref); }
 };
 

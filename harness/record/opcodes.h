@@ -5,12 +5,27 @@
 
 #include <infiniband/verbs.h>
 
+#include <cstring>
 #include <optional>
+#include <type_traits>
 
 namespace verbfault::record {
 
-inline std::optional<Opcode> opcode_of(ibv_wr_opcode opcode) {
-  switch (opcode) {
+// The value of an enum field someone else filled in, read as its underlying
+// integer: loading a value that is none of the enumerators as the enum
+// type is undefined behaviour (the 0xa5a5a5a5 opcode of an error
+// completion, ibv_poll_cq(3); an application's opcode 0x7f or qp_state 99).
+// Compare it with the enumerators before converting it.
+template <class Enum>
+std::underlying_type_t<Enum> raw_value(const Enum& field) {
+  std::underlying_type_t<Enum> value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
+// By reference: the field is read with raw_value, never loaded as the enum.
+inline std::optional<Opcode> opcode_of(const ibv_wr_opcode& field) {
+  switch (raw_value(field)) {
     case IBV_WR_SEND:
       return Opcode::send;
     case IBV_WR_SEND_WITH_IMM:
@@ -30,8 +45,8 @@ inline std::optional<Opcode> opcode_of(ibv_wr_opcode opcode) {
   }
 }
 
-inline std::optional<Opcode> opcode_of(ibv_wc_opcode opcode) {
-  switch (opcode) {
+inline std::optional<Opcode> opcode_of(const ibv_wc_opcode& field) {
+  switch (raw_value(field)) {
     case IBV_WC_SEND:
       return Opcode::send;
     case IBV_WC_RDMA_WRITE:

@@ -103,6 +103,19 @@ INSTANTIATE_TEST_SUITE_P(
                  "liveness.posting_to_qp_in_err", 122}),
     [](const ::testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
 
+// The leak finding is made by the library's exit handler, after the
+// program's static objects are gone: every object still has its name
+// there, the context too (the name tables outlive every exit handler).
+TEST(Checks, TheLeakAtExitNamesEveryObjectLeft) {
+  ProcessResult r =
+      run_shell(std::string(VERBFAULT_CLI) + " run --seed 1 -- " + program("leak") + " buggy");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "alive at exit: qp#0, qp#1, cq#0, cq#1, mr#0, pd#0, channel#0, context#0"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "?#")) << r.output;
+}
+
 TEST(Checks, VerbfaultChecksSwitchesAChecksOff) {
   ProcessResult r =
       run_shell("env VERBFAULT_CHECKS=-resource.cq_too_small " + std::string(VERBFAULT_CLI) +

@@ -6,8 +6,13 @@
 
 namespace verbfault::engine {
 
-Side side_of(const ibv_wc& wc) {
-  return (wc.opcode & IBV_WC_RECV) ? Side::recv : Side::send;
+std::optional<Side> side_of(const record::Object& cq, const record::Object* qp, const ibv_wc& wc) {
+  if (wc.status == IBV_WC_SUCCESS)
+    return (record::raw_value(wc.opcode) & IBV_WC_RECV) ? Side::recv : Side::send;
+  if (qp == nullptr || qp->send_cq == qp->recv_cq) return std::nullopt;
+  if (cq.handle == qp->send_cq) return Side::send;
+  if (cq.handle == qp->recv_cq) return Side::recv;
+  return std::nullopt;
 }
 
 void poison(ibv_wc& wc, ibv_wc_status status) {
@@ -20,13 +25,17 @@ void poison(ibv_wc& wc, ibv_wc_status status) {
   wc.vendor_err = kInjectedVendorErr;
 }
 
-ibv_qp* rewrite(FaultEngine& engine, record::ObjectId qp_id, ibv_wc& wc) {
+ibv_qp* rewrite(FaultEngine& engine, const record::Object& cq, record::ObjectId qp_id, ibv_wc& wc) {
   if (!qp_id.valid()) return nullptr;
   ObjectFaults* qp = &engine.faults(qp_id.slot);
-  const Side side = side_of(wc);
   if (wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_WR_FLUSH_ERR) {
+    // A flush on a QP whose queues share `cq` matches the first doomed WR
+    // with its wr_id: the two could only be told apart if the application
+    // gave a send and a receive of the QP the same wr_id.
+    const std::optional<Side> side =
+        qp->doomed.empty() ? std::nullopt : side_of(cq, qp->object, wc);
     for (auto it = qp->doomed.begin(); it != qp->doomed.end(); ++it) {
-      if (it->side != side || it->wr_id != wc.wr_id) continue;
+      if ((side && it->side != *side) || it->wr_id != wc.wr_id) continue;
       const ibv_wc_status status = it->status;
       qp->doomed.erase(it);
       if (qp->injected_error) {
@@ -61,7 +70,7 @@ int apply_to_polled(FaultEngine& engine, const record::Object& cq, ibv_wc* wc,
   // some QP, or a delay rule.
   if (!engine.may_rewrite_completions && !engine.has_rules(Site::completion)) return to;
   for (int i = from; i < to; ++i) {
-    if (ibv_qp* qp = rewrite(engine, qps[i], wc[i])) to_error.push_back(qp);
+    if (ibv_qp* qp = rewrite(engine, cq, qps[i], wc[i])) to_error.push_back(qp);
     auto delay = decide_delay(engine, cq, qps[i], wc[i]);
     if (!delay) continue;
     // This completion and the ones behind it stay invisible for `polls`
@@ -71,7 +80,7 @@ int apply_to_polled(FaultEngine& engine, const record::Object& cq, ibv_wc* wc,
     // The ones behind it were polled from the provider now: they get their
     // rewrites now too (a flush after an injected error stays a flush).
     for (int j = i + 1; j < to; ++j)
-      if (ibv_qp* qp = rewrite(engine, qps[j], wc[j])) to_error.push_back(qp);
+      if (ibv_qp* qp = rewrite(engine, cq, qps[j], wc[j])) to_error.push_back(qp);
     ObjectFaults& faults = engine.faults(cq);
     faults.held.assign(wc + i, wc + to);
     faults.held_polls = *delay->rule->polls;
@@ -88,7 +97,7 @@ std::optional<Decision> decide_delay(FaultEngine& engine, const record::Object& 
   completion.qp = qp.valid() ? engine.faults(qp.slot).object : nullptr;
   const bool success = wc.status == IBV_WC_SUCCESS;
   completion.opcode = success ? record::opcode_of(wc.opcode) : std::nullopt;
-  completion.side = success ? std::optional(side_of(wc)) : std::nullopt;
+  completion.side = success ? side_of(cq, completion.qp, wc) : std::nullopt;
   completion.wr_id = wc.wr_id;
   return engine.decide(completion, {FaultKind::delayed_completion});
 }

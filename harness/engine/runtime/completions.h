@@ -18,16 +18,21 @@ inline constexpr std::uint32_t kInjectedVendorErr = 0x1f0;
 // the same pattern the simulated device uses.
 inline constexpr unsigned char kPoisonByte = 0xa5;
 
-Side side_of(const ibv_wc& wc);
+// The queue a completion of `qp` (nullptr: not the process's) polled from
+// `cq` came from. A successful completion says it by its opcode; an error
+// completion's opcode is undefined (ibv_poll_cq(3)), so its queue is the
+// one of its QP that completes into `cq`, and nothing when both do (the
+// injected errors then match by wr_id alone: rewrite).
+std::optional<Side> side_of(const record::Object& cq, const record::Object* qp, const ibv_wc& wc);
 // Every field but wr_id and qp_num becomes the poison; then the status and
 // the vendor syndrome of an injected error.
 void poison(ibv_wc& wc, ibv_wc_status status);
 
 // Applies the injected errors to a completion of `qp` (an invalid id: a QP
-// the process does not own): a doomed WR's completion becomes its error,
-// whatever the QP completes after it a flush. Returns the QP to drive into
-// ERR when this completion became the injected error.
-ibv_qp* rewrite(FaultEngine& engine, record::ObjectId qp, ibv_wc& wc);
+// the process does not own) polled from `cq`: a doomed WR's completion
+// becomes its error, whatever the QP completes after it a flush. Returns
+// the QP to drive into ERR when this completion became the injected error.
+ibv_qp* rewrite(FaultEngine& engine, const record::Object& cq, record::ObjectId qp, ibv_wc& wc);
 
 // Completions held back on `cq` by delayed_completion come before anything
 // the provider returns, once due: moves up to `limit` due ones into `wc`

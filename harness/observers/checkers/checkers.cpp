@@ -1,6 +1,7 @@
 #include "checkers.h"
 
 #include "observation.h"
+#include "opcodes.h"
 
 #include <nlohmann/json.hpp>
 
@@ -334,9 +335,9 @@ void Checkers::send_built(Host& host, const Object& qp, unsigned int send_flags)
 
 void Checkers::send_posted(Host& host, const Object& qp, const ibv_send_wr* list) {
   for (const ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
-    for (int i = 0; i < wr->num_sge && wr->sg_list != nullptr; ++i)
-      check_poisoned(host, qp, wr->wr_id, wr->sg_list[i].length, 0);
-    check_poisoned(host, qp, wr->wr_id, 0, static_cast<std::uint32_t>(wr->opcode));
+    const int sges = qp.readable_sges(wr->num_sge, wr->sg_list, /*send=*/true);
+    for (int i = 0; i < sges; ++i) check_poisoned(host, qp, wr->wr_id, wr->sg_list[i].length, 0);
+    check_poisoned(host, qp, wr->wr_id, 0, record::raw_value(wr->opcode));
     send_built(host, qp, wr->send_flags);
   }
 }
@@ -344,14 +345,15 @@ void Checkers::send_posted(Host& host, const Object& qp, const ibv_send_wr* list
 void Checkers::recv_posted(Host& host, const Object& object, const ibv_recv_wr* list) {
   idle_polls_ = 0;
   for (const ibv_recv_wr* wr = list; wr != nullptr; wr = wr->next) {
-    for (int i = 0; i < wr->num_sge && wr->sg_list != nullptr; ++i)
+    const int sges = object.readable_sges(wr->num_sge, wr->sg_list, /*send=*/false);
+    for (int i = 0; i < sges; ++i)
       check_poisoned(host, object, wr->wr_id, wr->sg_list[i].length, 0);
     count_post(host, object);
   }
 }
 
 void Checkers::qp_modified(const Object& qp, const ibv_qp_attr& attr, int mask) {
-  if ((mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
+  if ((mask & IBV_QP_STATE) && record::raw_value(attr.qp_state) == IBV_QPS_RESET) {
     ObjectChecks& c = of(qp);
     c.error_polled = false;
     c.posts_after_error = 0;

@@ -1,6 +1,7 @@
 #include "journal.h"
 
 #include "mapped_file.h"
+#include "opcodes.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -99,7 +100,7 @@ char* put_value(char* at, const Value& value) {
         const ibv_wc& wc = c.wc[i];
         at = put(at, static_cast<std::uint8_t>(wc.status));
         at = put_var(at, wc.wr_id);
-        at = put_var(at, static_cast<std::uint32_t>(wc.opcode));
+        at = put_var(at, static_cast<std::uint32_t>(record::raw_value(wc.opcode)));
         at = put_var(at, wc.byte_len);
         at = put_var(at, static_cast<std::uint32_t>(wc.wc_flags));
         at = put_var(at, wc.vendor_err);
