@@ -14,3 +14,7 @@ cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERBFAULT_TSAN=ON 
 cmake --build "$tsan_dir" --target scheduler_tests -j "$(nproc)"
 # TSan ends a test with exit status 66 when it reports a race.
 ctest --test-dir "$tsan_dir" -L tsan --output-on-failure --timeout 600
+# ---- AddressSanitizer + UBSan (issue 16): the whole suite again in
+# build-asan/, after the default suite; scripts/test-asan.sh says how.
+scripts/test-asan.sh
+# ---- end of AddressSanitizer + UBSan

@@ -1,6 +1,7 @@
 #include "provider_report.h"
 
 #include "markdown_table.h"
+#include "preload_line.h"
 #include "process.h"
 #include "provider_report_json.h"
 #include "report_compare.h"
@@ -138,8 +139,7 @@ std::map<std::string, std::string> probe_environment(const std::string& device,
                                                      const std::string& library) {
   std::map<std::string, std::string> set;
   if (!simulated(device)) return set;
-  const char* preload = std::getenv("LD_PRELOAD");
-  set["LD_PRELOAD"] = library + (preload != nullptr && *preload ? " " + std::string(preload) : "");
+  set["LD_PRELOAD"] = preload_line(library, std::getenv("LD_PRELOAD"));
   // vfsimN exists when VERBFAULT_SIM_DEVICES is at least N + 1.
   const int index = std::atoi(device.c_str() + 5);
   const char* count = std::getenv("VERBFAULT_SIM_DEVICES");

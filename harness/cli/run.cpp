@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include "command_list.h"
+#include "preload_line.h"
 #include "process.h"
 #include "replay.h"
 #include "replay_file.h"
@@ -129,9 +130,7 @@ int run(const RunOptions& options) {
   std::fprintf(stderr, "verbfault: reproduce: %s\n", engine::run_line(replay).c_str());
 
   std::map<std::string, std::string> environment;
-  const char* preload = std::getenv("LD_PRELOAD");
-  environment["LD_PRELOAD"] =
-      options.library + (preload != nullptr && *preload ? std::string(":") + preload : "");
+  environment["LD_PRELOAD"] = preload_line(options.library, std::getenv("LD_PRELOAD"));
   environment["VERBFAULT_SEED"] = std::to_string(seed);
   if (replay.threads) environment["VERBFAULT_THREADS"] = *replay.threads;
   if (options.plan_file) environment["VERBFAULT_PLAN"] = fs::absolute(*options.plan_file);

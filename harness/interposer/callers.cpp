@@ -24,6 +24,11 @@ struct Range {
 
 // Guarded by `ranges_lock` (a spin lock: this runs inside pthread_mutex_lock).
 record::RunLock ranges_lock;
+// Whether this thread holds ranges_lock. A call it makes meanwhile is the
+// lookup's own, not the program's: learn() allocates, and an allocator may
+// read the clock (ASan's does, and clock_gettime is libverbfault's), which
+// asks here again; waiting for the lock would spin on itself for ever.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_looking_up = false;
 std::vector<Range>* ranges = nullptr;  // sorted by begin; never freed
 // The executable range of this library, empty until learnt: begin is
 // stored before end (release), end read before begin (acquire), so a reader
@@ -76,7 +81,12 @@ bool called_from_rdma_stack(const void* return_address) {
   // its own code range, learnt once, answers without the lock.
   const std::uintptr_t end = own_end.load(std::memory_order_acquire);
   if (address < end && address >= own_begin.load(std::memory_order_relaxed)) return true;
+  if (t_looking_up) return true;
   std::unique_lock lock(ranges_lock);
+  t_looking_up = true;
+  struct Done {
+    ~Done() { t_looking_up = false; }
+  } done;
   if (ranges == nullptr) {
     learn();
     const Range* own = lookup(reinterpret_cast<std::uintptr_t>(&called_from_rdma_stack));

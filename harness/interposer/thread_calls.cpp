@@ -561,7 +561,9 @@ int epoll_scheduled(int epfd, epoll_event* events, int max_events, std::uint64_t
 }  // namespace
 
 bool scheduled(const void* caller) {
-  return sched().manages_this_thread() && !called_from_rdma_stack(caller);
+  // Not sched().manages_this_thread(): that would create the scheduler,
+  // and this is asked from inside malloc too (scheduler.h).
+  return scheduler::Scheduler::manages_this_thread() && !called_from_rdma_stack(caller);
 }
 
 void start(const scheduler::Options& options) {
@@ -591,7 +593,7 @@ void polled(bool empty) {
 }
 
 bool wait_readable(int fd, const char* call) {
-  if (!sched().manages_this_thread()) return true;
+  if (!scheduler::Scheduler::manages_this_thread()) return true;
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || (flags & O_NONBLOCK) != 0) return true;  // the call itself says EAGAIN
   if (HarnessWorld::poll_readable(fd)) return true;

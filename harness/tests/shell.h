@@ -26,6 +26,17 @@ inline ProcessResult run_shell(const std::string& command) {
   return r;
 }
 
+// LD_PRELOAD's value for `library`: in a sanitized build ASan's runtime
+// first, or ASan refuses to start in a program built without it
+// (cmake/Sanitizers.cmake).
+inline std::string preload_of(const std::string& library) {
+#ifdef VERBFAULT_SANITIZER_RUNTIME
+  return std::string(VERBFAULT_SANITIZER_RUNTIME) + ":" + library;
+#else
+  return library;
+#endif
+}
+
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

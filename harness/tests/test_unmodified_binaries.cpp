@@ -16,8 +16,9 @@ using verbfault::testing::ProcessResult;
 // process running beside it (ctest -j) may hold member index 0, and the
 // addresses these tests check are member 0's.
 ProcessResult run(const std::string& env, const std::string& command) {
-  return verbfault::testing::run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
-                                       " VERBFAULT_FABRIC=private " + env + " " + command);
+  return verbfault::testing::run_shell(
+      "env LD_PRELOAD=" + verbfault::testing::preload_of(VERBFAULT_LIBRARY) +
+      " VERBFAULT_FABRIC=private " + env + " " + command);
 }
 
 TEST(UnmodifiedBinaries, IbvDevicesListsTheSimulatedDevice) {

@@ -53,7 +53,8 @@ TEST(VerbfaultTrace, PrintsRecordsForPeopleFilteredByObjectAndKind) {
   ProcessResult faults = run_shell(cli + " --kind fault");
   EXPECT_EQ(faults.status, 0) << faults.output;
   EXPECT_TRUE(contains(faults.output, "qp#1 #")) << faults.output;
-  EXPECT_TRUE(contains(faults.output, "fault flush rule=0 level=cause nth=2 wr=0")) << faults.output;
+  EXPECT_TRUE(contains(faults.output, "fault flush rule=0 level=cause nth=2 wr=0"))
+      << faults.output;
   EXPECT_FALSE(contains(faults.output, "poll_cq")) << "calls are not faults\n" << faults.output;
 
   ProcessResult qp0 = run_shell(cli + " --object qp#0");
@@ -154,7 +155,7 @@ TEST(VerbfaultRun, DrawnSeedIsPrintedAndReplays) {
 TEST(VerbfaultRun, EnvironmentVariablesConfigureAProgramStartedDirectly) {
   const std::string trace = scratch("env.jsonl");
   ProcessResult r =
-      run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
+      run_shell("env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) +
                 " VERBFAULT_SEED=9 VERBFAULT_TRACE=" + trace +
                 " VERBFAULT_FAULTS='completion_error(rem_access_err) qp#0 nth=1' " + SAMPLE_RC);
   EXPECT_EQ(r.status, 1) << r.output;
@@ -164,7 +165,7 @@ TEST(VerbfaultRun, EnvironmentVariablesConfigureAProgramStartedDirectly) {
 }
 
 TEST(VerbfaultRun, BadEnvironmentVariableStopsTheProgramWithOneLine) {
-  ProcessResult r = run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
+  ProcessResult r = run_shell("env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) +
                               " VERBFAULT_FAULTS='flush qp#x' " + SAMPLE_RC);
   EXPECT_EQ(r.status, 125) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: VERBFAULT_FAULTS: 'qp#x'")) << r.output;
@@ -287,8 +288,8 @@ TEST(VerbfaultRun, TheTraceSurvivesSigkill) {
 TEST(VerbfaultRun, TheTraceCommandReadsTheJournalOfAKilledProgram) {
   const std::string trace = scratch("killed-alone.jsonl");
   ProcessResult killed =
-      run_shell("VERBFAULT_SEED=6 VERBFAULT_TRACE=" + trace + " LD_PRELOAD=" + VERBFAULT_LIBRARY +
-                " " + ABORT_AFTER_VERBS + " kill");
+      run_shell("VERBFAULT_SEED=6 VERBFAULT_TRACE=" + trace +
+                " LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) + " " + ABORT_AFTER_VERBS + " kill");
   EXPECT_EQ(killed.status, 128 + SIGKILL) << killed.output;
   ProcessResult view = run_shell(std::string(VERBFAULT_CLI) + " trace " + trace + ".journal");
   EXPECT_EQ(view.status, 0) << view.output;

@@ -150,6 +150,9 @@ fi
 
 [[ -x $verbs_pair ]] || fail "no $verbs_pair (build the verbs_pair target, or give --verbs-pair)"
 [[ -r $lib ]] || fail "no $lib"
+# shellcheck source=../preload_line.sh
+source "$here/../preload_line.sh"
+preload=$(preload_line "$lib")
 scenario=${name#verbs.}
 fabric="lff-$scenario-$$"
 target_env=(); want_target=0
@@ -162,10 +165,10 @@ case $scenario in
 esac
 now_us() { local t=${EPOCHREALTIME//[.,]/}; echo "${t#0}"; }
 t0=$(now_us)
-env LD_PRELOAD="$lib" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC=0 "${target_env[@]}" \
+env LD_PRELOAD="$preload" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC=0 "${target_env[@]}" \
   "$verbs_pair" --role target --scenario "$scenario" --port "$port" > "$workdir/target.log" 2>&1 < /dev/null &
 target_pid=$!
-env LD_PRELOAD="$lib" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC=1 \
+env LD_PRELOAD="$preload" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC=1 \
   "$verbs_pair" --role requester --scenario "$scenario" --port "$port" > "$workdir/requester.log" 2>&1 < /dev/null &
 requester_pid=$!
 trap 'kill -KILL $target_pid $requester_pid 2>/dev/null' EXIT

@@ -215,9 +215,9 @@ start_side() {  # role member args...
   shift 2
   local -n side_env=${role}_env
   local extra_env=("${test_env[@]}" "${side_env[@]}")
-  printf -v "${role}_cmd" 'LD_PRELOAD=%s VERBFAULT_FABRIC=%s VERBFAULT_PROC=%s %s%s' "$lib" "$fabric" "$member" \
+  printf -v "${role}_cmd" 'LD_PRELOAD=%s VERBFAULT_FABRIC=%s VERBFAULT_PROC=%s %s%s' "$preload" "$fabric" "$member" \
     "$( ((${#extra_env[@]})) && printf '%q ' "${extra_env[@]}")" "$*"
-  env LD_PRELOAD="$lib" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC="$member" "${extra_env[@]}" \
+  env LD_PRELOAD="$preload" VERBFAULT_FABRIC="$fabric" VERBFAULT_PROC="$member" "${extra_env[@]}" \
     stdbuf -oL -eL "$@" > "$workdir/$role.log" 2>&1 < /dev/null &
   printf -v "${role}_pid" '%s' "$!"
 }
@@ -363,6 +363,12 @@ check_results() {
 command -v "$prog" > /dev/null || fail "$prog is not installed (Debian: apt-get install $([[ $prog == ibv_* ]] && echo ibverbs-utils || echo perftest))"
 command -v stdbuf > /dev/null || fail "stdbuf (coreutils) is not installed"
 [[ -r $lib ]] || fail "no $lib (build libverbfault first, or give --lib)"
+# shellcheck source=../preload_line.sh
+source "$(dirname "$0")/../preload_line.sh"
+preload=$(preload_line "$lib")
+# Both sides are programs this project does not build: no leak reports
+# from them (preload_line.sh).
+export ASAN_OPTIONS="$(foreign_asan_options "$lib")"
 
 # The server, on the first free port of port, port+1000, ...; started again
 # on the next one when it could not bind (another run took the port).

@@ -26,6 +26,11 @@ done
 [ -n "$lib" ] && [ -f "$lib" ] || { echo "run_suite.sh: --lib '$lib': expected the path of libverbfault.so" >&2; exit 2; }
 [ -n "$skips" ] && [ -f "$skips" ] || { echo "run_suite.sh: --skips '$skips': expected the file of allowed skip reasons" >&2; exit 2; }
 lib=$(realpath "$lib")  # the tests run from their own directory
+# shellcheck source=../preload_line.sh
+source "$(dirname "$0")/../preload_line.sh"
+preload=$(preload_line "$lib")
+# python3 is not built here: no leak reports from it (preload_line.sh).
+export ASAN_OPTIONS="$(foreign_asan_options "$lib")"
 
 python=/usr/bin/python3
 source_dir=/usr/share/doc/rdma-core/tests
@@ -41,7 +46,7 @@ cp -r "$source_dir" "$workdir/tests"
 gunzip -f "$workdir"/tests/*.gz
 log="$workdir/pyverbs.log"
 status=0
-(cd "$workdir/tests" && LD_PRELOAD="$lib" timeout 600 "$python" run_tests.py --dev "$dev" -v) \
+(cd "$workdir/tests" && LD_PRELOAD="$preload" timeout 600 "$python" run_tests.py --dev "$dev" -v) \
   >"$log" 2>&1 || status=$?
 
 ok=$(grep -cE '\.\.\. ok$' "$log" || true)

@@ -230,8 +230,10 @@ void Scheduler::start(const Options& options, World& world) {
   running_.store(true, std::memory_order_relaxed);
 }
 
-bool Scheduler::manages_this_thread() const {
-  return running() && t_self != nullptr && !t_inside;
+bool Scheduler::manages_this_thread() {
+  // t_self is set by start() (or for a thread the scheduler started): the
+  // scheduler exists once it is.
+  return t_self != nullptr && !t_inside && scheduler().running();
 }
 
 bool Scheduler::inside() {

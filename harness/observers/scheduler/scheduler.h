@@ -144,8 +144,11 @@ class Scheduler {
   void start(const Options& options, World& world);
   bool running() const { return running_.load(std::memory_order_relaxed); }
   // Whether the calling thread takes part (started by the program while
-  // the scheduler runs, or the one that started it).
-  bool manages_this_thread() const;
+  // the scheduler runs, or the one that started it). Static: it answers
+  // without creating the scheduler (whose first construction allocates),
+  // for it is asked from inside malloc too: ASan's allocator reads
+  // clock_gettime, which libverbfault.so exports, holding its own lock.
+  static bool manages_this_thread();
   // Whether the calling thread is inside the scheduler (a signal handler
   // ran in the middle of it): its calls must pass through.
   static bool inside();
