@@ -73,7 +73,42 @@ const Range* lookup(std::uintptr_t address) {
   return address < range.end ? &range : nullptr;
 }
 
+#if defined(__SANITIZE_THREAD__)
+// libtsan's executable range: written once by the first caller (the loader
+// lock of dl_iterate_phdr serializes concurrent first callers, and each
+// writes the same values).
+extern "C" void __tsan_init();
+std::atomic<std::uintptr_t> tsan_begin{1};
+std::atomic<std::uintptr_t> tsan_end{0};
+
+int find_tsan(dl_phdr_info* info, std::size_t, void*) {
+  const auto probe = reinterpret_cast<std::uintptr_t>(&__tsan_init);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+    if (probe >= begin && probe < begin + header.p_memsz) {
+      tsan_begin.store(begin, std::memory_order_relaxed);
+      tsan_end.store(begin + header.p_memsz, std::memory_order_release);
+      return 1;
+    }
+  }
+  return 0;
+}
+#endif
+
 }  // namespace
+
+bool called_from_sanitizer([[maybe_unused]] const void* return_address) {
+#if defined(__SANITIZE_THREAD__)
+  if (tsan_end.load(std::memory_order_acquire) == 0) dl_iterate_phdr(find_tsan, nullptr);
+  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+  return address < tsan_end.load(std::memory_order_acquire) &&
+         address >= tsan_begin.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
 
 bool called_from_rdma_stack(const void* return_address) {
   const auto address = reinterpret_cast<std::uintptr_t>(return_address);

@@ -11,4 +11,16 @@ namespace verbfault::interposer {
 // them (a library loaded later).
 bool called_from_rdma_stack(const void* return_address);
 
+// Whether `return_address` lies in the ThreadSanitizer runtime (libtsan),
+// in a build with -fsanitize=thread (VERBFAULT_TSAN); always false in any
+// other. TSan's interceptors find the functions they wrap with
+// dlsym(RTLD_NEXT) from libtsan, which in a program linked with
+// libverbfault.so (libtsan comes first) are our exports, and its own
+// allocator reads the clock through clock_gettime, which binds to our
+// export too: those calls must reach the C library untouched (a scheduling
+// point there constructs the scheduler inside TSan's allocator, which
+// reads the clock again: a recursive static initialization that hangs).
+// Learns libtsan's code range once, allocating nothing.
+bool called_from_sanitizer(const void* return_address);
+
 }  // namespace verbfault::interposer

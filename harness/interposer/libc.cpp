@@ -1,5 +1,7 @@
 #include "libc.h"
 
+#include "callers.h"
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -18,6 +20,56 @@ void find(Fn& fn, const char* name, const char* version) {
   }
   fn = reinterpret_cast<Fn>(symbol);
 }
+
+#if defined(__SANITIZE_THREAD__)
+// A ThreadSanitizer build (VERBFAULT_TSAN). TSan learns of a lock, a
+// condition variable, a semaphore or a thread only through its
+// interceptors (libtsan's pthread_mutex_lock, ...). Calls that reach our
+// exports (the program's, when libverbfault.so is preloaded ahead of
+// libtsan; libverbfault's own, which bind to its exports) would go around
+// TSan through the C library's functions found above: TSan would then
+// report every access those locks guard as a race, and a thread created
+// behind its back crashes in its first instrumented function. So real()'s
+// synchronization functions are TSan's interceptors (exported as
+// __interceptor_NAME), which call the C library's. TSan's interceptors in
+// turn find the functions they wrap with dlsym(RTLD_NEXT) from libtsan:
+// in a program linked with -fsanitize=thread and libverbfault.so (libtsan
+// first) that is our export again, and such a call (its caller is in
+// libtsan, callers.h) takes direct(), the C library's, or it would loop.
+// The clocks, sleeps and fd waits stay the C library's in both tables.
+template <class Fn>
+void intercepted(Fn& fn, const char* name) {
+  char interceptor[64];
+  std::snprintf(interceptor, sizeof interceptor, "__interceptor_%s", name);
+  if (void* symbol = dlsym(RTLD_DEFAULT, interceptor)) fn = reinterpret_cast<Fn>(symbol);
+}
+
+void through_tsan(Functions& f) {
+  intercepted(f.mutex_lock, "pthread_mutex_lock");
+  intercepted(f.mutex_trylock, "pthread_mutex_trylock");
+  intercepted(f.mutex_unlock, "pthread_mutex_unlock");
+  intercepted(f.mutex_timedlock, "pthread_mutex_timedlock");
+  intercepted(f.cond_wait, "pthread_cond_wait");
+  intercepted(f.cond_timedwait, "pthread_cond_timedwait");
+  intercepted(f.cond_signal, "pthread_cond_signal");
+  intercepted(f.cond_broadcast, "pthread_cond_broadcast");
+  intercepted(f.cond_clockwait, "pthread_cond_clockwait");
+  intercepted(f.rwlock_rdlock, "pthread_rwlock_rdlock");
+  intercepted(f.rwlock_wrlock, "pthread_rwlock_wrlock");
+  intercepted(f.rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+  intercepted(f.rwlock_trywrlock, "pthread_rwlock_trywrlock");
+  intercepted(f.rwlock_unlock, "pthread_rwlock_unlock");
+  intercepted(f.rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+  intercepted(f.rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+  intercepted(f.sem_wait, "sem_wait");
+  intercepted(f.sem_trywait, "sem_trywait");
+  intercepted(f.sem_timedwait, "sem_timedwait");
+  intercepted(f.sem_post, "sem_post");
+  intercepted(f.create, "pthread_create");
+  intercepted(f.join, "pthread_join");
+  intercepted(f.exit, "pthread_exit");
+}
+#endif
 
 Functions resolve() {
   Functions f{};
@@ -70,11 +122,26 @@ Functions resolve() {
 
 }  // namespace
 
-const Functions& real() {
+const Functions& direct() {
   // A function-local static: thread-safe initialization without a mutex
   // of ours (the guard is the C++ runtime's, which calls no pthread_mutex_*).
   static const Functions functions = resolve();
   return functions;
 }
+
+#if defined(__SANITIZE_THREAD__)
+const Functions& real() {
+  static const Functions functions = [] {
+    Functions f = direct();
+    through_tsan(f);
+    return f;
+  }();
+  return functions;
+}
+
+const Functions& for_caller(const void* caller) {
+  return called_from_sanitizer(caller) ? direct() : real();
+}
+#endif
 
 }  // namespace verbfault::interposer::libc

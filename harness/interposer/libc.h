@@ -61,8 +61,23 @@ struct Functions {
   time_t (*time)(time_t*);
 };
 
-// Resolved on first use (a constructor of another library may lock a
-// mutex before ours ran); never changes after.
+// The C library's functions, resolved on first use (a constructor of
+// another library may lock a mutex before ours ran); never changes after.
+const Functions& direct();
+
+#if defined(__SANITIZE_THREAD__)
+// Under ThreadSanitizer the synchronization functions are TSan's
+// interceptors (libc.cpp); `for_caller` is direct() for a call from the
+// TSan runtime itself.
 const Functions& real();
+const Functions& for_caller(const void* caller);
+#else
+inline const Functions& real() {
+  return direct();
+}
+inline const Functions& for_caller(const void*) {
+  return direct();
+}
+#endif
 
 }  // namespace verbfault::interposer::libc

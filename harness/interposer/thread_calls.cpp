@@ -561,8 +561,10 @@ int epoll_scheduled(int epfd, epoll_event* events, int max_events, std::uint64_t
 }  // namespace
 
 bool scheduled(const void* caller) {
-  // Not sched().manages_this_thread(): that would create the scheduler,
-  // and this is asked from inside malloc too (scheduler.h).
+  // The sanitizer runtime's calls first: before anything that may allocate
+  // (callers.h). Not sched().manages_this_thread(): that would create the
+  // scheduler, and this is asked from inside malloc too (scheduler.h).
+  if (called_from_sanitizer(caller)) return false;
   return scheduler::Scheduler::manages_this_thread() && !called_from_rdma_stack(caller);
 }
 
@@ -611,21 +613,21 @@ bool wait_readable(int fd, const char* call) {
 }
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) {
-  if (!scheduled(caller)) return libc::real().mutex_lock(mutex);
+  if (!scheduled(caller)) return libc::for_caller(caller).mutex_lock(mutex);
   sched().point();
   return lock_scheduled(mutex, "pthread_mutex_lock");
 }
 
 int mutex_trylock(pthread_mutex_t* mutex, const void* caller) {
-  if (!scheduled(caller)) return libc::real().mutex_trylock(mutex);
+  if (!scheduled(caller)) return libc::for_caller(caller).mutex_trylock(mutex);
   sched().point();
-  const int result = libc::real().mutex_trylock(mutex);
+  const int result = libc::for_caller(caller).mutex_trylock(mutex);
   if (result == EBUSY) sched().point(/*yielding=*/true);  // a spin on trylock lets others run
   return result;
 }
 
 int mutex_unlock(pthread_mutex_t* mutex, const void* caller) {
-  const int result = libc::real().mutex_unlock(mutex);
+  const int result = libc::for_caller(caller).mutex_unlock(mutex);
   if (result != 0 || !scheduled(caller)) return result;
   unlocked(mutex);
   sched().point();
@@ -633,7 +635,7 @@ int mutex_unlock(pthread_mutex_t* mutex, const void* caller) {
 }
 
 int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const void* caller) {
-  if (!scheduled(caller)) return libc::real().cond_wait(cond, mutex);
+  if (!scheduled(caller)) return libc::for_caller(caller).cond_wait(cond, mutex);
   sched().point();
   return wait_on_cond(cond, mutex, scheduler::kNoDeadline, "pthread_cond_wait");
 }
@@ -641,14 +643,14 @@ int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const void* caller) 
 int cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
                    const void* caller) {
   if (!scheduled(caller) || abstime == nullptr)
-    return libc::real().cond_timedwait(cond, mutex, abstime);
+    return libc::for_caller(caller).cond_timedwait(cond, mutex, abstime);
   if (abstime->tv_nsec < 0 || abstime->tv_nsec >= static_cast<long>(kNs)) return EINVAL;
   sched().point();
   return wait_on_cond(cond, mutex, cond_deadline(cond, *abstime), "pthread_cond_timedwait");
 }
 
 int cond_signal(pthread_cond_t* cond, const void* caller) {
-  const int result = libc::real().cond_signal(cond);  // a waiter outside the schedule
+  const int result = libc::for_caller(caller).cond_signal(cond);  // a waiter outside the schedule
   if (!scheduled(caller)) return result;
   sched().wake_one(WaitKind::cond, cond);
   sched().point();
@@ -656,7 +658,7 @@ int cond_signal(pthread_cond_t* cond, const void* caller) {
 }
 
 int cond_broadcast(pthread_cond_t* cond, const void* caller) {
-  const int result = libc::real().cond_broadcast(cond);
+  const int result = libc::for_caller(caller).cond_broadcast(cond);
   if (!scheduled(caller)) return result;
   sched().wake_all(WaitKind::cond, cond);
   sched().point();
@@ -665,10 +667,10 @@ int cond_broadcast(pthread_cond_t* cond, const void* caller) {
 
 int create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*), void* arg,
            const void* caller) {
-  if (!scheduled(caller)) return libc::real().create(thread, attr, routine, arg);
+  if (!scheduled(caller)) return libc::for_caller(caller).create(thread, attr, routine, arg);
   const scheduler::ThreadId id = sched().reserve_thread();
   auto* start = new Start{id, routine, arg};
-  const int result = libc::real().create(thread, attr, start_scheduled, start);
+  const int result = libc::for_caller(caller).create(thread, attr, start_scheduled, start);
   if (result != 0) {
     delete start;
     sched().creation_failed(id);
@@ -693,7 +695,7 @@ int join(pthread_t thread, void** result, const void* caller) {
     }
   }
   // The thread has left the schedule; the real join waits for it to be gone.
-  return libc::real().join(thread, result);
+  return libc::for_caller(caller).join(thread, result);
 }
 
 void exit(void* result) {
@@ -702,13 +704,14 @@ void exit(void* result) {
 }
 
 int sched_yield(const void* caller) {
-  if (!scheduled(caller)) return libc::real().sched_yield();
+  if (!scheduled(caller)) return libc::for_caller(caller).sched_yield();
   sched().point(/*yielding=*/true);
   return 0;
 }
 
 int nanosleep(const timespec* request, timespec* remaining, const void* caller) {
-  if (!scheduled(caller) || request == nullptr) return libc::real().nanosleep(request, remaining);
+  if (!scheduled(caller) || request == nullptr)
+    return libc::for_caller(caller).nanosleep(request, remaining);
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= static_cast<long>(kNs)) {
     errno = EINVAL;
     return -1;
@@ -721,7 +724,7 @@ int nanosleep(const timespec* request, timespec* remaining, const void* caller) 
 int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining,
                     const void* caller) {
   if (!scheduled(caller) || request == nullptr)
-    return libc::real().clock_nanosleep(clock, flags, request, remaining);
+    return libc::for_caller(caller).clock_nanosleep(clock, flags, request, remaining);
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= static_cast<long>(kNs))
     return EINVAL;
   if ((flags & TIMER_ABSTIME) != 0) {
@@ -736,27 +739,29 @@ int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespe
 }
 
 int usleep(useconds_t microseconds, const void* caller) {
-  if (!scheduled(caller)) return libc::real().usleep(microseconds);
+  if (!scheduled(caller)) return libc::for_caller(caller).usleep(microseconds);
   sleep_for(std::uint64_t{microseconds} * 1000, "usleep");
   return 0;
 }
 
 unsigned sleep(unsigned seconds, const void* caller) {
-  if (!scheduled(caller)) return libc::real().sleep(seconds);
+  if (!scheduled(caller)) return libc::for_caller(caller).sleep(seconds);
   sleep_for(std::uint64_t{seconds} * kNs, "sleep");
   return 0;
 }
 
 int clock_gettime(clockid_t clock, timespec* now, const void* caller) {
-  if (!scheduled(caller) || now == nullptr) return libc::real().clock_gettime(clock, now);
+  if (!scheduled(caller) || now == nullptr)
+    return libc::for_caller(caller).clock_gettime(clock, now);
   timespec probe;
-  if (libc::real().clock_gettime(clock, &probe) != 0) return -1;  // an unknown clock: EINVAL
+  if (libc::for_caller(caller).clock_gettime(clock, &probe) != 0)
+    return -1;  // an unknown clock: EINVAL
   *now = timespec_of(origin_of(clock) + sched().now_ns());
   return 0;
 }
 
 int gettimeofday(timeval* now, void* zone, const void* caller) {
-  if (!scheduled(caller) || now == nullptr) return libc::real().gettimeofday(now, zone);
+  if (!scheduled(caller) || now == nullptr) return libc::for_caller(caller).gettimeofday(now, zone);
   const std::uint64_t ns = kRealtimeOrigin + sched().now_ns();
   now->tv_sec = static_cast<time_t>(ns / kNs);
   now->tv_usec = static_cast<suseconds_t>(ns % kNs / 1000);
@@ -764,21 +769,22 @@ int gettimeofday(timeval* now, void* zone, const void* caller) {
 }
 
 time_t time(time_t* now, const void* caller) {
-  if (!scheduled(caller)) return libc::real().time(now);
+  if (!scheduled(caller)) return libc::for_caller(caller).time(now);
   const auto seconds = static_cast<time_t>((kRealtimeOrigin + sched().now_ns()) / kNs);
   if (now != nullptr) *now = seconds;
   return seconds;
 }
 
 int mutex_timedlock(pthread_mutex_t* mutex, const timespec* abstime, const void* caller) {
-  if (!scheduled(caller) || abstime == nullptr) return libc::real().mutex_timedlock(mutex, abstime);
+  if (!scheduled(caller) || abstime == nullptr)
+    return libc::for_caller(caller).mutex_timedlock(mutex, abstime);
   return mutex_lock_until(mutex, CLOCK_REALTIME, *abstime, "pthread_mutex_timedlock");
 }
 
 int mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const timespec* abstime,
                     const void* caller) {
   if (!scheduled(caller) || abstime == nullptr)
-    return libc::real().mutex_clocklock(mutex, clock, abstime);
+    return libc::for_caller(caller).mutex_clocklock(mutex, clock, abstime);
   if (!supported_clock(clock)) return EINVAL;
   return mutex_lock_until(mutex, clock, *abstime, "pthread_mutex_clocklock");
 }
@@ -786,7 +792,7 @@ int mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const timespec* abs
 int cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
                    const timespec* abstime, const void* caller) {
   if (!scheduled(caller) || abstime == nullptr)
-    return libc::real().cond_clockwait(cond, mutex, clock, abstime);
+    return libc::for_caller(caller).cond_clockwait(cond, mutex, clock, abstime);
   if (!supported_clock(clock) || !valid(*abstime)) return EINVAL;
   sched().point();
   return wait_on_cond(cond, mutex, deadline_of(clock, *abstime), "pthread_cond_clockwait");
@@ -794,68 +800,68 @@ int cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock
 
 int rwlock_rdlock(pthread_rwlock_t* rwlock, const void* caller) {
   if (!scheduled(caller) || shared_between_processes(rwlock))
-    return libc::real().rwlock_rdlock(rwlock);
+    return libc::for_caller(caller).rwlock_rdlock(rwlock);
   sched().point();
-  return rwlock_scheduled(rwlock, libc::real().rwlock_tryrdlock, scheduler::kNoDeadline,
+  return rwlock_scheduled(rwlock, libc::for_caller(caller).rwlock_tryrdlock, scheduler::kNoDeadline,
                           "pthread_rwlock_rdlock");
 }
 
 int rwlock_wrlock(pthread_rwlock_t* rwlock, const void* caller) {
   if (!scheduled(caller) || shared_between_processes(rwlock))
-    return libc::real().rwlock_wrlock(rwlock);
+    return libc::for_caller(caller).rwlock_wrlock(rwlock);
   sched().point();
-  return rwlock_scheduled(rwlock, libc::real().rwlock_trywrlock, scheduler::kNoDeadline,
+  return rwlock_scheduled(rwlock, libc::for_caller(caller).rwlock_trywrlock, scheduler::kNoDeadline,
                           "pthread_rwlock_wrlock");
 }
 
 int rwlock_tryrdlock(pthread_rwlock_t* rwlock, const void* caller) {
-  if (!scheduled(caller)) return libc::real().rwlock_tryrdlock(rwlock);
+  if (!scheduled(caller)) return libc::for_caller(caller).rwlock_tryrdlock(rwlock);
   sched().point();
-  const int result = libc::real().rwlock_tryrdlock(rwlock);
+  const int result = libc::for_caller(caller).rwlock_tryrdlock(rwlock);
   if (result == EBUSY) sched().point(/*yielding=*/true);  // a spin lets others run
   return result;
 }
 
 int rwlock_trywrlock(pthread_rwlock_t* rwlock, const void* caller) {
-  if (!scheduled(caller)) return libc::real().rwlock_trywrlock(rwlock);
+  if (!scheduled(caller)) return libc::for_caller(caller).rwlock_trywrlock(rwlock);
   sched().point();
-  const int result = libc::real().rwlock_trywrlock(rwlock);
+  const int result = libc::for_caller(caller).rwlock_trywrlock(rwlock);
   if (result == EBUSY) sched().point(/*yielding=*/true);
   return result;
 }
 
 int rwlock_timedrdlock(pthread_rwlock_t* rwlock, const timespec* abstime, const void* caller) {
   if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
-    return libc::real().rwlock_timedrdlock(rwlock, abstime);
-  return rwlock_until(rwlock, libc::real().rwlock_tryrdlock, CLOCK_REALTIME, *abstime,
+    return libc::for_caller(caller).rwlock_timedrdlock(rwlock, abstime);
+  return rwlock_until(rwlock, libc::for_caller(caller).rwlock_tryrdlock, CLOCK_REALTIME, *abstime,
                       "pthread_rwlock_timedrdlock");
 }
 
 int rwlock_timedwrlock(pthread_rwlock_t* rwlock, const timespec* abstime, const void* caller) {
   if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
-    return libc::real().rwlock_timedwrlock(rwlock, abstime);
-  return rwlock_until(rwlock, libc::real().rwlock_trywrlock, CLOCK_REALTIME, *abstime,
+    return libc::for_caller(caller).rwlock_timedwrlock(rwlock, abstime);
+  return rwlock_until(rwlock, libc::for_caller(caller).rwlock_trywrlock, CLOCK_REALTIME, *abstime,
                       "pthread_rwlock_timedwrlock");
 }
 
 int rwlock_clockrdlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec* abstime,
                        const void* caller) {
   if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
-    return libc::real().rwlock_clockrdlock(rwlock, clock, abstime);
-  return rwlock_until(rwlock, libc::real().rwlock_tryrdlock, clock, *abstime,
+    return libc::for_caller(caller).rwlock_clockrdlock(rwlock, clock, abstime);
+  return rwlock_until(rwlock, libc::for_caller(caller).rwlock_tryrdlock, clock, *abstime,
                       "pthread_rwlock_clockrdlock");
 }
 
 int rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec* abstime,
                        const void* caller) {
   if (!scheduled(caller) || abstime == nullptr || shared_between_processes(rwlock))
-    return libc::real().rwlock_clockwrlock(rwlock, clock, abstime);
-  return rwlock_until(rwlock, libc::real().rwlock_trywrlock, clock, *abstime,
+    return libc::for_caller(caller).rwlock_clockwrlock(rwlock, clock, abstime);
+  return rwlock_until(rwlock, libc::for_caller(caller).rwlock_trywrlock, clock, *abstime,
                       "pthread_rwlock_clockwrlock");
 }
 
 int rwlock_unlock(pthread_rwlock_t* rwlock, const void* caller) {
-  const int result = libc::real().rwlock_unlock(rwlock);
+  const int result = libc::for_caller(caller).rwlock_unlock(rwlock);
   if (result != 0 || !scheduled(caller) || shared_between_processes(rwlock)) return result;
   // A reader's unlock may leave others reading: every waiter tries again,
   // and those that still cannot take it wait again.
@@ -865,15 +871,17 @@ int rwlock_unlock(pthread_rwlock_t* rwlock, const void* caller) {
 }
 
 int sem_wait(sem_t* sem, const void* caller) {
-  if (!scheduled(caller) || shared_between_processes(sem)) return libc::real().sem_wait(sem);
+  if (!scheduled(caller) || shared_between_processes(sem))
+    return libc::for_caller(caller).sem_wait(sem);
   sched().point();
   return sem_wait_scheduled(sem, scheduler::kNoDeadline, "sem_wait");
 }
 
 int sem_trywait(sem_t* sem, const void* caller) {
-  if (!scheduled(caller) || shared_between_processes(sem)) return libc::real().sem_trywait(sem);
+  if (!scheduled(caller) || shared_between_processes(sem))
+    return libc::for_caller(caller).sem_trywait(sem);
   sched().point();
-  const int result = libc::real().sem_trywait(sem);
+  const int result = libc::for_caller(caller).sem_trywait(sem);
   if (result != 0 && errno == EAGAIN) {
     sched().point(/*yielding=*/true);  // a spin on trywait lets others run
     errno = EAGAIN;
@@ -883,18 +891,18 @@ int sem_trywait(sem_t* sem, const void* caller) {
 
 int sem_timedwait(sem_t* sem, const timespec* abstime, const void* caller) {
   if (!scheduled(caller) || abstime == nullptr || shared_between_processes(sem))
-    return libc::real().sem_timedwait(sem, abstime);
+    return libc::for_caller(caller).sem_timedwait(sem, abstime);
   return sem_until(sem, CLOCK_REALTIME, *abstime, "sem_timedwait");
 }
 
 int sem_clockwait(sem_t* sem, clockid_t clock, const timespec* abstime, const void* caller) {
   if (!scheduled(caller) || abstime == nullptr || shared_between_processes(sem))
-    return libc::real().sem_clockwait(sem, clock, abstime);
+    return libc::for_caller(caller).sem_clockwait(sem, clock, abstime);
   return sem_until(sem, clock, *abstime, "sem_clockwait");
 }
 
 int sem_post(sem_t* sem, const void* caller) {
-  const int result = libc::real().sem_post(sem);
+  const int result = libc::for_caller(caller).sem_post(sem);
   if (result != 0 || !scheduled(caller) || shared_between_processes(sem)) return result;
   // One more unit: the earliest waiter tries again (sem_post(3): "another
   // process or thread blocked in a sem_wait(3) call will be woken up").
@@ -904,56 +912,61 @@ int sem_post(sem_t* sem, const void* caller) {
 }
 
 int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller) {
-  if (!scheduled(caller)) return libc::real().poll(fds, n, timeout_ms);
+  if (!scheduled(caller)) return libc::for_caller(caller).poll(fds, n, timeout_ms);
   const FdList watched = fds_of(fds, n);
   return wait_on_fds(
-      watched, watched, ns_of_ms(timeout_ms), "poll", [&] { return libc::real().poll(fds, n, 0); },
-      [&] { return libc::real().poll(fds, n, timeout_ms); });
+      watched, watched, ns_of_ms(timeout_ms), "poll",
+      [&] { return libc::for_caller(caller).poll(fds, n, 0); },
+      [&] { return libc::for_caller(caller).poll(fds, n, timeout_ms); });
 }
 
 int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
           const void* caller) {
   if (!scheduled(caller) || (timeout != nullptr && !valid(*timeout)))
-    return libc::real().ppoll(fds, n, timeout, sigmask);
+    return libc::for_caller(caller).ppoll(fds, n, timeout, sigmask);
   const FdList watched = fds_of(fds, n);
   const timespec zero{0, 0};
   return wait_on_fds(
       watched, watched, ns_of_timeout(timeout), "ppoll",
-      [&] { return libc::real().ppoll(fds, n, &zero, sigmask); },
-      [&] { return libc::real().ppoll(fds, n, timeout, sigmask); });
+      [&] { return libc::for_caller(caller).ppoll(fds, n, &zero, sigmask); },
+      [&] { return libc::for_caller(caller).ppoll(fds, n, timeout, sigmask); });
 }
 
 int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller) {
-  if (!scheduled(caller)) return libc::real().epoll_wait(epfd, events, max_events, timeout_ms);
+  if (!scheduled(caller))
+    return libc::for_caller(caller).epoll_wait(epfd, events, max_events, timeout_ms);
   return epoll_scheduled(
       epfd, events, max_events, ns_of_ms(timeout_ms), nullptr, "epoll_wait",
-      [&] { return libc::real().epoll_wait(epfd, events, max_events, timeout_ms); });
+      [&] { return libc::for_caller(caller).epoll_wait(epfd, events, max_events, timeout_ms); });
 }
 
 int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
                 const sigset_t* sigmask, const void* caller) {
   if (!scheduled(caller))
-    return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
+    return libc::for_caller(caller).epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
   return epoll_scheduled(
-      epfd, events, max_events, ns_of_ms(timeout_ms), sigmask, "epoll_pwait",
-      [&] { return libc::real().epoll_pwait(epfd, events, max_events, timeout_ms, sigmask); });
+      epfd, events, max_events, ns_of_ms(timeout_ms), sigmask, "epoll_pwait", [&] {
+        return libc::for_caller(caller).epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
+      });
 }
 
 int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
                  const sigset_t* sigmask, const void* caller) {
   if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
-    return libc::real().epoll_pwait2(epfd, events, max_events, timeout, sigmask);
+    return libc::for_caller(caller).epoll_pwait2(epfd, events, max_events, timeout, sigmask);
   return epoll_scheduled(
-      epfd, events, max_events, ns_of_timeout(timeout), sigmask, "epoll_pwait2",
-      [&] { return libc::real().epoll_pwait2(epfd, events, max_events, timeout, sigmask); });
+      epfd, events, max_events, ns_of_timeout(timeout), sigmask, "epoll_pwait2", [&] {
+        return libc::for_caller(caller).epoll_pwait2(epfd, events, max_events, timeout, sigmask);
+      });
 }
 
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,
            const void* caller) {
   if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0)))
-    return libc::real().select(nfds, readfds, writefds, exceptfds, timeout);
+    return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
   const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
-  if (!watched.read_only) return libc::real().select(nfds, readfds, writefds, exceptfds, timeout);
+  if (!watched.read_only)
+    return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
   // Every check starts from the sets the program asked with: select(2)
   // leaves only the ready fds in them.
   fd_set asked;
@@ -967,21 +980,21 @@ int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timev
       [&] {
         if (readfds != nullptr) *readfds = asked;
         timeval zero{0, 0};
-        return libc::real().select(nfds, readfds, writefds, exceptfds, &zero);
+        return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, &zero);
       },
       [&] {
         if (readfds != nullptr) *readfds = asked;
-        return libc::real().select(nfds, readfds, writefds, exceptfds, timeout);
+        return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
       });
 }
 
 int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
             const sigset_t* sigmask, const void* caller) {
   if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
-    return libc::real().pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+    return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
   const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
   if (!watched.read_only)
-    return libc::real().pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+    return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
   fd_set asked;
   FD_ZERO(&asked);
   if (readfds != nullptr) asked = *readfds;
@@ -990,11 +1003,12 @@ int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, cons
       watched, watched, ns_of_timeout(timeout), "pselect",
       [&] {
         if (readfds != nullptr) *readfds = asked;
-        return libc::real().pselect(nfds, readfds, writefds, exceptfds, &zero, sigmask);
+        return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, &zero, sigmask);
       },
       [&] {
         if (readfds != nullptr) *readfds = asked;
-        return libc::real().pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+        return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout,
+                                                sigmask);
       });
 }
 
@@ -1011,7 +1025,7 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
     if (flags >= 0 && (flags & O_NONBLOCK) == 0 && world.event_fds(&fd, 1).any)
       while (!wait_readable(fd, "read")) release_held_for_waiter(fd);
   }
-  return libc::real().read(fd, buffer, count);
+  return libc::for_caller(caller).read(fd, buffer, count);
 }
 
 }  // namespace verbfault::interposer::thread_calls

@@ -155,6 +155,11 @@ void LocalEndpoint::start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) {
   sigset_t old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  // Set before the thread exists: send_frame on the service thread reads it
+  // (pthread_create orders this write before the thread's reads; set after,
+  // it raced with them: ThreadSanitizer, wire_tests). Written only here, by
+  // the owner, before the thread exists; the destructor reads it after.
+  started_ = true;
   const int result = pthread_create(&thread_, nullptr, &LocalEndpoint::serve_thread, this);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (result != 0) {
@@ -162,7 +167,6 @@ void LocalEndpoint::start(FrameHandler on_frame, PeerGoneHandler on_peer_gone) {
                  fabric_.c_str(), std::strerror(result));
     std::abort();
   }
-  started_ = true;
 }
 
 namespace {

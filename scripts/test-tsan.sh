@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over everything multi-threaded: the tests labelled `tsan`
+# (ctest -L tsan) in a build of their own (build-tsan; TSAN_BUILD_DIR
+# overrides): the thread scheduler (scheduler_tests), the simulated
+# device's waits, events, channels and shared queues (sim_tests), the local
+# fabric's wire and its service thread (tsan.wire_tests, fabric_fork_tests),
+# the stress program alone and under `verbfault run` with faults firing
+# (stress.shared_queues, stress.faults), the harness with the thread
+# scheduler on and off on an eight-thread program (tsan.eight_threads.*).
+# TSan ends a test with exit status 66 when it reports anything (the
+# harness's tests also fail on its report text): 0 findings is the bar.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tsan_dir="${TSAN_BUILD_DIR:-build-tsan}"
+cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERBFAULT_TSAN=ON \
+  -DVERBFAULT_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$tsan_dir" -j "$(nproc)" --target scheduler_tests sim_tests wire_tests \
+  fabric_fork_tests stress_shared_queues verbfault_cli eight_threads
+TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+  ctest --test-dir "$tsan_dir" -L tsan --output-on-failure -j "$(nproc)" --timeout 600
