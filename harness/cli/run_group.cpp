@@ -121,8 +121,8 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   }
 
   if (!several) {
-    if (run.trace) recover_journal(*run.trace);
     end.status = ends.front().status;
+    if (run.trace && !recover_journal(*run.trace, end.status)) end.status = kExitUsage;
     return end;
   }
 
@@ -131,6 +131,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   std::vector<std::uint64_t> hashes;
   std::uint64_t records = 0;
   std::optional<std::size_t> unknown;  // the first process that said nothing
+  bool trace_lost = false;             // a trace that could not be written
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const std::string who = "process " + std::to_string(i) + " (" + members[i].name + ")";
     if (ends[i].by == MemberEnd::By::not_started) {
@@ -138,7 +139,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
                    who.c_str());
       continue;
     }
-    if (run.trace) recover_journal(end.traces[i], who);
+    if (run.trace && !recover_journal(end.traces[i], ends[i].status, who)) trace_lost = true;
     std::string line = "verbfault: " + who + ": " + describe_status(ends[i].status);
     if (ends[i].by == MemberEnd::By::peer_grace) line += " (ended: --peer-grace)";
     if (ends[i].by == MemberEnd::By::timeout) line += " (ended: --timeout)";
@@ -166,7 +167,8 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
                  hex(combined_trace_hash(hashes)).c_str(), hashes.size(),
                  hashes.size() == 1 ? "" : "es", static_cast<unsigned long long>(records));
 
-  for (std::size_t i = 0; i < ends.size(); ++i) {
+  if (trace_lost) end.status = kExitUsage;
+  for (std::size_t i = 0; i < ends.size() && !trace_lost; ++i) {
     if (ends[i].status == 0 || ends[i].by == MemberEnd::By::peer_grace) continue;
     end.status = ends[i].status;
     std::fprintf(stderr, "verbfault: the run's status is process %zu's: %s\n", i,

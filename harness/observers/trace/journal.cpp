@@ -353,6 +353,9 @@ struct StoredShape {
 
 namespace {
 
+// How an error of the output (not of the journal) begins: it names no journal.
+constexpr std::string_view kCannotWrite = "cannot write: ";
+
 // Writes out what is rendered (out_fd < 0: keeps it in `out`).
 bool write_out(int out_fd, encoding::TextBuffer& out, std::string& error) {
   if (out_fd < 0) return true;
@@ -360,7 +363,7 @@ bool write_out(int out_fd, encoding::TextBuffer& out, std::string& error) {
     const ssize_t n = ::write(out_fd, at, static_cast<std::size_t>(out.data() + out.size() - at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      error = std::string("cannot write the trace: ") + std::strerror(n < 0 ? errno : EIO);
+      error = std::string(kCannotWrite) + std::strerror(n < 0 ? errno : EIO);
       return false;
     }
     at += n;
@@ -588,7 +591,7 @@ long long render_file(const std::string& path, int out_fd, std::string& error) {
   const long long records =
       render_to(std::string_view(static_cast<const char*>(mapped), size), text, out_fd, error);
   munmap(mapped, size);
-  if (records < 0) error = "'" + path + "': " + error;
+  if (records < 0 && !error.starts_with(kCannotWrite)) error = "'" + path + "': " + error;
   return records;
 }
 

@@ -108,7 +108,8 @@ class Writer {
 long long render(std::string_view journal, encoding::TextBuffer& out, std::string& error);
 
 // Renders the journal file at `path` into `out_fd` as JSON Lines. Returns
-// the number of records, or -1 with `error` set.
+// the number of records, or -1 with `error` set: "cannot write: <why>"
+// when `out_fd` refused the text, "'<path>': <why>" for the journal.
 long long render_file(const std::string& path, int out_fd, std::string& error);
 
 }  // namespace verbfault::observers::journal
