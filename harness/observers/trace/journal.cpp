@@ -136,7 +136,14 @@ std::uint64_t fingerprint_of(const record::CallRecord& record) {
 }  // namespace
 
 bool is_journal(std::string_view bytes) {
-  return bytes.substr(0, kMagic.size()) == kMagic;
+  if (bytes.substr(0, kMagic.size()) == kMagic) return true;
+  // Killed before or while its magic was stored: the part of the magic
+  // stored, then zeros (the rest of a fresh mapping).
+  std::size_t stored = 0;
+  while (stored < kMagic.size() && stored < bytes.size() && bytes[stored] == kMagic[stored])
+    ++stored;
+  const std::string_view rest = bytes.substr(stored, kMagic.size() - stored);
+  return !bytes.empty() && rest.find_first_not_of('\0') == std::string_view::npos;
 }
 
 template <class Out>
@@ -379,6 +386,7 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
     error = "not a verbfault trace journal (no " + std::string(kMagic) + " magic)";
     return -1;
   }
+  if (journal.substr(0, kMagic.size()) != kMagic) return 0;  // killed before its magic was stored
   Reader in{journal.data() + kMagic.size(), journal.data() + journal.size()};
   std::vector<StoredShape> shapes;
   std::vector<StoredObject> objects;
@@ -575,10 +583,14 @@ long long render_file(const std::string& path, int out_fd, std::string& error) {
     return -1;
   }
   struct stat status {};
-  if (fstat(fd, &status) != 0 || status.st_size < static_cast<off_t>(kMagic.size())) {
+  if (fstat(fd, &status) != 0) {
+    error = "'" + path + "': " + std::strerror(errno);
     ::close(fd);
-    error = "'" + path + "': not a verbfault trace journal (too short)";
     return -1;
+  }
+  if (status.st_size == 0) {  // killed between creating it and its first growth
+    ::close(fd);
+    return 0;
   }
   const auto size = static_cast<std::size_t>(status.st_size);
   void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -46,6 +46,9 @@ namespace verbfault::observers::journal {
 
 inline constexpr std::string_view kMagic{"VFJOURN8", 8};
 
+// Whether `bytes` are a journal: its magic, or (a process killed before
+// its magic was stored) a part of it followed by zeros, a journal of no
+// records.
 bool is_journal(std::string_view bytes);
 
 // Appends records to a journal, defining each record shape (its keys and
