@@ -367,6 +367,9 @@ int main(int argc, char** argv) {
     if (provider_options.library.empty()) provider_options.library = default_library();
     return verbfault::cli::provider_report(provider_options);
   }
-  if (options.library.empty()) options.library = default_library();
+  if (options.library.empty()) {
+    options.library = default_library();
+    if (std::getenv("VERBFAULT_LIBRARY") != nullptr) options.library_source = "VERBFAULT_LIBRARY";
+  }
   return verbfault::cli::run(options);
 }

@@ -1,5 +1,8 @@
 #include "config.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -71,6 +74,10 @@ Config config_from_environment() {
     if (summary->empty()) throw std::runtime_error("VERBFAULT_SUMMARY='': expected a file path");
     config.summary_file = *summary;
   }
+  if (auto started = variable("VERBFAULT_STARTED")) {
+    if (started->empty()) throw std::runtime_error("VERBFAULT_STARTED='': expected a file path");
+    config.started_file = *started;
+  }
   config.process = process_identity(variable("VERBFAULT_PROC"));
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {
@@ -94,6 +101,12 @@ Config config_from_environment() {
   }
   if (config.threads) config.threads->seed = config.seed;
   return config;
+}
+
+void announce_started(const Config& config) noexcept {
+  if (config.started_file.empty()) return;
+  const int fd = ::open(config.started_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
 }
 
 }  // namespace verbfault::interposer

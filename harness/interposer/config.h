@@ -23,6 +23,10 @@
 //                    one at a time, chosen from the seed, whenever the
 //                    harness is active (observers/scheduler); "free": as
 //                    the kernel schedules them
+//   VERBFAULT_STARTED   a file the harness creates once it has read this
+//                    configuration (verbfault run sets it, and fails a run
+//                    whose program never created it: the harness was not
+//                    loaded, e.g. a static or setuid program)
 // A bad value is never ignored: the process stops with one line naming the
 // variable and what was expected (exit status kConfigErrorExit).
 #pragma once
@@ -50,6 +54,7 @@ struct Config {
   checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
   std::string findings_file;
   std::string summary_file;  // VERBFAULT_SUMMARY
+  std::string started_file;  // VERBFAULT_STARTED
   // For proc= selectors: VERBFAULT_PROC and the basename of argv[0].
   engine::ProcessIdentity process;
   // Whether the harness does anything beyond routing: a plan, a seed or a
@@ -59,5 +64,10 @@ struct Config {
 
 // Parses the environment; throws std::runtime_error with a one-line message.
 Config config_from_environment();
+
+// Creates VERBFAULT_STARTED's file, if set: the harness runs in this
+// process. A file that cannot be created is not an error here: the
+// parent that asked for it reports the missing file.
+void announce_started(const Config& config) noexcept;
 
 }  // namespace verbfault::interposer

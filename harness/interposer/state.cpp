@@ -67,6 +67,7 @@ State::State() {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     std::_Exit(kConfigErrorExit);
   }
+  announce_started(config);
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
