@@ -135,8 +135,11 @@ int run(const RunOptions& options) {
   try {
     threads = scheduler::parse_threads(replay.threads.value_or("pct"));
   } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "verbfault: %s%s\n",
-                 options.threads ? "--threads " : "VERBFAULT_THREADS=", error.what());
+    // The scheduler's message starts with the value quoted, or names a part of it.
+    const std::string value = "'" + replay.threads.value_or("pct") + "'";
+    std::fprintf(stderr, "verbfault: %s%s%s\n",
+                 options.threads ? "--threads " : "VERBFAULT_THREADS=",
+                 error.what()[0] == '\'' ? "" : (value + ": ").c_str(), error.what());
     return kExitUsage;
   }
   std::fprintf(stderr, "verbfault: seed %llu%s, threads %s\n",
