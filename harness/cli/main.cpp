@@ -94,8 +94,7 @@ int main(int argc, char** argv) {
   std::string start_wait_text;
   run->add_option("--start-wait", start_wait_text,
                   "with several commands: seconds each may take to listen on a socket (or end) "
-                  "before the next is started anyway (default 10; 0: start all at once)")
-      ->check(verbfault::cli::seconds(true));
+                  "before the next is started anyway (default 10; 0: start all at once)");
   run->add_option("--library", options.library, "libverbfault.so to preload");
   run->footer(
       "Everything after -- is the program and its arguments, passed on untouched. Several "

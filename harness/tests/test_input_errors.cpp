@@ -132,7 +132,8 @@ TEST(InputErrors, OptionErrorsAreOneLineForEveryKind) {
       {v + "run --peer-grace -1" + kSample,
        "verbfault: --peer-grace: '-1': expected seconds, a number >= 0 (see verbfault run --help)"},
       {v + "run --start-wait ' 5'" + kSample,
-       "verbfault: --start-wait: ' 5': expected seconds, a number >= 0 (see verbfault run --help)"},
+       "verbfault: --start-wait ' 5': expected seconds, a number >= 0 (0: start every command at "
+       "once)"},
       {v + "run --plan /nonexistent.yaml" + kSample,
        "verbfault: --plan: '/nonexistent.yaml': No such file or directory: expected an existing "
        "file (see verbfault run --help)"},
