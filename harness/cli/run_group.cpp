@@ -148,7 +148,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
 
   if (!several) {
     end.status = unharnessed ? kExitUsage : ends.front().status;
-    if (run.trace && !recover_journal(*run.trace, end.status)) end.status = kExitUsage;
+    if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
     return end;
   }
 

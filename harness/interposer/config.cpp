@@ -84,10 +84,9 @@ Config config_from_environment() {
     if (summary->empty()) throw std::runtime_error("VERBFAULT_SUMMARY='': expected a file path");
     config.summary_file = *summary;
   }
-  if (auto started = variable("VERBFAULT_STARTED")) {
-    if (started->empty()) throw std::runtime_error("VERBFAULT_STARTED='': expected a file path");
-    config.started_file = *started;
-  }
+  // (announce_started() has created it already.)
+  if (auto started = variable("VERBFAULT_STARTED"); started && started->empty())
+    throw std::runtime_error("VERBFAULT_STARTED='': expected a file path");
   // The simulated fabric's own variables (fakes/sim) are read there, when
   // a device is listed; checked here too, so that a bad one stops the
   // program before main like every other, instead of leaving it without a
@@ -134,9 +133,10 @@ Config config_from_environment() {
   return config;
 }
 
-void announce_started(const Config& config) noexcept {
-  if (config.started_file.empty()) return;
-  const int fd = ::open(config.started_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+void announce_started() noexcept {
+  const char* started = std::getenv("VERBFAULT_STARTED");
+  if (started == nullptr || *started == '\0') return;
+  const int fd = ::open(started, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0) ::close(fd);
 }
 

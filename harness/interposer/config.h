@@ -54,7 +54,6 @@ struct Config {
   checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
   std::string findings_file;
   std::string summary_file;  // VERBFAULT_SUMMARY
-  std::string started_file;  // VERBFAULT_STARTED
   // For proc= selectors: VERBFAULT_PROC and the basename of argv[0].
   engine::ProcessIdentity process;
   // Whether the harness does anything beyond routing: a plan, a seed or a
@@ -66,8 +65,10 @@ struct Config {
 Config config_from_environment();
 
 // Creates VERBFAULT_STARTED's file, if set: the harness runs in this
-// process. A file that cannot be created is not an error here: the
-// parent that asked for it reports the missing file.
-void announce_started(const Config& config) noexcept;
+// process. First of all, before the rest of the configuration is read (a
+// bad one is then the harness's own error, exit kConfigErrorExit). A file
+// that cannot be created is not an error here: the parent that asked for
+// it reports the missing file.
+void announce_started() noexcept;
 
 }  // namespace verbfault::interposer

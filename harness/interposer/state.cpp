@@ -60,6 +60,7 @@ State& State::get() {
 }
 
 State::State() {
+  announce_started();
   try {
     config = config_from_environment();
     if (config.trace_path) trace.open(*config.trace_path);
@@ -67,7 +68,6 @@ State::State() {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     std::_Exit(kConfigErrorExit);
   }
-  announce_started(config);
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
