@@ -1,6 +1,7 @@
 #include "journal_recovery.h"
 
 #include "journal.h"
+#include "trace.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,28 +15,35 @@ namespace verbfault::cli {
 
 namespace fs = std::filesystem;
 
-void recover_journal(const std::string& trace, const std::string& who) {
+bool recover_journal(const std::string& trace, int status, const std::string& who) {
   const std::string journal = trace + ".journal";
   std::error_code ignored;
-  if (!fs::exists(journal, ignored)) return;
-  const int fd = ::open(trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::fprintf(stderr, "verbfault: cannot write the trace '%s': %s (its journal '%s' is kept)\n",
-                 trace.c_str(), std::strerror(errno), journal.c_str());
-    return;
-  }
+  if (!fs::exists(journal, ignored)) return true;
+  if (status == observers::kWriteErrorExit) return true;
   std::string error;
+  const int fd = observers::open_trace_file(trace, error);
+  if (fd < 0) {
+    std::fprintf(stderr, "verbfault: --trace '%s': %s (its journal '%s' is kept)\n", trace.c_str(),
+                 error.c_str(), journal.c_str());
+    return false;
+  }
   const long long records = observers::journal::render_file(journal, fd, error);
-  ::close(fd);
+  if (::close(fd) != 0 && records >= 0 && errno != EINTR) {
+    std::fprintf(stderr, "verbfault: --trace '%s': cannot write: %s (its journal '%s' is kept)\n",
+                 trace.c_str(), std::strerror(errno), journal.c_str());
+    return false;
+  }
   if (records < 0) {
-    std::fprintf(stderr, "verbfault: %s (the journal is kept)\n", error.c_str());
-    return;
+    std::fprintf(stderr, "verbfault: --trace '%s': %s (its journal '%s' is kept)\n", trace.c_str(),
+                 error.c_str(), journal.c_str());
+    return false;
   }
   fs::remove(journal, ignored);
   std::fprintf(stderr,
                "verbfault: %s ended before writing its trace: %lld record%s recovered "
                "from its journal into %s\n",
                who.c_str(), records, records == 1 ? "" : "s", trace.c_str());
+  return true;
 }
 
 }  // namespace verbfault::cli

@@ -27,6 +27,7 @@
 #include "command_list.h"
 #include "conform.h"
 #include "minimize.h"
+#include "option_checks.h"
 #include "process.h"
 #include "provider_report.h"
 #include "replay_command.h"
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   std::string seed_text;
   CLI::App* run = app.add_subcommand("run", "run a program under the harness");
   run->add_option("--seed", seed_text, "64-bit seed (decimal or 0x hex); drawn when omitted");
-  run->add_option("--plan", options.plan_file, "YAML plan file")->check(CLI::ExistingFile);
+  run->add_option("--plan", options.plan_file, "YAML plan file")
+      ->check(verbfault::cli::existing_file());
   run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
   run->add_option("--trace", options.trace, "write the JSON Lines trace here");
   run->add_flag("--check-determinism", options.check_determinism,
@@ -84,11 +86,11 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", options.timeout_seconds,
                   "seconds of wall clock for the whole run before every process still running "
                   "is ended (default: no limit)")
-      ->check(CLI::PositiveNumber);
+      ->check(verbfault::cli::seconds(false));
   run->add_option("--peer-grace", options.peer_grace_seconds,
                   "with several commands: seconds the others may still run once one failed "
                   "(nonzero exit or signal) before they are ended (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(verbfault::cli::seconds(true));
   std::string start_wait_text;
   run->add_option("--start-wait", start_wait_text,
                   "with several commands: seconds each may take to listen on a socket (or end) "
@@ -109,21 +111,23 @@ int main(int argc, char** argv) {
   sweep
       ->add_option("--plan", sweep_options.plan_file,
                    "YAML plan file (with --swarm: the palette to draw from)")
-      ->check(CLI::ExistingFile);
+      ->check(verbfault::cli::existing_file());
   sweep->add_flag("--swarm", sweep_options.swarm,
                   "each seed also draws which fault kinds are enabled and at what rates, from "
                   "the default palette or the --plan palette");
   sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)");
   sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")
-      ->check(CLI::Range(1u, 1024u));
+      ->check(verbfault::cli::whole_number(1, 1024));
   sweep->add_option("--shard", shard_text,
                     "I/N: only every N-th seed from the I-th (the shards of a range partition it)");
-  sweep->add_option("--max-failures", sweep_options.max_failures,
-                    "stop starting runs after K failures (default: no limit)");
+  sweep
+      ->add_option("--max-failures", sweep_options.max_failures,
+                   "stop starting runs after K failures (default: no limit)")
+      ->check(verbfault::cli::whole_number(1, UINT32_MAX));
   sweep
       ->add_option("--timeout", sweep_options.timeout_seconds,
                    "seconds of wall clock per run before it is killed (default 300)")
-      ->check(CLI::PositiveNumber);
+      ->check(verbfault::cli::seconds(false));
   sweep->add_option("--out", sweep_options.out,
                     "keep each run's output and trace here (DIR/seed-S.log, .jsonl)");
   sweep->add_option("--threads", sweep_options.threads, "as for run");
@@ -131,7 +135,7 @@ int main(int argc, char** argv) {
       ->add_option("--pass-status", sweep_options.pass_statuses,
                    "exit statuses that pass when no check reported, e.g. 0,1 (default 0)")
       ->delimiter(',')
-      ->check(CLI::Range(0, 255));
+      ->check(verbfault::cli::whole_number(0, 255));
   sweep->add_option("--library", sweep_options.library, "libverbfault.so to preload");
   sweep->footer(
       "Everything after -- is the program and its arguments. Exit status 0 when no "
@@ -146,10 +150,10 @@ int main(int argc, char** argv) {
   minimize
       ->add_option("--replay", minimize_replay,
                    "take the seed, plan, knobs and command from a replay file (verbfault sweep)")
-      ->check(CLI::ExistingFile)
+      ->check(verbfault::cli::existing_file())
       ->excludes("--seed");
   minimize->add_option("--plan", minimize_options.plan_file, "YAML plan file")
-      ->check(CLI::ExistingFile);
+      ->check(verbfault::cli::existing_file());
   minimize->add_option("--fault", minimize_options.faults,
                        "a rule in the one-line form (repeatable)");
   minimize->add_option("--threads", minimize_options.threads, "as for run");
@@ -157,7 +161,7 @@ int main(int argc, char** argv) {
       ->add_option("--pass-status", minimize_options.pass_statuses,
                    "exit statuses that pass when no check reported (default 0)")
       ->delimiter(',')
-      ->check(CLI::Range(0, 255));
+      ->check(verbfault::cli::whole_number(0, 255));
   minimize
       ->add_option("--signature", signature_text,
                    "same (the default): keep the exit status, checks and first fault; any: "
@@ -168,7 +172,7 @@ int main(int argc, char** argv) {
   minimize
       ->add_option("--timeout", minimize_options.timeout_seconds,
                    "seconds of wall clock per run before it is killed (default 300)")
-      ->check(CLI::PositiveNumber);
+      ->check(verbfault::cli::seconds(false));
   minimize->add_option("--library", minimize_options.library, "libverbfault.so to preload");
 
   verbfault::cli::ReplayOptions replay_options;
@@ -180,7 +184,7 @@ int main(int argc, char** argv) {
   replay
       ->add_option("--timeout", replay_options.timeout_seconds,
                    "seconds of wall clock before the run is killed (default 300)")
-      ->check(CLI::PositiveNumber);
+      ->check(verbfault::cli::seconds(false));
   replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
 
   verbfault::cli::ConformOptions conform_options;
@@ -189,16 +193,16 @@ int main(int argc, char** argv) {
   conform->add_option("--battery", conform_options.battery,
                       "default (built in), or a battery file (reports/batteries/)");
   conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")
-      ->check(CLI::Range(1u, 10000u));
+      ->check(verbfault::cli::whole_number(1, 10000));
   conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")
-      ->check(CLI::Range(1u, 1024u));
+      ->check(verbfault::cli::whole_number(1, 1024));
   conform->add_option("--report", conform_options.report_dir,
                       "where the report goes: DIR/report.{html,json,xml,md}, DIR/runs/ "
                       "(default verbfault-report)");
   conform
       ->add_option("--timeout", conform_options.timeout_seconds,
                    "seconds of wall clock per run before it is killed (default 120)")
-      ->check(CLI::PositiveNumber);
+      ->check(verbfault::cli::seconds(false));
   conform->add_option("--threads", conform_options.threads, "as for run");
   conform->add_option("--library", conform_options.library, "libverbfault.so to preload");
   conform->footer(
@@ -210,7 +214,7 @@ int main(int argc, char** argv) {
   CLI::App* swarm = app.add_subcommand(
       "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
   swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
-      ->check(CLI::ExistingFile);
+      ->check(verbfault::cli::existing_file());
   swarm->add_option("--seed", swarm_seed_text, "print the plan this seed draws");
 
   std::string plan_file;
@@ -234,11 +238,11 @@ int main(int argc, char** argv) {
   provider
       ->add_option("--baseline", provider_options.baseline,
                    "a committed report: list every check whose verdict or value changed (exit 1)")
-      ->check(CLI::ExistingFile);
+      ->check(verbfault::cli::existing_file());
   provider
       ->add_option("--compare", provider_options.compare,
                    "no probe run: these reports side by side, in Markdown on stdout")
-      ->check(CLI::ExistingFile)
+      ->check(verbfault::cli::existing_file())
       ->excludes("--baseline");
   provider->add_option("--library", provider_options.library,
                        "libverbfault.so to preload for a simulated device");
@@ -258,7 +262,8 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(own_argc, argv);
-    if (!seed_text.empty()) options.seed = verbfault::parse_seed(seed_text, "--seed");
+    // Given empty is a bad seed, not none (VERBFAULT_SEED= is one too).
+    if (run->count("--seed") > 0) options.seed = verbfault::parse_seed(seed_text, "--seed");
     if (run->count("--start-wait") > 0)
       options.start_wait_seconds = verbfault::cli::parse_start_wait(start_wait_text);
     if (*minimize && minimize_replay) {
@@ -276,7 +281,7 @@ int main(int argc, char** argv) {
       minimize_options.pass_statuses = file.pass_statuses;
       options.command = minimize_options.command = file.command;
     }
-    if (*minimize && minimize_seed_text.empty())
+    if (*minimize && minimize_seed_text.empty() && minimize->count("--seed") == 0)
       throw CLI::ValidationError("minimize", "expected --seed N or --replay FILE");
     if ((*run || *sweep || *minimize || *conform) && options.command.empty())
       throw CLI::ValidationError(*run       ? "run"
@@ -305,9 +310,16 @@ int main(int argc, char** argv) {
       verbfault::cli::parse_seed_range(seeds_text, sweep_options);
       if (!shard_text.empty()) verbfault::cli::parse_shard(shard_text, sweep_options);
     }
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
   } catch (const CLI::ParseError& error) {
-    const int status = app.exit(error);
-    return status == 0 ? 0 : verbfault::cli::kExitUsage;
+    if (error.get_exit_code() == 0) return app.exit(error);
+    std::string subcommand;
+    for (const CLI::App* parsed : app.get_subcommands()) subcommand = parsed->get_name();
+    std::fprintf(stderr, "%s\n", verbfault::cli::one_line(error, subcommand).c_str());
+    return verbfault::cli::kExitUsage;
   } catch (const verbfault::PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return verbfault::cli::kExitUsage;
@@ -336,7 +348,7 @@ int main(int argc, char** argv) {
       const verbfault::cli::Palette palette =
           palette_file ? verbfault::cli::Palette::from_file(*palette_file)
                        : verbfault::cli::Palette::standard();
-      if (swarm_seed_text.empty())
+      if (swarm->count("--seed") == 0)
         std::fputs(palette.text().c_str(), stdout);
       else
         std::fputs(
@@ -367,6 +379,9 @@ int main(int argc, char** argv) {
     if (provider_options.library.empty()) provider_options.library = default_library();
     return verbfault::cli::provider_report(provider_options);
   }
-  if (options.library.empty()) options.library = default_library();
+  if (options.library.empty()) {
+    options.library = default_library();
+    if (std::getenv("VERBFAULT_LIBRARY") != nullptr) options.library_source = "VERBFAULT_LIBRARY";
+  }
   return verbfault::cli::run(options);
 }

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -172,8 +173,9 @@ double parse_start_wait(const std::string& text) {
   char* end = nullptr;
   errno = 0;
   const double seconds = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(seconds) ||
-      seconds < 0)
+  // strtod skips leading spaces: " 5" would pass where "5 " does not.
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front())) ||
+      end != text.c_str() + text.size() || errno != 0 || !std::isfinite(seconds) || seconds < 0)
     throw std::invalid_argument("--start-wait '" + text +
                                 "': expected seconds, a number >= 0 (0: start every command at "
                                 "once)");

@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -96,6 +98,24 @@ Plan read_plan(const std::optional<std::string>& plan_file,
 }
 
 int run(const RunOptions& options) {
+  // A library ld.so cannot open is "ignored" (ld.so(8)): the program would
+  // run without the harness and its status would pass as a result. A bare
+  // name is searched for by ld.so; the run's handshake (run_group.h)
+  // catches one it does not find.
+  if (options.library.find('/') != std::string::npos) {
+    std::error_code error;
+    const auto kind = fs::status(options.library, error).type();
+    if (kind != fs::file_type::regular || ::access(options.library.c_str(), R_OK) != 0) {
+      const std::string why =
+          kind == fs::file_type::directory ? "is a directory"
+          : kind == fs::file_type::not_found
+              ? "no such file"
+              : "cannot be read: " + std::string(std::strerror(error ? error.value() : errno));
+      std::fprintf(stderr, "verbfault: %s '%s': %s: expected the harness library libverbfault.so\n",
+                   options.library_source.c_str(), options.library.c_str(), why.c_str());
+      return kExitUsage;
+    }
+  }
   Plan plan;
   try {
     plan = read_plan(options.plan_file, options.faults);
@@ -116,8 +136,11 @@ int run(const RunOptions& options) {
   try {
     threads = scheduler::parse_threads(replay.threads.value_or("pct"));
   } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "verbfault: %s%s\n",
-                 options.threads ? "--threads " : "VERBFAULT_THREADS=", error.what());
+    // The scheduler's message starts with the value quoted, or names a part of it.
+    const std::string value = "'" + replay.threads.value_or("pct") + "'";
+    std::fprintf(stderr, "verbfault: %s%s%s\n",
+                 options.threads ? "--threads " : "VERBFAULT_THREADS=",
+                 error.what()[0] == '\'' ? "" : (value + ": ").c_str(), error.what());
     return kExitUsage;
   }
   std::fprintf(stderr, "verbfault: seed %llu%s, threads %s\n",

@@ -20,6 +20,9 @@ struct RunOptions {
   // VERBFAULT_THREADS for the program: "pct..." (default), "random", "free".
   std::optional<std::string> threads;
   std::string library;  // libverbfault.so to preload
+  // Where `library` came from, as an error names it: "--library" or
+  // "VERBFAULT_LIBRARY".
+  std::string library_source = "--library";
   // Over all the run's processes, wall clock (process_group.h); none: no limit.
   std::optional<double> timeout_seconds;
   // How long the others may run on once a process failed (process_group.h).

@@ -103,6 +103,10 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
       environment["VERBFAULT_TRACE"] = end.traces.back();
     }
     if (several) environment["VERBFAULT_SUMMARY"] = summary;
+    environment["VERBFAULT_STARTED"] =
+        (fs::temp_directory_path() / ("verbfault-" + tag + "." + std::to_string(i) + ".started"))
+            .string();
+    fs::remove(environment["VERBFAULT_STARTED"]);
     members.push_back(std::move(member));
   }
 
@@ -120,9 +124,31 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
                    sim::wire::status_table_path("run-" + tag).c_str(), std::strerror(error));
   }
 
+  // A process the harness never started in (ld.so ignored LD_PRELOAD: a
+  // static or setuid program, a library that does not load or is not the
+  // harness) ran without faults, checks or trace: its status is no result.
+  bool unharnessed = false;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const std::string started = members[i].environment.at("VERBFAULT_STARTED");
+    std::error_code ignored;
+    const bool said = fs::remove(started, ignored);
+    if (said || ends[i].by != MemberEnd::By::itself || ends[i].status == kExitUsage ||
+        ends[i].status == kExitNotFound || ends[i].status == kExitCannotExecute)
+      continue;
+    unharnessed = true;
+    std::fprintf(stderr,
+                 "verbfault: %s: the harness did not start in it (LD_PRELOAD=%s was ignored: a "
+                 "statically linked or setuid program, or a library that does not load or is "
+                 "not libverbfault.so); its %s is no result\n",
+                 several ? ("process " + std::to_string(i) + " (" + members[i].name + ")").c_str()
+                         : members[i].name.c_str(),
+                 members[i].environment.at("LD_PRELOAD").c_str(),
+                 describe_status(ends[i].status).c_str());
+  }
+
   if (!several) {
-    if (run.trace) recover_journal(*run.trace);
-    end.status = ends.front().status;
+    end.status = unharnessed ? kExitUsage : ends.front().status;
+    if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
     return end;
   }
 
@@ -131,6 +157,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   std::vector<std::uint64_t> hashes;
   std::uint64_t records = 0;
   std::optional<std::size_t> unknown;  // the first process that said nothing
+  bool trace_lost = false;             // a trace that could not be written
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const std::string who = "process " + std::to_string(i) + " (" + members[i].name + ")";
     if (ends[i].by == MemberEnd::By::not_started) {
@@ -138,7 +165,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
                    who.c_str());
       continue;
     }
-    if (run.trace) recover_journal(end.traces[i], who);
+    if (run.trace && !recover_journal(end.traces[i], ends[i].status, who)) trace_lost = true;
     std::string line = "verbfault: " + who + ": " + describe_status(ends[i].status);
     if (ends[i].by == MemberEnd::By::peer_grace) line += " (ended: --peer-grace)";
     if (ends[i].by == MemberEnd::By::timeout) line += " (ended: --timeout)";
@@ -166,7 +193,8 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
                  hex(combined_trace_hash(hashes)).c_str(), hashes.size(),
                  hashes.size() == 1 ? "" : "es", static_cast<unsigned long long>(records));
 
-  for (std::size_t i = 0; i < ends.size(); ++i) {
+  if (trace_lost || unharnessed) end.status = kExitUsage;
+  for (std::size_t i = 0; i < ends.size() && end.status != kExitUsage; ++i) {
     if (ends[i].status == 0 || ends[i].by == MemberEnd::By::peer_grace) continue;
     end.status = ends[i].status;
     std::fprintf(stderr, "verbfault: the run's status is process %zu's: %s\n", i,

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 namespace verbfault::interposer {
 
@@ -75,6 +76,20 @@ int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Trac
       break;
     default:
       break;
+  }
+  // The simulated device takes every port_down of a port it has: one it
+  // refuses names a port that does not exist there, a mistake in the plan
+  // only the opened device could show. One line and the configuration's
+  // exit status, not a warning each time the rule fires.
+  if (level == inject::Level::unsupported && target.simulated &&
+      rule.kind == FaultKind::port_down) {
+    std::fprintf(stderr,
+                 "verbfault: rule #%u (%s): the simulated device of %s has no port %u: "
+                 "expected port=1\n",
+                 decision->rule_index, to_cli(rule).c_str(), snapshot.name().c_str(),
+                 static_cast<unsigned>(port));
+    std::fflush(nullptr);
+    std::_Exit(kConfigErrorExit);
   }
   if (level == inject::Level::unsupported) report_unsupported(rule, decision->rule_index, snapshot);
   lock.lock();

@@ -1,5 +1,8 @@
 #include "config.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -22,9 +25,10 @@ engine::ProcessIdentity process_identity(const std::optional<std::string>& proc)
   engine::ProcessIdentity self;
   self.name = program_name();
   if (!proc) return self;
-  // The index only: a name is never a member (VERBFAULT_PROC=server is a mistake).
+  // The index only, in decimal (as the simulated fabric reads it): a name
+  // is never a member (VERBFAULT_PROC=server is a mistake).
   const auto ref = engine::parse_process(*proc);
-  if (!ref || !ref->index)
+  if (!ref || !ref->index || proc->find_first_not_of("0123456789") != std::string::npos)
     throw std::runtime_error("VERBFAULT_PROC='" + *proc + "': expected a member index 0..63");
   self.index = ref->index;
   return self;
@@ -45,9 +49,18 @@ Config config_from_environment() {
   }
   if (auto path = variable("VERBFAULT_PLAN")) {
     if (path->empty()) throw std::runtime_error("VERBFAULT_PLAN='': expected a plan file path");
-    config.plan = parse_plan_file(*path);
+    try {
+      config.plan = parse_plan_file(*path);
+    } catch (const PlanError& error) {
+      // The file's own errors name it ("x.yaml:3: ..."); the variable says
+      // where the name came from.
+      throw std::runtime_error("VERBFAULT_PLAN='" + *path + "': " + error.what());
+    }
   }
   if (auto rules = variable("VERBFAULT_FAULTS")) {
+    if (rules->empty())
+      throw std::runtime_error(
+          "VERBFAULT_FAULTS='': expected rules in the one-line form, separated by ';'");
     Plan more = parse_rules(*rules, "VERBFAULT_FAULTS");
     config.plan.rules.insert(config.plan.rules.end(), more.rules.begin(), more.rules.end());
   }
@@ -71,6 +84,28 @@ Config config_from_environment() {
     if (summary->empty()) throw std::runtime_error("VERBFAULT_SUMMARY='': expected a file path");
     config.summary_file = *summary;
   }
+  // (announce_started() has created it already.)
+  if (auto started = variable("VERBFAULT_STARTED"); started && started->empty())
+    throw std::runtime_error("VERBFAULT_STARTED='': expected a file path");
+  // The simulated fabric's own variables (fakes/sim) are read there, when
+  // a device is listed; checked here too, so that a bad one stops the
+  // program before main like every other, instead of leaving it without a
+  // device.
+  if (auto size = variable("VERBFAULT_FABRIC_SIZE")) {
+    const bool digits = !size->empty() && size->size() <= 2 &&
+                        size->find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(*size) < 1 || std::stoi(*size) > 64)
+      throw std::runtime_error("VERBFAULT_FABRIC_SIZE='" + *size +
+                               "': expected a number of processes 1..64");
+  }
+  if (auto fabric = variable("VERBFAULT_FABRIC")) {
+    if (fabric->empty() || fabric->size() > 64 ||
+        fabric->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                  "0123456789._-") != std::string::npos)
+      throw std::runtime_error("VERBFAULT_FABRIC='" + *fabric +
+                               "': expected a fabric name of 1 to 64 characters from "
+                               "[A-Za-z0-9._-]");
+  }
   config.process = process_identity(variable("VERBFAULT_PROC"));
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {
@@ -84,7 +119,9 @@ Config config_from_environment() {
     try {
       config.threads = scheduler::parse_threads(*threads);
     } catch (const std::invalid_argument& error) {
-      throw std::runtime_error(std::string("VERBFAULT_THREADS=") + error.what());
+      throw std::runtime_error(error.what()[0] == '\''
+                                   ? std::string("VERBFAULT_THREADS=") + error.what()
+                                   : "VERBFAULT_THREADS='" + *threads + "': " + error.what());
     }
     if (config.threads && !config.active)
       throw std::runtime_error("VERBFAULT_THREADS='" + *threads +
@@ -94,6 +131,13 @@ Config config_from_environment() {
   }
   if (config.threads) config.threads->seed = config.seed;
   return config;
+}
+
+void announce_started() noexcept {
+  const char* started = std::getenv("VERBFAULT_STARTED");
+  if (started == nullptr || *started == '\0') return;
+  const int fd = ::open(started, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
 }
 
 }  // namespace verbfault::interposer

@@ -23,6 +23,10 @@
 //                    one at a time, chosen from the seed, whenever the
 //                    harness is active (observers/scheduler); "free": as
 //                    the kernel schedules them
+//   VERBFAULT_STARTED   a file the harness creates once it has read this
+//                    configuration (verbfault run sets it, and fails a run
+//                    whose program never created it: the harness was not
+//                    loaded, e.g. a static or setuid program)
 // A bad value is never ignored: the process stops with one line naming the
 // variable and what was expected (exit status kConfigErrorExit).
 #pragma once
@@ -59,5 +63,12 @@ struct Config {
 
 // Parses the environment; throws std::runtime_error with a one-line message.
 Config config_from_environment();
+
+// Creates VERBFAULT_STARTED's file, if set: the harness runs in this
+// process. First of all, before the rest of the configuration is read (a
+// bad one is then the harness's own error, exit kConfigErrorExit). A file
+// that cannot be created is not an error here: the parent that asked for
+// it reports the missing file.
+void announce_started() noexcept;
 
 }  // namespace verbfault::interposer

@@ -60,6 +60,7 @@ State& State::get() {
 }
 
 State::State() {
+  announce_started();
   try {
     config = config_from_environment();
     if (config.trace_path) trace.open(*config.trace_path);

@@ -2,12 +2,14 @@
 #include "plan_names.h"
 #include "rule_fields.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace verbfault {
 
@@ -81,7 +83,13 @@ void line(std::string& out, std::string_view key, const std::string& value) {
 Plan parse_plan_yaml(std::string_view text, std::string_view source) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document, so that a second one is an error rather than
+    // silently left out (YAML::Load reads the first only).
+    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.size() > 1)
+      fail(source, documents[1],
+           "a second YAML document: expected one plan ('rules:' once, no '---' after it)");
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& error) {
     throw PlanError(std::string(source) + ":" + std::to_string(error.mark.line + 1) +
                     ": not YAML (" + error.msg + "): expected a plan such as 'rules: [...]'");
@@ -108,10 +116,18 @@ Plan parse_plan_yaml(std::string_view text, std::string_view source) {
 }
 
 Plan parse_plan_file(const std::string& path) {
+  struct stat status {};
+  if (stat(path.c_str(), &status) != 0)
+    throw PlanError(path + ": cannot open: " + std::strerror(errno) + ": expected a plan file");
+  // An ifstream opens a directory and reads nothing: it would be "an
+  // empty document".
+  if (S_ISDIR(status.st_mode)) throw PlanError(path + ": is a directory: expected a plan file");
   std::ifstream in(path);
-  if (!in) throw PlanError(path + ": cannot open: " + std::strerror(errno));
+  if (!in)
+    throw PlanError(path + ": cannot open: " + std::strerror(errno) + ": expected a plan file");
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) throw PlanError(path + ": cannot be read: expected a plan file");
   return parse_plan_yaml(text.str(), path);
 }
 

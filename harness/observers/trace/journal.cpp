@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -36,6 +37,19 @@ constexpr std::size_t kMaxVarint = 10;
 constexpr std::uint64_t kShapeEntry = 1;
 constexpr std::uint64_t kObjectEntry = 2;
 constexpr std::uint64_t kFirstRecordEntry = 3;
+// Every entry ends with this byte, stored after the rest of the entry
+// (journal.h): an entry a SIGKILL cut short has a zero there instead.
+constexpr char kEntryEnd = static_cast<char>(0xe5);
+
+// Ends an entry: the entry's other bytes are stored before its end byte.
+// A signal fence is enough: a SIGKILL stops this thread between two of
+// its instructions, and what it stored before is in the shared mapping;
+// only the compiler could move a store past the end byte.
+char* put_end(char* at) {
+  std::atomic_signal_fence(std::memory_order_release);
+  *at++ = kEntryEnd;
+  return at;
+}
 static_assert(static_cast<int>(ObjectKind::thread) < 16, "an object kind fits 4 bits");
 char* put_var(char* at, std::uint64_t value) {
   while (value >= 0x80) {
@@ -123,7 +137,14 @@ std::uint64_t fingerprint_of(const record::CallRecord& record) {
 }  // namespace
 
 bool is_journal(std::string_view bytes) {
-  return bytes.substr(0, kMagic.size()) == kMagic;
+  if (bytes.substr(0, kMagic.size()) == kMagic) return true;
+  // Killed before or while its magic was stored: the part of the magic
+  // stored, then zeros (the rest of a fresh mapping).
+  std::size_t stored = 0;
+  while (stored < kMagic.size() && stored < bytes.size() && bytes[stored] == kMagic[stored])
+    ++stored;
+  const std::string_view rest = bytes.substr(stored, kMagic.size() - stored);
+  return !bytes.empty() && rest.find_first_not_of('\0') == std::string_view::npos;
 }
 
 template <class Out>
@@ -166,7 +187,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
   const std::uint64_t fingerprint = fingerprint_of(record);
   if (const std::uint32_t known = find(fingerprint, record); known != kFull) return known;
   // A new shape (rare: a few dozen in a run): defined before its first record.
-  std::size_t size = 1 + kMaxVarint + 1;
+  std::size_t size = 1 + kMaxVarint + 1 + 1;
   for (const record::Field& field : record.fields())
     size += 8 + 1 + 1 + 2 + field.key.text().size();
   char* at = out.reserve(size);
@@ -187,7 +208,7 @@ std::uint32_t Writer::shape_of(const record::CallRecord& record, Out& out) {
     at += key.size();
     shape.fields.push_back({field.key.id(), type});
   }
-  out.commit(at);
+  out.commit(put_end(at));
   shape.last.resize(shape.fields.size());
   shapes_.push_back(std::move(shape));
   remember(fingerprint, index);
@@ -203,12 +224,12 @@ std::uint64_t object_word(ObjectRef ref) {
 template <class Out>
 bool Writer::object_added(record::ObjectId id, Out& out) {
   if (!id.valid()) return true;
-  char* at = out.reserve(3 * kMaxVarint);
+  char* at = out.reserve(3 * kMaxVarint + 1);
   if (at == nullptr) return false;
   at = put_var(at, kObjectEntry);
   at = put_var(at, id.slot);
   at = put_var(at, object_word(id.ref));
-  out.commit(at);
+  out.commit(put_end(at));
   if (id.slot >= announced_.size()) announced_.resize(id.slot + 1);
   announced_[id.slot] = true;
   return true;
@@ -218,7 +239,7 @@ template <class Out>
 bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& out) {
   const std::uint32_t shape = shape_of(record, out);
   if (shape == kFull) return false;
-  std::size_t size = 1 + kMaxVarint + 1 + kMaxVarint + kMaxVarint;
+  std::size_t size = 1 + kMaxVarint + 1 + kMaxVarint + kMaxVarint + 1;
   for (const record::Field& field : record.fields()) size += value_size(field.value);
   char* at = out.reserve(size);
   if (at == nullptr) return false;
@@ -251,7 +272,7 @@ bool Writer::append(const record::CallRecord& record, std::uint64_t seq, Out& ou
     std::memcpy(last.bytes, value.text, value.size);
     at = put_value(at, value);
   }
-  out.commit(at);
+  out.commit(put_end(at));
   return true;
 }
 
@@ -289,10 +310,24 @@ struct Reader {
       if (at >= end) break;
       const auto byte = static_cast<std::uint8_t>(*at++);
       value |= std::uint64_t{byte & 0x7fu} << shift;
-      if ((byte & 0x80) == 0) return value;
+      // put_var never ends a longer varint with a zero byte: that zero is
+      // the unwritten rest of an entry cut short.
+      if ((byte & 0x80) == 0) {
+        if (byte == 0 && shift != 0) break;
+        return value;
+      }
     }
     ok = false;
     return 0;
+  }
+  // The end of an entry: whole (true), cut short (false: its end byte, or
+  // a byte it read, was never written), or not a journal (`error` set).
+  bool entry_end(std::string& error) {
+    const char byte = ok && at < end ? *at++ : 0;
+    if (byte == kEntryEnd) return true;
+    if (byte != 0) error = "malformed journal: an entry without its end byte";
+    ok = false;
+    return false;
   }
   const char* bytes(std::size_t count) {
     if (static_cast<std::size_t>(end - at) < count) {
@@ -326,6 +361,9 @@ struct StoredShape {
 
 namespace {
 
+// How an error of the output (not of the journal) begins: it names no journal.
+constexpr std::string_view kCannotWrite = "cannot write: ";
+
 // Writes out what is rendered (out_fd < 0: keeps it in `out`).
 bool write_out(int out_fd, encoding::TextBuffer& out, std::string& error) {
   if (out_fd < 0) return true;
@@ -333,7 +371,7 @@ bool write_out(int out_fd, encoding::TextBuffer& out, std::string& error) {
     const ssize_t n = ::write(out_fd, at, static_cast<std::size_t>(out.data() + out.size() - at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      error = std::string("cannot write the trace: ") + std::strerror(n < 0 ? errno : EIO);
+      error = std::string(kCannotWrite) + std::strerror(n < 0 ? errno : EIO);
       return false;
     }
     at += n;
@@ -346,9 +384,10 @@ bool write_out(int out_fd, encoding::TextBuffer& out, std::string& error) {
 long long render_to(std::string_view journal, encoding::TextBuffer& out, int out_fd,
                     std::string& error) {
   if (!is_journal(journal)) {
-    error = "not a verbfault trace journal (no VFJOURN1 magic)";
+    error = "not a verbfault trace journal (no " + std::string(kMagic) + " magic)";
     return -1;
   }
+  if (journal.substr(0, kMagic.size()) != kMagic) return 0;  // killed before its magic was stored
   Reader in{journal.data() + kMagic.size(), journal.data() + journal.size()};
   std::vector<StoredShape> shapes;
   std::vector<StoredObject> objects;
@@ -365,7 +404,7 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
     if (entry == kObjectEntry) {
       const std::uint64_t slot = in.var();
       const std::uint64_t word = in.var();
-      if (!in.ok) break;
+      if (!in.entry_end(error)) break;
       if (slot > UINT32_MAX) {
         error = "malformed journal: object slot " + std::to_string(slot);
         return -1;
@@ -388,7 +427,7 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
         shape.keys.push_back(record::Key::stored(text, id));
         shape.types.push_back(static_cast<std::uint8_t>(type | (is_unsigned ? 0x80 : 0)));
       }
-      if (!in.ok) break;
+      if (!in.entry_end(error)) break;
       if (index != shapes.size() || count > record::CallRecord::kMaxFields) {
         error = "malformed journal: shape " + std::to_string(index) + " out of order";
         return -1;
@@ -408,16 +447,18 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
     }
     ObjectRef object_ref{};
     std::uint64_t seq = 0;
+    StoredObject* counted = nullptr;  // its count moves on once the record is whole
+    std::string bad_slot;             // an error only if the record turns out whole
     if (const std::uint64_t slot_plus_one = in.var(); slot_plus_one != 0) {
       const std::uint64_t slot = slot_plus_one - 1;
       if (slot >= objects.size() || !objects[slot].known) {
-        if (!in.ok) break;
-        error = "malformed journal: record of slot " + std::to_string(slot) +
-                ", where no object was added";
-        return -1;
+        bad_slot = "malformed journal: record of slot " + std::to_string(slot) +
+                   ", where no object was added";
+      } else {
+        counted = &objects[slot];
+        object_ref = counted->ref;
+        seq = counted->next;
       }
-      object_ref = objects[slot].ref;
-      seq = objects[slot].next++;
     } else {
       object_ref = object_of(in.var());
       seq = in.var();
@@ -514,11 +555,18 @@ long long render_to(std::string_view journal, encoding::TextBuffer& out, int out
           return -1;
       }
     }
-    if (!in.ok) break;  // a record cut short: the process died writing it
+    // A record cut short (the process died writing it) ends the journal.
+    if (!in.entry_end(error)) break;
+    if (!bad_slot.empty()) {
+      error = bad_slot;
+      return -1;
+    }
+    if (counted != nullptr) ++counted->next;
     encoding::render(rebuilt, seq, out);
     ++records;
     if (out.size() >= (std::size_t{1} << 20) && !write_out(out_fd, out, error)) return -1;
   }
+  if (!error.empty()) return -1;  // an entry whose end byte is another byte
   if (!write_out(out_fd, out, error)) return -1;
   return records;
 }
@@ -536,10 +584,14 @@ long long render_file(const std::string& path, int out_fd, std::string& error) {
     return -1;
   }
   struct stat status {};
-  if (fstat(fd, &status) != 0 || status.st_size < static_cast<off_t>(kMagic.size())) {
+  if (fstat(fd, &status) != 0) {
+    error = "'" + path + "': " + std::strerror(errno);
     ::close(fd);
-    error = "'" + path + "': not a verbfault trace journal (too short)";
     return -1;
+  }
+  if (status.st_size == 0) {  // killed between creating it and its first growth
+    ::close(fd);
+    return 0;
   }
   const auto size = static_cast<std::size_t>(status.st_size);
   void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -552,7 +604,7 @@ long long render_file(const std::string& path, int out_fd, std::string& error) {
   const long long records =
       render_to(std::string_view(static_cast<const char*>(mapped), size), text, out_fd, error);
   munmap(mapped, size);
-  if (records < 0) error = "'" + path + "': " + error;
+  if (records < 0 && !error.starts_with(kCannotWrite)) error = "'" + path + "': " + error;
   return records;
 }
 

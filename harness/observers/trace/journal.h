@@ -3,7 +3,9 @@
 // file) or, when it was killed first, by `verbfault run` or `verbfault
 // trace`. Copying a record's values costs a fraction of rendering them
 // (docs/architecture.md, "The trace"), and a journal in a shared mapping
-// survives the process: a SIGKILL loses nothing that was appended.
+// survives the process: a SIGKILL loses nothing that was appended, and
+// cuts no record in two (each entry's end byte is stored last; a reader
+// takes an entry without it for the end of the journal).
 //
 // Format (little-endian, no padding; "var" is an unsigned LEB128 varint,
 // "zig" a zigzag-coded signed one): the 8-byte magic "VFJOURN7", then
@@ -26,7 +28,10 @@
 //       imm_data, qp_num and QP index (what a trace record shows of it).
 // An empty poll's record takes about 16 bytes (its JSON line about 60).
 // A zero where an entry is expected ends the journal (the rest of the
-// mapping a killed process left).
+// mapping a killed process left), and so does an entry whose end byte (or
+// a byte before it) is still zero: a SIGKILL stopped its writer inside it.
+// A varint of several bytes never ends with a zero byte, so a varint cut
+// short is seen as one.
 #pragma once
 
 #include "call_record.h"
@@ -39,8 +44,11 @@
 
 namespace verbfault::observers::journal {
 
-inline constexpr std::string_view kMagic{"VFJOURN7", 8};
+inline constexpr std::string_view kMagic{"VFJOURN8", 8};
 
+// Whether `bytes` are a journal: its magic, or (a process killed before
+// its magic was stored) a part of it followed by zeros, a journal of no
+// records.
 bool is_journal(std::string_view bytes);
 
 // Appends records to a journal, defining each record shape (its keys and
@@ -103,7 +111,8 @@ class Writer {
 long long render(std::string_view journal, encoding::TextBuffer& out, std::string& error);
 
 // Renders the journal file at `path` into `out_fd` as JSON Lines. Returns
-// the number of records, or -1 with `error` set.
+// the number of records, or -1 with `error` set: "cannot write: <why>"
+// when `out_fd` refused the text, "'<path>': <why>" for the journal.
 long long render_file(const std::string& path, int out_fd, std::string& error);
 
 }  // namespace verbfault::observers::journal

@@ -11,11 +11,31 @@
 
 namespace verbfault::observers {
 
+int open_trace_file(const std::string& path, std::string& error) {
+  // O_NONBLOCK: a FIFO nobody reads would block open(2) forever (fifo(7));
+  // it fails with ENXIO instead. Blocking again once open: a reader that is
+  // slow to read must not lose records.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0) {
+    error = errno == ENXIO ? "a FIFO with no reader: expected a file, or a FIFO that a reader "
+                             "has open"
+                           : std::string("cannot open for writing: ") + std::strerror(errno);
+    return -1;
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    error = std::string("cannot open for writing: ") + std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 void Trace::open(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    throw std::runtime_error("VERBFAULT_TRACE='" + path +
-                             "': cannot open for writing: " + std::strerror(errno));
+  std::string error;
+  fd_ = open_trace_file(path, error);
+  if (fd_ < 0) throw std::runtime_error("VERBFAULT_TRACE='" + path + "': " + error);
+  path_ = path;
   // Beside the file; a trace file in a folder that takes no new files
   // (/dev/null, a FIFO in /dev...) has its journal in the temporary folder.
   journal_path_ = path + ".journal";
@@ -70,10 +90,14 @@ void Trace::write(const record::CallRecord& record) {
 
 void Trace::journal_failed() noexcept {
   const int error = errno;
-  std::fprintf(
-      stderr, "verbfault: trace journal '%s': cannot grow (%s); the trace stops at record %llu\n",
-      journal_path_.c_str(), std::strerror(error), static_cast<unsigned long long>(records_));
   journal_.close();
+  std::fprintf(stderr,
+               "verbfault: VERBFAULT_TRACE='%s': its journal '%s' cannot grow (%s) at record %llu: "
+               "the run stops (exit status %d)\n",
+               path_.c_str(), journal_path_.c_str(), std::strerror(error),
+               static_cast<unsigned long long>(records_), kWriteErrorExit);
+  std::fflush(nullptr);
+  std::_Exit(kWriteErrorExit);
 }
 
 void Trace::start_capture() {
@@ -105,20 +129,29 @@ void Trace::close() noexcept {
   if (fd_ < 0) return;
   const bool journaled = !journal_path_.empty();
   journal_.close();
+  bool written = true;
+  std::string error;
   if (journaled) {
-    std::string error;
     try {
-      if (journal::render_file(journal_path_, fd_, error) < 0)
-        std::fprintf(stderr, "verbfault: trace: %s (the journal '%s' is kept)\n", error.c_str(),
-                     journal_path_.c_str());
-      else
-        ::unlink(journal_path_.c_str());
+      written = journal::render_file(journal_path_, fd_, error) >= 0;
+      if (written) ::unlink(journal_path_.c_str());
     } catch (...) {
       // Out of memory while dying: the journal stays for `verbfault trace`.
+      written = false;
+      error = "out of memory";
     }
   }
-  ::close(fd_);
+  if (::close(fd_) != 0 && written && errno != EINTR) {  // NFS reports a full disk here
+    written = false;
+    error = std::string("cannot write: ") + std::strerror(errno);
+  }
   fd_ = -1;
+  if (written) return;
+  std::fprintf(stderr,
+               "verbfault: VERBFAULT_TRACE='%s': %s (its journal '%s' is kept): exit status %d\n",
+               path_.c_str(), error.c_str(), journal_path_.c_str(), kWriteErrorExit);
+  std::fflush(nullptr);
+  std::_Exit(kWriteErrorExit);
 }
 
 }  // namespace verbfault::observers

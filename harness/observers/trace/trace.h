@@ -11,6 +11,11 @@
 // run ends (close()); `verbfault run` renders the journal of a process
 // killed before that. A Session keeps the records in memory as JSON lines.
 //
+// A trace that cannot be written is not a result: a write error (the
+// journal cannot grow, the file cannot take the rendered records) ends the
+// process with one line naming VERBFAULT_TRACE and exit status
+// kWriteErrorExit, whatever the program's own status would have been.
+//
 // Owner: the interposer, which calls every member under its lock, so
 // records are whole and in one order; close() may also run from a fatal
 // signal handler (best effort, the process is dying anyway).
@@ -27,6 +32,15 @@
 #include <vector>
 
 namespace verbfault::observers {
+
+// The exit status of a process whose trace could not be written (the
+// harness's status for "not a run": usage and configuration errors).
+inline constexpr int kWriteErrorExit = 125;
+
+// Opens `path` for writing the trace: -1 with `error` set (one phrase,
+// e.g. "a FIFO with no reader: ...") when it cannot be. A FIFO is opened
+// only when a reader has it open, never waited for.
+int open_trace_file(const std::string& path, std::string& error);
 
 class Trace {
  public:
@@ -55,7 +69,8 @@ class Trace {
   // Writes the pending empty polls as their record (Session, end of run).
   void flush_idle();
   // The end of the run: renders the journal into the trace file and
-  // removes it. Idempotent; safe enough from a signal handler.
+  // removes it; when it cannot, ends the process (kWriteErrorExit).
+  // Idempotent; safe enough from a signal handler.
   void close() noexcept;
   // In the child of a fork: the journal and the file are the parent's (a
   // shared mapping the child would write over), so the child lets go of
@@ -88,6 +103,7 @@ class Trace {
   } idle_;
 
   int fd_ = -1;               // the trace file, written at close()
+  std::string path_;          // its name, as VERBFAULT_TRACE gave it
   std::string journal_path_;  // where the records go meanwhile
   MappedFile journal_;
   journal::Writer writer_;

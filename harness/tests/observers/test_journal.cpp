@@ -135,6 +135,60 @@ TEST(Journal, AJournalCutShortRendersTheWholeRecordsBeforeTheCut) {
   EXPECT_EQ(std::string(out.view()), std::string(pair.expected.view()));
 }
 
+// A SIGKILL stops the writer at any byte: what it had stored is in the
+// mapping, the rest of it is zeros (journal.h). Cut at every byte of a
+// journal with every kind of entry (shapes, objects, each value type,
+// repeated texts), the zero-filled journal must render whole records
+// only, the first ones of the run: never an error, never a record whose
+// missing bytes read as zeros.
+TEST(Journal, AJournalCutAtAnyByteAndZeroFilledRendersAPrefixOfWholeRecords) {
+  Pair pair;
+  const ObjectRef qp{ObjectKind::qp, 1};
+  ASSERT_TRUE(pair.writer.object_added({3, qp}, pair.journal));
+  record::WrSummary wrs[1];
+  wrs[0].wr_id = 7;
+  wrs[0].length = 64;
+  wrs[0].flags = IBV_SEND_SIGNALED;
+  wrs[0].opcode = 1;
+  wrs[0].has_flags = true;
+  ibv_wc wc[1] = {};
+  wc[0].wr_id = 300;
+  wc[0].byte_len = 4096;
+  wc[0].qp_num = 17;
+  const record::ObjectId wc_qp[1] = {{3, qp}};
+  for (std::uint64_t seq = 0; seq < 3; ++seq) {
+    pair.add(CallRecord({3, qp})
+                 .add("call", "post_send")
+                 .add("wrs", std::span<const record::WrSummary>(wrs))
+                 .add("ret", 300 + static_cast<int>(seq))
+                 .add("errno", seq == 1 ? "EINVAL" : "ENOMEM"),
+             seq);
+    pair.add(CallRecord({0, {ObjectKind::cq, 2}})
+                 .add("call", "poll_cq")
+                 .add("max", 4)
+                 .add("wcs", record::Completions{wc, wc_qp, 1})
+                 .add("armed", seq != 1)
+                 .add("qp", qp)
+                 .add("ret", 1),
+             seq);
+  }
+  const std::string whole(pair.journal.view());
+  const std::string expected(pair.expected.view());
+  for (std::size_t cut = 0; cut <= whole.size(); ++cut) {
+    const std::string killed = whole.substr(0, cut) + std::string(whole.size() - cut + 64, '\0');
+    encoding::TextBuffer out;
+    std::string error;
+    const long long records = journal::render(killed, out, error);
+    ASSERT_GE(records, 0) << "cut at byte " << cut << ": " << error;
+    const std::string text(out.view());
+    EXPECT_EQ(expected.substr(0, text.size()), text) << "cut at byte " << cut;
+    EXPECT_TRUE(text.empty() || text.back() == '\n') << "cut at byte " << cut;
+    if (cut == whole.size()) {
+      EXPECT_EQ(text, expected);
+    }
+  }
+}
+
 TEST(Journal, BytesThatAreNotAJournalAreAnErrorOfOneLine) {
   encoding::TextBuffer out;
   std::string error;
