@@ -3,14 +3,7 @@
 # and runs it: it must list and open vfsim0 through the installed
 # libverbfault.so. Fails on the first step that fails.
 file(REMOVE_RECURSE ${WORK_DIR})
-function(run)
-  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${out}\n${err}")
-  endif()
-  message(STATUS "${out}")
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 file(GLOB_RECURSE pc_files ${WORK_DIR}/prefix/*/verbfault.pc)
 list(LENGTH pc_files found)
