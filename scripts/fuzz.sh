@@ -5,7 +5,7 @@
 # --long: the long run (FUZZ_SECONDS, default 1800 s each). Exits nonzero on
 # any finding: the crashing input is left in build-fuzz/findings/NAME/.
 # New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
-# (merge them with -merge=1: README.md "Fuzzing").
+# (merge them with -merge=1: fuzz/README.md).
 #   scripts/fuzz.sh [--long] [NAME...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
