@@ -61,6 +61,14 @@ bool dead(ibv_context* context) {
   return Context::from(context)->device().fatal();
 }
 
+// A post that fails before its first WR: ibv_post_send(3) and
+// ibv_post_recv(3) point *bad_wr at the first WR that failed, always.
+template <typename Wr>
+int failed_at(Wr* wr, Wr** bad_wr, int err) {
+  *bad_wr = wr;
+  return err;
+}
+
 // ---- fast paths: the ops the inline functions of verbs.h jump through ----
 
 // Makes the CQ's next held deliveries visible until one completion is
@@ -110,7 +118,7 @@ int op_req_notify_cq(ibv_cq* verbs_cq, int solicited_only) {
 
 int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   Lock guard = lock();
-  if (dead(qp->context)) return EIO;
+  if (dead(qp->context)) return failed_at(wr, bad_wr, EIO);
   return QueuePair::from(qp)->post_send(wr, bad_wr);
 }
 
@@ -118,7 +126,7 @@ int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 // take it now (remote::retry_held), in the order they arrived.
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   Lock guard = lock();
-  if (dead(qp->context)) return EIO;
+  if (dead(qp->context)) return failed_at(wr, bad_wr, EIO);
   const int result = QueuePair::from(qp)->post_recv(wr, bad_wr);
   remote::retry_held();
   return result;
@@ -126,7 +134,7 @@ int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   Lock guard = lock();
-  if (dead(srq->context)) return EIO;
+  if (dead(srq->context)) return failed_at(wr, bad_wr, EIO);
   const int result = SharedReceiveQueue::from(srq)->post(wr, bad_wr);
   remote::retry_held();
   return result;

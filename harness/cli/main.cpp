@@ -24,10 +24,9 @@
 // never make progress (liveness); 124 when --check-determinism finds the
 // two runs differ; 125 for a usage or plan error; 126 / 127 when the
 // command cannot be executed / is not found (the convention of env(1)).
-#include "command_list.h"
+#include "command_line.h"
 #include "conform.h"
 #include "minimize.h"
-#include "option_checks.h"
 #include "process.h"
 #include "provider_report.h"
 #include "replay_command.h"
@@ -38,12 +37,12 @@
 #include "trace_view.h"
 #include "verbfault/plan.h"
 
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string_view>
+#include <variant>
 
 namespace {
 
@@ -66,289 +65,39 @@ std::string default_library() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"verbfault: deterministic fault injection for RDMA verbs programs"};
-  app.require_subcommand(1);
+  std::variant<verbfault::cli::CommandLine, int> parsed =
+      verbfault::cli::parse_command_line(argc, argv);
+  if (const int* status = std::get_if<int>(&parsed)) return *status;
+  verbfault::cli::CommandLine& line = std::get<verbfault::cli::CommandLine>(parsed);
+  using verbfault::cli::Subcommand;
+  verbfault::cli::RunOptions& options = line.run;
+  verbfault::cli::SweepOptions& sweep_options = line.sweep;
+  verbfault::cli::MinimizeOptions& minimize_options = line.minimize;
+  verbfault::cli::ConformOptions& conform_options = line.conform;
+  verbfault::cli::ReplayOptions& replay_options = line.replay;
+  verbfault::cli::ProviderReportOptions& provider_options = line.provider_report;
+  const std::optional<std::string>& palette_file = line.palette_file;
+  const std::string& swarm_seed_text = line.swarm_seed_text;
+  const std::string& plan_file = line.plan_file;
 
-  verbfault::cli::RunOptions options;
-  std::string seed_text;
-  CLI::App* run = app.add_subcommand("run", "run a program under the harness");
-  run->add_option("--seed", seed_text, "64-bit seed (decimal or 0x hex); drawn when omitted");
-  run->add_option("--plan", options.plan_file, "YAML plan file")
-      ->check(verbfault::cli::existing_file());
-  run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
-  run->add_option("--trace", options.trace, "write the JSON Lines trace here");
-  run->add_flag("--check-determinism", options.check_determinism,
-                "run twice and compare the traces");
-  run->add_option("--threads", options.threads,
-                  "how the program's threads are scheduled: pct (the default: PCT from the "
-                  "seed), pct:depth=D:steps=K, random, each with :escape=MS, or free (as the "
-                  "kernel schedules them; not deterministic)");
-  run->add_option("--timeout", options.timeout_seconds,
-                  "seconds of wall clock for the whole run before every process still running "
-                  "is ended (default: no limit)")
-      ->check(verbfault::cli::seconds(false));
-  run->add_option("--peer-grace", options.peer_grace_seconds,
-                  "with several commands: seconds the others may still run once one failed "
-                  "(nonzero exit or signal) before they are ended (default 5)")
-      ->check(verbfault::cli::seconds(true));
-  std::string start_wait_text;
-  run->add_option("--start-wait", start_wait_text,
-                  "with several commands: seconds each may take to listen on a socket (or end) "
-                  "before the next is started anyway (default 10; 0: start all at once)");
-  run->add_option("--library", options.library, "libverbfault.so to preload");
-  run->footer(
-      "Everything after -- is the program and its arguments, passed on untouched. Several "
-      "commands separated by a lone ::: run together as one run, each with its own "
-      "VERBFAULT_PROC and trace, started in order: each once the one before listens (the "
-      "server first, then its client).");
-
-  verbfault::cli::SweepOptions sweep_options;
-  std::string seeds_text, shard_text;
-  CLI::App* sweep = app.add_subcommand("sweep",
-                                       "run a program once per seed, in parallel, and "
-                                       "group the failures by signature");
-  sweep->add_option("--seeds", seeds_text, "the seeds, A..B")->required();
-  sweep
-      ->add_option("--plan", sweep_options.plan_file,
-                   "YAML plan file (with --swarm: the palette to draw from)")
-      ->check(verbfault::cli::existing_file());
-  sweep->add_flag("--swarm", sweep_options.swarm,
-                  "each seed also draws which fault kinds are enabled and at what rates, from "
-                  "the default palette or the --plan palette");
-  sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)");
-  sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")
-      ->check(verbfault::cli::whole_number(1, 1024));
-  sweep->add_option("--shard", shard_text,
-                    "I/N: only every N-th seed from the I-th (the shards of a range partition it)");
-  sweep
-      ->add_option("--max-failures", sweep_options.max_failures,
-                   "stop starting runs after K failures (default: no limit)")
-      ->check(verbfault::cli::whole_number(1, UINT32_MAX));
-  sweep
-      ->add_option("--timeout", sweep_options.timeout_seconds,
-                   "seconds of wall clock per run before it is killed (default 300)")
-      ->check(verbfault::cli::seconds(false));
-  sweep->add_option("--out", sweep_options.out,
-                    "keep each run's output and trace here (DIR/seed-S.log, .jsonl)");
-  sweep->add_option("--threads", sweep_options.threads, "as for run");
-  sweep
-      ->add_option("--pass-status", sweep_options.pass_statuses,
-                   "exit statuses that pass when no check reported, e.g. 0,1 (default 0)")
-      ->delimiter(',')
-      ->check(verbfault::cli::whole_number(0, 255));
-  sweep->add_option("--library", sweep_options.library, "libverbfault.so to preload");
-  sweep->footer(
-      "Everything after -- is the program and its arguments. Exit status 0 when no "
-      "seed failed, 1 when some did.");
-
-  verbfault::cli::MinimizeOptions minimize_options;
-  std::string minimize_seed_text, signature_text = "same";
-  CLI::App* minimize = app.add_subcommand(
-      "minimize", "shrink a failing run's plan to the smallest that still fails the same way");
-  std::optional<std::string> minimize_replay;
-  minimize->add_option("--seed", minimize_seed_text, "the failing seed");
-  minimize
-      ->add_option("--replay", minimize_replay,
-                   "take the seed, plan, knobs and command from a replay file (verbfault sweep)")
-      ->check(verbfault::cli::existing_file())
-      ->excludes("--seed");
-  minimize->add_option("--plan", minimize_options.plan_file, "YAML plan file")
-      ->check(verbfault::cli::existing_file());
-  minimize->add_option("--fault", minimize_options.faults,
-                       "a rule in the one-line form (repeatable)");
-  minimize->add_option("--threads", minimize_options.threads, "as for run");
-  minimize
-      ->add_option("--pass-status", minimize_options.pass_statuses,
-                   "exit statuses that pass when no check reported (default 0)")
-      ->delimiter(',')
-      ->check(verbfault::cli::whole_number(0, 255));
-  minimize
-      ->add_option("--signature", signature_text,
-                   "same (the default): keep the exit status, checks and first fault; any: "
-                   "keep failing")
-      ->check(CLI::IsMember({"same", "any"}));
-  minimize->add_option("--out", minimize_options.out,
-                       "write STEM.plan and STEM.replay (a regression scenario)");
-  minimize
-      ->add_option("--timeout", minimize_options.timeout_seconds,
-                   "seconds of wall clock per run before it is killed (default 300)")
-      ->check(verbfault::cli::seconds(false));
-  minimize->add_option("--library", minimize_options.library, "libverbfault.so to preload");
-
-  verbfault::cli::ReplayOptions replay_options;
-  CLI::App* replay = app.add_subcommand(
-      "replay", "run a replay file again and say whether its outcome and trace reproduce");
-  replay->add_option("file", replay_options.file, "a replay file (verbfault sweep, minimize)")
-      ->required();
-  replay->add_option("--out", replay_options.out, "keep the run's output and trace here");
-  replay
-      ->add_option("--timeout", replay_options.timeout_seconds,
-                   "seconds of wall clock before the run is killed (default 300)")
-      ->check(verbfault::cli::seconds(false));
-  replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
-
-  verbfault::cli::ConformOptions conform_options;
-  CLI::App* conform = app.add_subcommand(
-      "conform", "run a program under a battery of fault plans and write its conformance report");
-  conform->add_option("--battery", conform_options.battery,
-                      "default (built in), or a battery file (reports/batteries/)");
-  conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")
-      ->check(verbfault::cli::whole_number(1, 10000));
-  conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")
-      ->check(verbfault::cli::whole_number(1, 1024));
-  conform->add_option("--report", conform_options.report_dir,
-                      "where the report goes: DIR/report.{html,json,xml,md}, DIR/runs/ "
-                      "(default verbfault-report)");
-  conform
-      ->add_option("--timeout", conform_options.timeout_seconds,
-                   "seconds of wall clock per run before it is killed (default 120)")
-      ->check(verbfault::cli::seconds(false));
-  conform->add_option("--threads", conform_options.threads, "as for run");
-  conform->add_option("--library", conform_options.library, "libverbfault.so to preload");
-  conform->footer(
-      "Everything after -- is the program and its arguments. Exit status 0 when every run "
-      "conforms, 1 when some do not.");
-
-  std::optional<std::string> palette_file;
-  std::string swarm_seed_text;
-  CLI::App* swarm = app.add_subcommand(
-      "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
-  swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
-      ->check(verbfault::cli::existing_file());
-  swarm->add_option("--seed", swarm_seed_text, "print the plan this seed draws");
-
-  std::string plan_file;
-  CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
-  plan->add_option("file", plan_file, "YAML plan file")->required();
-
-  verbfault::cli::TraceViewOptions view;
-  CLI::App* trace = app.add_subcommand("trace", "print a trace for people, one line a record");
-  trace->add_option("file", view.file, "JSON Lines trace (verbfault run --trace)")->required();
-  trace->add_option("--object", view.object, "only the records of this object, e.g. qp#1");
-  trace->add_option("--kind", view.kind, "only call, fault, check or event records");
-
-  verbfault::cli::ProviderReportOptions provider_options;
-  CLI::App* provider = app.add_subcommand(
-      "provider-report",
-      "run a battery of verbs semantics against a device and report where it deviates from "
-      "the man pages and IBTA");
-  provider->add_option("--device", provider_options.device, "the device (default vfsim0)");
-  provider->add_option("--report", provider_options.report_dir,
-                       "write DIR/provider-NAME.json and .md here (default out)");
-  provider
-      ->add_option("--baseline", provider_options.baseline,
-                   "a committed report: list every check whose verdict or value changed (exit 1)")
-      ->check(verbfault::cli::existing_file());
-  provider
-      ->add_option("--compare", provider_options.compare,
-                   "no probe run: these reports side by side, in Markdown on stdout")
-      ->check(verbfault::cli::existing_file())
-      ->excludes("--baseline");
-  provider->add_option("--library", provider_options.library,
-                       "libverbfault.so to preload for a simulated device");
-  provider->add_option("--probe", provider_options.probe, "verbfault-provider-probe to run");
-
-  // The command after "--" is split off before CLI11 sees it: its options
-  // (sample_rc --messages 4) belong to the program, not to verbfault.
-  int own_argc = argc;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) != "--") continue;
-    own_argc = i;
-    options.command.assign(argv + i + 1, argv + argc);
-    sweep_options.command = options.command;
-    minimize_options.command = options.command;
-    conform_options.command = options.command;
-    break;
-  }
-  try {
-    app.parse(own_argc, argv);
-    // Given empty is a bad seed, not none (VERBFAULT_SEED= is one too).
-    if (run->count("--seed") > 0) options.seed = verbfault::parse_seed(seed_text, "--seed");
-    if (run->count("--start-wait") > 0)
-      options.start_wait_seconds = verbfault::cli::parse_start_wait(start_wait_text);
-    if (*minimize && minimize_replay) {
-      if (!options.command.empty() || !minimize_options.faults.empty() ||
-          minimize_options.plan_file || minimize_options.threads)
-        throw CLI::ValidationError("minimize --replay",
-                                   "expected no --plan, --fault, --threads or command: the replay "
-                                   "file has them");
-      const verbfault::cli::ReplayFile file = verbfault::cli::read_replay_file(*minimize_replay);
-      minimize_seed_text = std::to_string(file.seed);
-      minimize_options.plan_file = file.plan_file;
-      minimize_options.faults = file.faults;
-      minimize_options.threads = file.threads;
-      minimize_options.settings = file.settings;
-      minimize_options.pass_statuses = file.pass_statuses;
-      options.command = minimize_options.command = file.command;
-    }
-    if (*minimize && minimize_seed_text.empty() && minimize->count("--seed") == 0)
-      throw CLI::ValidationError("minimize", "expected --seed N or --replay FILE");
-    if ((*run || *sweep || *minimize || *conform) && options.command.empty())
-      throw CLI::ValidationError(*run       ? "run"
-                                 : *sweep   ? "sweep"
-                                 : *conform ? "conform"
-                                            : "minimize",
-                                 "expected the program to run after --");
-    // Several commands (`-- server ::: client`) go to each run as they
-    // are: checked here once, so that a bad one is one line, not one per seed.
-    if (*run || *sweep || *minimize || *conform) {
-      try {
-        verbfault::cli::split_commands(options.command);
-      } catch (const std::invalid_argument& error) {
-        throw std::invalid_argument(std::string(*run       ? "run"
-                                                : *sweep   ? "sweep"
-                                                : *conform ? "conform"
-                                                           : "minimize") +
-                                    ": " + error.what());
-      }
-    }
-    if (*minimize) {
-      minimize_options.seed = verbfault::parse_seed(minimize_seed_text, "--seed");
-      minimize_options.same_signature = signature_text == "same";
-    }
-    if (*sweep) {
-      verbfault::cli::parse_seed_range(seeds_text, sweep_options);
-      if (!shard_text.empty()) verbfault::cli::parse_shard(shard_text, sweep_options);
-    }
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);
-    std::string subcommand;
-    for (const CLI::App* parsed : app.get_subcommands()) subcommand = parsed->get_name();
-    std::fprintf(stderr, "%s\n", verbfault::cli::one_line(error, subcommand).c_str());
-    return verbfault::cli::kExitUsage;
-  } catch (const verbfault::PlanError& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return verbfault::cli::kExitUsage;
-  } catch (const verbfault::cli::ReplayFileError& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return verbfault::cli::kExitUsage;
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return verbfault::cli::kExitUsage;
-  }
-
-  if (*sweep) {
+  if (line.subcommand == Subcommand::sweep) {
     if (sweep_options.library.empty()) sweep_options.library = default_library();
     return verbfault::cli::sweep(sweep_options);
   }
-  if (*conform) {
+  if (line.subcommand == Subcommand::conform) {
     if (conform_options.library.empty()) conform_options.library = default_library();
     return verbfault::cli::conform(conform_options);
   }
-  if (*minimize) {
+  if (line.subcommand == Subcommand::minimize) {
     if (minimize_options.library.empty()) minimize_options.library = default_library();
     return verbfault::cli::minimize(minimize_options);
   }
-  if (*swarm) {
+  if (line.subcommand == Subcommand::swarm) {
     try {
       const verbfault::cli::Palette palette =
           palette_file ? verbfault::cli::Palette::from_file(*palette_file)
                        : verbfault::cli::Palette::standard();
-      if (swarm->count("--seed") == 0)
+      if (swarm_seed_text.empty())  // not given: command_line.cpp refused an empty one
         std::fputs(palette.text().c_str(), stdout);
       else
         std::fputs(
@@ -361,11 +110,11 @@ int main(int argc, char** argv) {
       return verbfault::cli::kExitUsage;
     }
   }
-  if (*replay) {
+  if (line.subcommand == Subcommand::replay) {
     if (replay_options.library.empty()) replay_options.library = default_library();
     return verbfault::cli::replay(replay_options);
   }
-  if (*plan) {
+  if (line.subcommand == Subcommand::plan) {
     try {
       std::fputs(verbfault::to_yaml(verbfault::parse_plan_file(plan_file)).c_str(), stdout);
       return 0;
@@ -374,8 +123,8 @@ int main(int argc, char** argv) {
       return verbfault::cli::kExitUsage;
     }
   }
-  if (*trace) return verbfault::cli::print_trace(view);
-  if (*provider) {
+  if (line.subcommand == Subcommand::trace) return verbfault::cli::print_trace(line.trace_view);
+  if (line.subcommand == Subcommand::provider_report) {
     if (provider_options.library.empty()) provider_options.library = default_library();
     return verbfault::cli::provider_report(provider_options);
   }

@@ -50,7 +50,7 @@ struct Functions {
   ssize_t (*read)(int, void*, size_t);
   int (*create)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   int (*join)(pthread_t, void**);
-  [[noreturn]] void (*exit)(void*);
+  void (*exit)(void*);  // pthread_exit: never returns (clang takes no [[noreturn]] here)
   int (*sched_yield)();
   int (*nanosleep)(const timespec*, timespec*);
   int (*clock_nanosleep)(clockid_t, int, const timespec*, timespec*);

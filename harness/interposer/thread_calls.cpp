@@ -701,6 +701,7 @@ int join(pthread_t thread, void** result, const void* caller) {
 void exit(void* result) {
   sched().exit_thread();
   libc::real().exit(result);
+  __builtin_unreachable();  // pthread_exit(3) does not return
 }
 
 int sched_yield(const void* caller) {

@@ -65,9 +65,11 @@ Rule parse_rule_node(std::string_view source, const YAML::Node& node) {
 }
 
 // A plain scalar YAML reads back as the same text: only the null words
-// among the names a plan takes would read as something else.
+// and a lone '-' (a block sequence entry) among the names a plan takes
+// (rule names, process names) would read as something else.
 std::string yaml_text(const std::string& text) {
-  return text == "null" || text == "Null" || text == "NULL" ? "\"" + text + "\"" : text;
+  const bool plain = text != "null" && text != "Null" && text != "NULL" && text != "-";
+  return plain ? text : "\"" + text + "\"";
 }
 
 void line(std::string& out, std::string_view key, const std::string& value) {
@@ -169,7 +171,7 @@ std::string to_yaml(const Plan& plan) {
         break;
     }
     if (rule.count) line(out, "count", std::to_string(*rule.count));
-    if (!rule.name.empty()) line(out, "name", rule.name);
+    if (!rule.name.empty()) line(out, "name", yaml_text(rule.name));
   }
   return out;
 }

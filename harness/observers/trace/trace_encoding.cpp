@@ -298,7 +298,7 @@ char* put_completions(char* at, const record::Completions& c) {
     if (auto known = record::opcode_of(wc.opcode))
       at = put_name(at, names().opcode(*known));
     else
-      at = put_number(at, static_cast<std::uint32_t>(wc.opcode));
+      at = put_number(at, static_cast<std::uint32_t>(record::raw_value(wc.opcode)));
     at = put(at, ",\"byte_len\":");
     at = put_number(at, std::uint32_t{wc.byte_len});
     if (wc.wc_flags & IBV_WC_WITH_IMM) {

@@ -17,6 +17,8 @@
 // made and hashed on the fly, never stored.
 #pragma once
 
+#include "opcodes.h"
+
 #include "call_record.h"
 
 #include <algorithm>
@@ -152,8 +154,11 @@ inline void encode_value(const Value& value, Sink& out) {
         // practice; an application's or provider's odd value still
         // changes the word (it is xored in, not masked).
         out.hashed(wc.wr_id);
-        out.hashed((static_cast<std::uint64_t>(static_cast<std::uint32_t>(wc.status)) |
-                    std::uint64_t{static_cast<std::uint32_t>(wc.opcode)} << 8) ^
+        // Read as integers (record::raw_value): an error completion's
+        // opcode is undefined (ibv_poll_cq(3)), the harness poisons it.
+        out.hashed((std::uint64_t{static_cast<std::uint32_t>(record::raw_value(wc.status))} |
+                    std::uint64_t{static_cast<std::uint32_t>(record::raw_value(wc.opcode))}
+                        << 8) ^
                    std::uint64_t{wc.wc_flags} << 16 ^ std::uint64_t{wc.vendor_err} << 32);
         out.hashed(wc.byte_len | std::uint64_t{wc.imm_data} << 32);
         const ObjectRef qp = c.qps[i].ref;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds the fuzzers with clang and libFuzzer (build-fuzz; FUZZ_BUILD_DIR
+# overrides) under AddressSanitizer and UBSan, then runs each on its corpus
+# (fuzz/corpus/NAME): 30 s each by default (CI), FUZZ_SECONDS overrides;
+# --long: the long run (FUZZ_SECONDS, default 1800 s each). Exits nonzero on
+# any finding: the crashing input is left in build-fuzz/findings/NAME/.
+# New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
+# (merge them with -merge=1: fuzz/README.md).
+#   scripts/fuzz.sh [--long] [NAME...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${FUZZ_SECONDS:-30}"
+if [ "${1:-}" = "--long" ]; then
+  shift
+  seconds="${FUZZ_SECONDS:-1800}"
+fi
+fuzzers=("$@")
+[ ${#fuzzers[@]} -gt 0 ] || fuzzers=(fuzz_plan_yaml fuzz_rule_cli fuzz_cli_options fuzz_verbs_sequence)
+build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
+jobs="${FUZZ_BUILD_JOBS:-2}"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+sanitizers="address,undefined"
+# Every library is instrumented for coverage (fuzzer-no-link); the fuzzers
+# link libFuzzer (fuzz/CMakeLists.txt). libverbfault.so is linked with
+# --no-undefined: the ASan runtime is the shared one, so that the library
+# can name its symbols (the fuzzers load it from clang's directory).
+# TODO(defect 4): loads of enum fields holding values outside the enum
+# (the harness poisons the undefined fields of an error completion with
+# 0xa5a5a5a5 and then reads wc.opcode as ibv_wc_opcode, in trace_hash.h) are
+# being fixed on another branch; until it is merged UBSan's enum check is
+# off here. Set to "" once merged.
+known_defect_exclusions="-fno-sanitize=enum"
+flags="-fsanitize=fuzzer-no-link,${sanitizers} ${known_defect_exclusions} -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  "${launcher[@]}" -DVERBFAULT_BUILD_TESTS=OFF -DVERBFAULT_BUILD_BENCHMARKS=OFF \
+  -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=${sanitizers} -shared-libasan" \
+  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=${sanitizers} -shared-libasan" >/dev/null
+nice cmake --build "$build_dir" -j "$jobs" --target "${fuzzers[@]}"
+
+runtime_dir="$(dirname "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)")"
+export LD_LIBRARY_PATH="$runtime_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The runtime is a NEEDED library of each fuzzer, after libstdc++: that
+# order is harmless here (libstdc++ defines no allocator), so ASan's check
+# of it is off.
+export ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+status=0
+for name in "${fuzzers[@]}"; do
+  corpus="$build_dir/corpus/$name"
+  findings="$build_dir/findings/$name"
+  mkdir -p "$corpus" "$findings"
+  dict=()
+  [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
+  echo "fuzz.sh: $name for ${seconds}s"
+  # -timeout: an input that runs 10 s is a hang; -rss_limit_mb: a leak or
+  # an allocation out of bounds is a finding, not a swap storm.
+  if ! nice "$build_dir/fuzz/$name" "$corpus" "fuzz/corpus/$name" "${dict[@]}" \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+      -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/" \
+      2>"$build_dir/$name.log"; then
+    echo "fuzz.sh: $name FOUND something: $build_dir/$name.log, $findings/" >&2
+    tail -n 40 "$build_dir/$name.log" >&2
+    status=1
+  fi
+  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE' "$build_dir/$name.log" || true
+done
+exit "$status"
