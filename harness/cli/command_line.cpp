@@ -164,7 +164,7 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
       "conforms, 1 when some do not.");
 
   std::optional<std::string>& palette_file = line.palette_file;
-  std::string& swarm_seed_text = line.swarm_seed_text;
+  std::string swarm_seed_text;
   CLI::App* swarm = app.add_subcommand(
       "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
   swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
@@ -260,9 +260,9 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
       minimize_options.seed = verbfault::parse_seed(minimize_seed_text, "--seed");
       minimize_options.same_signature = signature_text == "same";
     }
-    // swarm --seed given empty is a bad seed too, not "no seed" (main.cpp
-    // parses it again when it draws).
-    if (*swarm && swarm->count("--seed") > 0) verbfault::parse_seed(swarm_seed_text, "--seed");
+    // Given empty is a bad seed here too, not "no seed".
+    if (*swarm && swarm->count("--seed") > 0)
+      line.swarm_seed = verbfault::parse_seed(swarm_seed_text, "--seed");
     if (*sweep) {
       parse_seed_range(seeds_text, sweep_options);
       if (!shard_text.empty()) parse_shard(shard_text, sweep_options);

@@ -11,6 +11,7 @@
 #include "sweep.h"
 #include "trace_view.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <variant>
@@ -40,7 +41,7 @@ struct CommandLine {
   ReplayOptions replay;
   ConformOptions conform;
   std::optional<std::string> palette_file;  // swarm
-  std::string swarm_seed_text;              // swarm --seed: parsed when it is used
+  std::optional<std::uint64_t> swarm_seed;  // swarm --seed
   std::string plan_file;                    // plan
   TraceViewOptions trace_view;
   ProviderReportOptions provider_report;

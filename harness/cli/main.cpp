@@ -77,7 +77,6 @@ int main(int argc, char** argv) {
   verbfault::cli::ReplayOptions& replay_options = line.replay;
   verbfault::cli::ProviderReportOptions& provider_options = line.provider_report;
   const std::optional<std::string>& palette_file = line.palette_file;
-  const std::string& swarm_seed_text = line.swarm_seed_text;
   const std::string& plan_file = line.plan_file;
 
   if (line.subcommand == Subcommand::sweep) {
@@ -97,13 +96,10 @@ int main(int argc, char** argv) {
       const verbfault::cli::Palette palette =
           palette_file ? verbfault::cli::Palette::from_file(*palette_file)
                        : verbfault::cli::Palette::standard();
-      if (swarm_seed_text.empty())  // not given: command_line.cpp refused an empty one
+      if (!line.swarm_seed)
         std::fputs(palette.text().c_str(), stdout);
       else
-        std::fputs(
-            verbfault::to_yaml(palette.draw(verbfault::parse_seed(swarm_seed_text, "--seed")))
-                .c_str(),
-            stdout);
+        std::fputs(verbfault::to_yaml(palette.draw(*line.swarm_seed)).c_str(), stdout);
       return 0;
     } catch (const verbfault::PlanError& error) {
       std::fprintf(stderr, "verbfault: %s\n", error.what());
