@@ -27,8 +27,7 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
   std::string seed_text;
   CLI::App* run = app.add_subcommand("run", "run a program under the harness");
   run->add_option("--seed", seed_text, "64-bit seed (decimal or 0x hex); drawn when omitted");
-  run->add_option("--plan", options.plan_file, "YAML plan file")
-      ->check(existing_file());
+  run->add_option("--plan", options.plan_file, "YAML plan file")->check(existing_file());
   run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
   run->add_option("--trace", options.trace, "write the JSON Lines trace here");
   run->add_flag("--check-determinism", options.check_determinism,

@@ -157,8 +157,7 @@ inline void encode_value(const Value& value, Sink& out) {
         // Read as integers (record::raw_value): an error completion's
         // opcode is undefined (ibv_poll_cq(3)), the harness poisons it.
         out.hashed((std::uint64_t{static_cast<std::uint32_t>(record::raw_value(wc.status))} |
-                    std::uint64_t{static_cast<std::uint32_t>(record::raw_value(wc.opcode))}
-                        << 8) ^
+                    std::uint64_t{static_cast<std::uint32_t>(record::raw_value(wc.opcode))} << 8) ^
                    std::uint64_t{wc.wc_flags} << 16 ^ std::uint64_t{wc.vendor_err} << 32);
         out.hashed(wc.byte_len | std::uint64_t{wc.imm_data} << 32);
         const ObjectRef qp = c.qps[i].ref;
