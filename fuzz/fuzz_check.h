@@ -21,17 +21,10 @@ inline void require(bool holds, std::string_view what, std::string_view detail =
   if (!holds) fail(what, detail);
 }
 
-// Off: yaml-cpp's message quotes the input's control characters as they
-// are ("not YAML (unknown escape character: <LF>"), and PlanError does not
-// escape them yet, so a line break inside a plan error is not yet a
-// finding (issue 16's closing note). Set true once PlanError escapes them.
-constexpr bool kOneLineMessages = false;
-
 // A PlanError's what() is one line "<source>...: ...: expected ..."
 // (verbfault/plan.h): not empty, no line break inside it.
 inline void require_one_line(std::string_view message, std::string_view what) {
   require(!message.empty(), what, "empty message");
-  if (!kOneLineMessages) return;
   require(message.find('\n') == std::string_view::npos, what, message);
 }
 

@@ -25,12 +25,7 @@ sanitizers="address,undefined"
 # link libFuzzer (fuzz/CMakeLists.txt). libverbfault.so is linked with
 # --no-undefined: the ASan runtime is the shared one, so that the library
 # can name its symbols (the fuzzers load it from clang's directory).
-# UBSan's enum check is off here for now: the load it reported (an error
-# completion's poisoned opcode read as ibv_wc_opcode, trace_hash.h) is
-# fixed, but this build has not yet been run clean with the check on
-# (issue 16's closing note). Set to "" once it has.
-known_defect_exclusions="-fno-sanitize=enum"
-flags="-fsanitize=fuzzer-no-link,${sanitizers} ${known_defect_exclusions} -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+flags="-fsanitize=fuzzer-no-link,${sanitizers} -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   "${launcher[@]}" -DVERBFAULT_BUILD_TESTS=OFF -DVERBFAULT_BUILD_BENCHMARKS=OFF \
   -DCMAKE_CXX_FLAGS="$flags" \

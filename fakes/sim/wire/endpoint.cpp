@@ -15,8 +15,18 @@ std::unique_ptr<Endpoint> Endpoint::join(std::string_view fabric, std::optional<
   return endpoint;
 }
 
+namespace {
+// The endpoint a forked child abandoned. It cannot be destroyed there (its
+// service thread and the locks it may hold stayed in the parent), so it
+// lives as long as the child; kept reachable here so that LeakSanitizer,
+// which scans globals, does not report it as a leak at the child's exit.
+// Written once per process, by the fork handler (one thread in the child).
+Endpoint* abandoned_in_child = nullptr;
+}  // namespace
+
 void Endpoint::abandon_after_fork(std::unique_ptr<Endpoint>& endpoint) {
   Endpoint* released = endpoint.release();
+  if (released != nullptr) abandoned_in_child = released;
   if (auto* local = dynamic_cast<LocalEndpoint*>(released)) local->abandon_in_child();
 }
 

@@ -149,10 +149,11 @@ struct Plan {
 };
 
 // A plan or rule that cannot be read. what() is one line:
-// "<source>:<line>: <what was found>: expected <what was expected>".
+// "<source>:<line>: <what was found>: expected <what was expected>";
+// control characters of the input it quotes are written as \n, \t, \xNN.
 class PlanError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PlanError(const std::string& message);
 };
 
 // YAML plan file (see README.md "Fault plans").

@@ -215,6 +215,22 @@ TEST(Plans, RuleErrorsAreOneLineWithWhatWasExpected) {
     EXPECT_EQ(rule_error(text).find('\n'), std::string::npos) << "one line";
 }
 
+// The input an error quotes may hold control characters (a YAML escape
+// decodes to a line break; a rule may come from an environment variable):
+// they are written as C escapes, and the message stays one line.
+TEST(Plans, ControlCharactersInAQuotedInputAreEscaped) {
+  const std::string yaml = yaml_error("rules:\n  - kind: \"cq\\nover\\tflow\\x01\"\n");
+  EXPECT_NE(yaml.find("unknown fault kind 'cq\\nover\\tflow\\x01'"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find('\n'), std::string::npos) << yaml;
+  const std::string rule = rule_error("cq\x01over\x7f" "flow cq#0");
+  EXPECT_NE(rule.find("'cq\\x01over\\x7fflow'"), std::string::npos) << rule;
+  const std::string not_yaml = yaml_error("rules: \"\\\x01\"\n");
+  EXPECT_NE(not_yaml.find("not YAML"), std::string::npos) << not_yaml;
+  EXPECT_NE(not_yaml.find("unknown escape character: \\x01"), std::string::npos) << not_yaml;
+  EXPECT_STREQ(PlanError("caf\xc3\xa9: expected").what(), "caf\xc3\xa9: expected")
+      << "UTF-8 text is kept";
+}
+
 TEST(Plans, AParameterOfAnotherKindIsRejected) {
   Rule rule = parse_rule("flush qp#0");
   rule.polls = 3;  // delayed_completion's parameter
