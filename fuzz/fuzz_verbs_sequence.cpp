@@ -481,9 +481,10 @@ class Program {
     if (ibv_qp* qp = returns_object("ibv_create_qp", ibv_create_qp(pds_[pd], &init)))
       qps_.push_back({qp, pd, send_cq, recv_cq, srq, init.qp_type});
   }
-  ibv_qp_state qp_state() {
-    if (kInvalidEnums && in_.below(8) == 0) return static_cast<ibv_qp_state>(in_.byte());
-    return static_cast<ibv_qp_state>(in_.below(IBV_QPS_ERR + 1));
+  // As an integer, as opcode().
+  int qp_state() {
+    if (kInvalidEnums && in_.below(8) == 0) return in_.byte();
+    return static_cast<int>(in_.below(IBV_QPS_ERR + 1));
   }
   void address(ibv_ah_attr& ah) {
     ibv_port_attr port{};
@@ -506,8 +507,12 @@ class Program {
     if (i < 0) return;
     ibv_qp_attr attr{};
     int mask = in_.flip() ? static_cast<int>(in_.u32() & ((1 << 21) - 1)) : IBV_QP_STATE;
-    attr.qp_state = qp_state();
-    attr.cur_qp_state = qp_state();
+    // The state is switched on as the integer drawn: an invalid one
+    // (kInvalidEnums) is no ibv_qp_state, and a load of it as one is
+    // undefined (UBSan).
+    const int target_state = qp_state();
+    attr.qp_state = static_cast<ibv_qp_state>(target_state);
+    attr.cur_qp_state = static_cast<ibv_qp_state>(qp_state());
     attr.path_mtu = static_cast<ibv_mtu>(IBV_MTU_256 + in_.below(5));
     attr.path_mig_state = static_cast<ibv_mig_state>(in_.below(IBV_MIG_ARMED + 1));
     attr.qkey = in_.u32();
@@ -537,7 +542,7 @@ class Program {
     // The canonical masks of each transition (ibv_modify_qp(3)) now and
     // then, so that QPs reach RTS and traffic flows.
     if (in_.below(3) == 0) {
-      switch (attr.qp_state) {
+      switch (target_state) {
         case IBV_QPS_INIT:
           mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                  (qps_[i].type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
@@ -595,7 +600,9 @@ class Program {
     if (kWildSgeCounts && in_.below(8) == 0) return static_cast<int>(in_.u32());
     return built;
   }
-  ibv_wr_opcode opcode() {
+  // As the integer a WR holds: an invalid one (kInvalidEnums) is no
+  // ibv_wr_opcode, and a load of it as one is undefined (UBSan).
+  std::uint32_t opcode() {
     // BIND_MW and TSO carry pointers of their own (a MW, a header): not drawn.
     constexpr ibv_wr_opcode kOpcodes[] = {IBV_WR_SEND,
                                           IBV_WR_SEND_WITH_IMM,
@@ -606,7 +613,7 @@ class Program {
                                           IBV_WR_ATOMIC_FETCH_AND_ADD,
                                           IBV_WR_LOCAL_INV,
                                           IBV_WR_SEND_WITH_INV};
-    if (kInvalidEnums && in_.below(8) == 0) return static_cast<ibv_wr_opcode>(in_.byte());
+    if (kInvalidEnums && in_.below(8) == 0) return in_.byte();
     return kOpcodes[in_.below(std::size(kOpcodes))];
   }
   template <typename Wr>
@@ -630,7 +637,8 @@ class Program {
       wr.sg_list = sge[w];
       wr.num_sge = num_sge(sges(sge[w]));
       if (kWildSgeCounts && in_.below(16) == 0) wr.sg_list = nullptr;
-      wr.opcode = opcode();
+      const std::uint32_t raw_opcode = opcode();
+      wr.opcode = static_cast<ibv_wr_opcode>(raw_opcode);
       wr.send_flags = in_.flip() ? in_.byte() & 0x1f : IBV_SEND_SIGNALED;
       wr.imm_data = in_.u32();
       const int mr = pick(in_, mrs_);
@@ -638,7 +646,7 @@ class Program {
       const std::uint64_t remote =
           at_mr ? reinterpret_cast<std::uintptr_t>(mrs_[mr].mr->addr) + in_.below(64) : in_.u64();
       const std::uint32_t rkey = at_mr ? mrs_[mr].mr->rkey : in_.u32();
-      if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+      if (raw_opcode == IBV_WR_ATOMIC_CMP_AND_SWP || raw_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
         wr.wr.atomic.remote_addr = remote & ~std::uint64_t(in_.flip() ? 7 : 0);
         wr.wr.atomic.rkey = rkey;
         wr.wr.atomic.compare_add = in_.u64();

@@ -32,8 +32,12 @@ ibv_send_wr make_wr(uint64_t wr_id, ibv_wr_opcode opcode, ibv_sge* sges, int num
 
 // ibv_poll_cq(3): an error completion only has wr_id, status, qp_num and
 // vendor_err; the simulated device fills every other field with 0xa5.
+// The opcode is read as bytes: 0xa5a5a5a5 is no ibv_wc_opcode, and loading
+// it as one is undefined (UBSan).
 void expect_poisoned(const ibv_wc& wc) {
-  EXPECT_EQ(static_cast<uint32_t>(wc.opcode), 0xa5a5a5a5u);
+  uint32_t opcode = 0;
+  std::memcpy(&opcode, &wc.opcode, sizeof opcode);
+  EXPECT_EQ(opcode, 0xa5a5a5a5u);
   EXPECT_EQ(wc.byte_len, 0xa5a5a5a5u);
   EXPECT_EQ(wc.imm_data, 0xa5a5a5a5u);
   EXPECT_EQ(wc.src_qp, 0xa5a5a5a5u);

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <mutex>
 #include <string_view>
-#include <vector>
 
 namespace verbfault::interposer {
 
@@ -25,11 +24,23 @@ struct Range {
 // Guarded by `ranges_lock` (a spin lock: this runs inside pthread_mutex_lock).
 record::RunLock ranges_lock;
 // Whether this thread holds ranges_lock. A call it makes meanwhile is the
-// lookup's own, not the program's: learn() allocates, and an allocator may
-// read the clock (ASan's does, and clock_gettime is libverbfault's), which
-// asks here again; waiting for the lock would spin on itself for ever.
+// lookup's own, not the program's (dl_iterate_phdr takes the loader's
+// lock); waiting for ranges_lock would spin on itself for ever.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_looking_up = false;
-std::vector<Range>* ranges = nullptr;  // sorted by begin; never freed
+// The code ranges, sorted by begin, in a fixed table: learning them must
+// not allocate. ASan's allocator reads the clock with its own lock held,
+// clock_gettime is libverbfault's export, and the first lookup of a caller
+// learns: an allocation there waits for that lock for ever. 4096 ranges is
+// an executable segment for each of 4096 loaded objects; past that, code
+// of objects not in the table counts as the program's.
+constexpr std::size_t kMaxRanges = 4096;
+struct Ranges {
+  Range table[kMaxRanges];
+  std::size_t count = 0;
+  bool full = false;
+  bool learnt = false;
+};
+Ranges ranges;
 // The executable range of this library, empty until learnt: begin is
 // stored before end (release), end read before begin (acquire), so a reader
 // that sees the new end sees the new begin.
@@ -45,30 +56,38 @@ bool is_rdma_stack(std::string_view path) {
 }
 
 int add_object(dl_phdr_info* info, std::size_t, void* data) {
-  auto* found = static_cast<std::vector<Range>*>(data);
+  auto* found = static_cast<Ranges*>(data);
   const bool rdma = info->dlpi_name != nullptr && is_rdma_stack(info->dlpi_name);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
     if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    if (found->count == kMaxRanges) {
+      found->full = true;
+      return 1;
+    }
     const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
-    found->push_back({begin, begin + header.p_memsz, rdma});
+    found->table[found->count++] = {begin, begin + header.p_memsz, rdma};
   }
   return 0;
 }
 
-// The executable code of every loaded object (lock held).
+// The executable code of every loaded object (lock held). Allocates
+// nothing: std::sort sorts in place.
 void learn() {
-  if (ranges == nullptr) ranges = new std::vector<Range>();
-  ranges->clear();
-  dl_iterate_phdr(add_object, ranges);
-  std::sort(ranges->begin(), ranges->end(),
+  ranges.count = 0;
+  ranges.full = false;
+  dl_iterate_phdr(add_object, &ranges);
+  std::sort(ranges.table, ranges.table + ranges.count,
             [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  ranges.learnt = true;
 }
 
 const Range* lookup(std::uintptr_t address) {
-  auto after = std::upper_bound(ranges->begin(), ranges->end(), address,
-                                [](std::uintptr_t a, const Range& r) { return a < r.begin; });
-  if (after == ranges->begin()) return nullptr;
+  const Range* const first = ranges.table;
+  const Range* const last = ranges.table + ranges.count;
+  const Range* after = std::upper_bound(
+      first, last, address, [](std::uintptr_t a, const Range& r) { return a < r.begin; });
+  if (after == first) return nullptr;
   const Range& range = *(after - 1);
   return address < range.end ? &range : nullptr;
 }
@@ -122,7 +141,7 @@ bool called_from_rdma_stack(const void* return_address) {
   struct Done {
     ~Done() { t_looking_up = false; }
   } done;
-  if (ranges == nullptr) {
+  if (!ranges.learnt) {
     learn();
     const Range* own = lookup(reinterpret_cast<std::uintptr_t>(&called_from_rdma_stack));
     if (own != nullptr) {
@@ -131,7 +150,7 @@ bool called_from_rdma_stack(const void* return_address) {
     }
   }
   const Range* range = lookup(address);
-  if (range == nullptr) {
+  if (range == nullptr && !ranges.full) {
     learn();  // loaded since (dlopen)
     range = lookup(address);
   }

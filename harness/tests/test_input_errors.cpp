@@ -98,7 +98,7 @@ std::string plan_file(const std::string& name, const std::string& text) {
 }
 
 TEST(InputErrors, SeedsAreDigitsOrHexEverywhereAndNeverEmpty) {
-  const std::string env = "env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " ";
+  const std::string env = "env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) + " ";
   const std::string seed = ": expected a 64-bit unsigned seed (decimal or 0x hex)";
   expect_one_line({
       {std::string(VERBFAULT_CLI) + " run --seed ''" + kSample, "verbfault: --seed=''" + seed},
@@ -162,7 +162,7 @@ TEST(InputErrors, OptionErrorsAreOneLineForEveryKind) {
 
 TEST(InputErrors, PlanFilesAndVerbfaultPlanNameWhatIsWrong) {
   const std::string two = plan_file("two.yaml", "rules: []\n---\nrules:\n  - kind: flush\n");
-  const std::string env = "env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 ";
+  const std::string env = "env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 ";
   const std::string dir = ::testing::TempDir();
   expect_one_line({
       {std::string(VERBFAULT_CLI) + " plan " + two,
@@ -187,7 +187,7 @@ TEST(InputErrors, PlanFilesAndVerbfaultPlanNameWhatIsWrong) {
 // Every VERBFAULT_* variable the harness reads: empty or malformed is one
 // line naming it, before main.
 TEST(InputErrors, EveryVariableRefusesABadValueInOneLine) {
-  const std::string env = "env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 ";
+  const std::string env = "env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 ";
   auto with = [&](const std::string& setting) { return env + setting + " " + SAMPLE_RC; };
   expect_one_line({
       {with("VERBFAULT_FAULTS="),

@@ -110,7 +110,7 @@ void expect_prefix(const std::vector<std::string>& part, const std::vector<std::
 TEST(TraceSurvival, SigkillAtRandomMomentsLeavesAPrefixOfWholeRecords) {
   const std::string trace = scratch("killed.jsonl");
   const std::vector<std::string> program = {SAMPLE_RC, "--messages", "400"};
-  const std::vector<std::string> environment = {"LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY),
+  const std::vector<std::string> environment = {"LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY),
                                                 "VERBFAULT_SEED=11", "VERBFAULT_TRACE=" + trace};
   const auto began = std::chrono::steady_clock::now();
   const pid_t whole_run = start(program, environment);
@@ -193,7 +193,7 @@ TEST(TraceSurvival, AWriteErrorIsOneLineAndStatus125UnderVerbfaultRun) {
 }
 
 TEST(TraceSurvival, AWriteErrorIsOneLineAndStatus125WithLdPreloadAlone) {
-  ProcessResult r = run_shell("env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
+  ProcessResult r = run_shell("env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) +
                               " VERBFAULT_SEED=1 VERBFAULT_TRACE=/dev/full " + SAMPLE_RC);
   std::remove("/dev/full.journal");
   EXPECT_EQ(r.status, 125) << r.output;
@@ -225,7 +225,7 @@ TEST(TraceSurvival, AFifoWithoutAReaderIsOneLineNotAHang) {
   const std::string fifo = scratch("noreader.fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   for (const std::string& command :
-       {"timeout 20 env LD_PRELOAD=" + std::string(VERBFAULT_LIBRARY) +
+       {"timeout 20 env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) +
             " VERBFAULT_SEED=1 VERBFAULT_TRACE=" + fifo + " " + SAMPLE_RC,
         "timeout 20 " + std::string(VERBFAULT_CLI) + " run --seed 1 --trace " + fifo + " -- " +
             SAMPLE_RC}) {

@@ -184,7 +184,10 @@ TEST(TraceDigest, LinesThatAreNotRecordsAreCountedAndSkipped) {
   report.entries.emplace_back().excerpt = digest.excerpt;
   const std::string json = report_json(report);
   ASSERT_TRUE(nlohmann::json::accept(json)) << json;
-  for (const nlohmann::json& line : nlohmann::json::parse(json)["entries"][0]["excerpt"])
+  // Parsed into a named value: a range-for over a member of the temporary
+  // would iterate freed memory (the temporary dies before the loop; ASan).
+  const nlohmann::json parsed = nlohmann::json::parse(json);
+  for (const nlohmann::json& line : parsed["entries"][0]["excerpt"])
     EXPECT_TRUE(line["record"].is_object()) << line.dump();
 }
 

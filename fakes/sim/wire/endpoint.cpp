@@ -20,8 +20,9 @@ namespace {
 // service thread and the locks it may hold stayed in the parent), so it
 // lives as long as the child; kept reachable here so that LeakSanitizer,
 // which scans globals, does not report it as a leak at the child's exit.
-// Written once per process, by the fork handler (one thread in the child).
-Endpoint* abandoned_in_child = nullptr;
+// Written once per process, by the fork handler (one thread in the child);
+// volatile, or the compiler drops a store that nothing reads.
+Endpoint* volatile abandoned_in_child = nullptr;
 }  // namespace
 
 void Endpoint::abandon_after_fork(std::unique_ptr<Endpoint>& endpoint) {

@@ -13,6 +13,7 @@
 #include "verbs_kit.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace verbfault::probe {
 
@@ -20,12 +21,22 @@ namespace {
 
 constexpr uint8_t kFill = 0x5a;
 
+// Read as bytes, never as T: an undefined field may hold a value its type
+// does not have (an opcode 0xa5a5a5a5), and loading that as an enum is
+// undefined behaviour (UBSan).
 template <typename T>
 nlohmann::json field(const T& value) {
-  T fill;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  using Raw = std::conditional_t<
+      sizeof(T) == 1, uint8_t,
+      std::conditional_t<sizeof(T) == 2, uint16_t,
+                         std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  Raw raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  Raw fill;
   std::memset(&fill, kFill, sizeof fill);
-  if (std::memcmp(&value, &fill, sizeof value) == 0) return "untouched";
-  return static_cast<uint64_t>(value);
+  if (raw == fill) return "untouched";
+  return static_cast<uint64_t>(raw);
 }
 
 // The fields ibv_poll_cq(3) leaves undefined in an error completion.
