@@ -116,7 +116,36 @@ int find_tsan(dl_phdr_info* info, std::size_t, void*) {
 }
 #endif
 
+// libasan's executable range, as libtsan's above; `__asan_init` is a weak
+// reference: null when no ASan runtime is loaded.
+extern "C" void __asan_init() __attribute__((weak));
+std::atomic<std::uintptr_t> asan_begin{1};
+std::atomic<std::uintptr_t> asan_end{0};
+
+int find_asan(dl_phdr_info* info, std::size_t, void*) {
+  const auto probe = reinterpret_cast<std::uintptr_t>(&__asan_init);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+    if (probe >= begin && probe < begin + header.p_memsz) {
+      asan_begin.store(begin, std::memory_order_relaxed);
+      asan_end.store(begin + header.p_memsz, std::memory_order_release);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
+
+bool called_from_address_sanitizer(const void* return_address) {
+  if (__asan_init == nullptr) return false;
+  if (asan_end.load(std::memory_order_acquire) == 0) dl_iterate_phdr(find_asan, nullptr);
+  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+  return address < asan_end.load(std::memory_order_acquire) &&
+         address >= asan_begin.load(std::memory_order_relaxed);
+}
 
 bool called_from_sanitizer([[maybe_unused]] const void* return_address) {
 #if defined(__SANITIZE_THREAD__)

@@ -23,4 +23,15 @@ bool called_from_rdma_stack(const void* return_address);
 // Learns libtsan's code range once, allocating nothing.
 bool called_from_sanitizer(const void* return_address);
 
+// Whether `return_address` lies in the AddressSanitizer runtime (libasan,
+// preloaded or linked; false when it is not loaded). ASan has no
+// interceptor for sched_yield or the sleeps (those of thread_calls.cpp that
+// ask this), so such a call from libasan is
+// the runtime's own: LeakSanitizer's stop-the-world at exit spins on
+// sched_yield with the allocator locked, and a scheduling point there
+// waits for a thread that waits for the allocator. The calls ASan does
+// intercept (clock_gettime, the locks, poll...) reach us from libasan on
+// the program's behalf and stay scheduling points.
+bool called_from_address_sanitizer(const void* return_address);
+
 }  // namespace verbfault::interposer

@@ -705,13 +705,14 @@ void exit(void* result) {
 }
 
 int sched_yield(const void* caller) {
-  if (!scheduled(caller)) return libc::for_caller(caller).sched_yield();
+  if (!scheduled(caller) || called_from_address_sanitizer(caller))
+    return libc::for_caller(caller).sched_yield();
   sched().point(/*yielding=*/true);
   return 0;
 }
 
 int nanosleep(const timespec* request, timespec* remaining, const void* caller) {
-  if (!scheduled(caller) || request == nullptr)
+  if (!scheduled(caller) || called_from_address_sanitizer(caller) || request == nullptr)
     return libc::for_caller(caller).nanosleep(request, remaining);
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= static_cast<long>(kNs)) {
     errno = EINVAL;
@@ -724,7 +725,7 @@ int nanosleep(const timespec* request, timespec* remaining, const void* caller) 
 
 int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining,
                     const void* caller) {
-  if (!scheduled(caller) || request == nullptr)
+  if (!scheduled(caller) || called_from_address_sanitizer(caller) || request == nullptr)
     return libc::for_caller(caller).clock_nanosleep(clock, flags, request, remaining);
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= static_cast<long>(kNs))
     return EINVAL;
@@ -740,13 +741,15 @@ int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespe
 }
 
 int usleep(useconds_t microseconds, const void* caller) {
-  if (!scheduled(caller)) return libc::for_caller(caller).usleep(microseconds);
+  if (!scheduled(caller) || called_from_address_sanitizer(caller))
+    return libc::for_caller(caller).usleep(microseconds);
   sleep_for(std::uint64_t{microseconds} * 1000, "usleep");
   return 0;
 }
 
 unsigned sleep(unsigned seconds, const void* caller) {
-  if (!scheduled(caller)) return libc::for_caller(caller).sleep(seconds);
+  if (!scheduled(caller) || called_from_address_sanitizer(caller))
+    return libc::for_caller(caller).sleep(seconds);
   sleep_for(std::uint64_t{seconds} * kNs, "sleep");
   return 0;
 }

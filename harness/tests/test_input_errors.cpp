@@ -67,8 +67,10 @@ TEST(InputErrors, ALibraryThatCannotBeTheHarnessIsOneLineAnd125) {
        "library libverbfault.so"},
       // ld.so cannot preload it and runs the program anyway.
       {kRun + "--library /etc/hostname" + kSample,
-       "verbfault: sample_rc: the harness did not start in it (LD_PRELOAD=/etc/hostname was "
-       "ignored: a statically linked or setuid program, or a library that does not load or is "
+       "verbfault: sample_rc: the harness did not start in it (LD_PRELOAD=" +
+           preload_of("/etc/hostname") +
+           " was "
+           "ignored: a statically linked or setuid program, or a library that does not load or is "
        "not libverbfault.so); its exit 1 is no result"},
   });
 }

@@ -210,7 +210,7 @@ TEST(TraceSurvival, AJournalThatCannotGrowStopsTheRunWithStatus125) {
   // bash: its ulimit -f counts KiB (dash's, 512-byte blocks).
   ProcessResult r =
       run_shell("bash -c \"trap '' XFSZ; ulimit -f 1500; exec env LD_PRELOAD=" +
-                std::string(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 VERBFAULT_TRACE=" + trace +
+                preload_of(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 VERBFAULT_TRACE=" + trace +
                 " " + SAMPLE_RC + " --messages 20000\"");
   EXPECT_EQ(r.status, 125) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: VERBFAULT_TRACE='" + trace + "': its journal '" +
