@@ -14,6 +14,8 @@ if(NOT VERBFAULT_SANITIZE)
   # Nothing to preload in an ordinary build.
   function(verbfault_preload_sanitizer_runtime target)
   endfunction()
+  function(verbfault_without_sanitizers target)
+  endfunction()
   return()
 endif()
 
@@ -41,6 +43,17 @@ endfunction()
 
 # ASAN_OPTIONS/UBSAN_OPTIONS for every test: ctest reads this file with the
 # tests (TEST_INCLUDE_FILES) and the tests inherit its environment.
+# A program that stands for a user's application, bugs included (the
+# field-failure programs): its bugs are what the harness is to expose, the
+# way they show in a normal build (an abort after reading an error
+# completion's undefined opcode, a SIGSEGV from indexing by its undefined
+# imm_data), not as sanitizer reports. Built as an unmodified program is:
+# the tests preload the sanitizer runtime and the harness into it.
+function(verbfault_without_sanitizers target)
+  target_compile_options(${target} PRIVATE -fno-sanitize=all)
+  target_link_options(${target} PRIVATE -fno-sanitize=all)
+endfunction()
+
 set(VERBFAULT_SANITIZER_FINDINGS_DIR ${PROJECT_BINARY_DIR}/sanitizer-findings)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/sanitizer_environment.cmake.in
                ${PROJECT_BINARY_DIR}/sanitizer_environment.cmake @ONLY)
