@@ -92,67 +92,57 @@ const Range* lookup(std::uintptr_t address) {
   return address < range.end ? &range : nullptr;
 }
 
-#if defined(__SANITIZE_THREAD__)
-// libtsan's executable range: written once by the first caller (the loader
-// lock of dl_iterate_phdr serializes concurrent first callers, and each
-// writes the same values).
-extern "C" void __tsan_init();
-std::atomic<std::uintptr_t> tsan_begin{1};
-std::atomic<std::uintptr_t> tsan_end{0};
+// The executable range of a sanitizer runtime, found from one of its
+// functions: written once by the first caller (the loader lock of
+// dl_iterate_phdr serializes concurrent first callers, and each writes the
+// same values). Finding it allocates nothing.
+struct RuntimeCode {
+  void (*probe)();
+  std::atomic<std::uintptr_t> begin{1};
+  std::atomic<std::uintptr_t> end{0};
 
-int find_tsan(dl_phdr_info* info, std::size_t, void*) {
-  const auto probe = reinterpret_cast<std::uintptr_t>(&__tsan_init);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& header = info->dlpi_phdr[i];
-    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
-    const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
-    if (probe >= begin && probe < begin + header.p_memsz) {
-      tsan_begin.store(begin, std::memory_order_relaxed);
-      tsan_end.store(begin + header.p_memsz, std::memory_order_release);
-      return 1;
-    }
+  bool contains(const void* return_address) {
+    if (end.load(std::memory_order_acquire) == 0) dl_iterate_phdr(find, this);
+    const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+    return address < end.load(std::memory_order_acquire) &&
+           address >= begin.load(std::memory_order_relaxed);
   }
-  return 0;
-}
+
+  static int find(dl_phdr_info* info, std::size_t, void* data) {
+    auto* self = static_cast<RuntimeCode*>(data);
+    const auto probe = reinterpret_cast<std::uintptr_t>(self->probe);
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const ElfW(Phdr)& header = info->dlpi_phdr[i];
+      if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+      const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+      if (probe >= begin && probe < begin + header.p_memsz) {
+        self->begin.store(begin, std::memory_order_relaxed);
+        self->end.store(begin + header.p_memsz, std::memory_order_release);
+        return 1;
+      }
+    }
+    return 0;
+  }
+};
+
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_init();
+RuntimeCode tsan_code{&__tsan_init};
 #endif
 
-// libasan's executable range, as libtsan's above; `__asan_init` is a weak
-// reference: null when no ASan runtime is loaded.
+// `__asan_init` is a weak reference: null when no ASan runtime is loaded.
 extern "C" void __asan_init() __attribute__((weak));
-std::atomic<std::uintptr_t> asan_begin{1};
-std::atomic<std::uintptr_t> asan_end{0};
-
-int find_asan(dl_phdr_info* info, std::size_t, void*) {
-  const auto probe = reinterpret_cast<std::uintptr_t>(&__asan_init);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& header = info->dlpi_phdr[i];
-    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
-    const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
-    if (probe >= begin && probe < begin + header.p_memsz) {
-      asan_begin.store(begin, std::memory_order_relaxed);
-      asan_end.store(begin + header.p_memsz, std::memory_order_release);
-      return 1;
-    }
-  }
-  return 0;
-}
+RuntimeCode asan_code{&__asan_init};
 
 }  // namespace
 
 bool called_from_address_sanitizer(const void* return_address) {
-  if (__asan_init == nullptr) return false;
-  if (asan_end.load(std::memory_order_acquire) == 0) dl_iterate_phdr(find_asan, nullptr);
-  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
-  return address < asan_end.load(std::memory_order_acquire) &&
-         address >= asan_begin.load(std::memory_order_relaxed);
+  return __asan_init != nullptr && asan_code.contains(return_address);
 }
 
 bool called_from_sanitizer([[maybe_unused]] const void* return_address) {
 #if defined(__SANITIZE_THREAD__)
-  if (tsan_end.load(std::memory_order_acquire) == 0) dl_iterate_phdr(find_tsan, nullptr);
-  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
-  return address < tsan_end.load(std::memory_order_acquire) &&
-         address >= tsan_begin.load(std::memory_order_relaxed);
+  return tsan_code.contains(return_address);
 #else
   return false;
 #endif
