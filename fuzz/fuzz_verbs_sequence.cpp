@@ -341,8 +341,21 @@ class Program {
     std::size_t length = in_.u16() % (kBufferSize - offset + 1);
     void* address = g_buffer + offset;
     if (kWildMemory && in_.below(4) == 0) {
-      address = reinterpret_cast<void*>(in_.u64());
-      length = in_.flip() ? SIZE_MAX : in_.u64();
+      // Memory no program has, or a range no kernel takes: NULL, pages
+      // below mmap_min_addr, non-canonical addresses, the top page, or the
+      // buffer with a length past the address space (wrapping at SIZE_MAX).
+      // Not an address drawn at random: it may land in mapped memory that
+      // is not the program's to register (AddressSanitizer's shadow, which
+      // the device's instrumented copy may not touch: found by CI's run).
+      constexpr std::uintptr_t kWild[] = {0,
+                                          0x1000,
+                                          0x8000,
+                                          std::uintptr_t{1} << 47,
+                                          ~std::uintptr_t{0} << 47,
+                                          ~std::uintptr_t{0xfff}};
+      address = in_.flip() ? g_buffer + offset
+                           : reinterpret_cast<void*>(kWild[in_.below(std::size(kWild))]);
+      length = in_.flip() ? SIZE_MAX : in_.u64() | (std::uint64_t{1} << 47);
     }
     // Any flags, valid or not (ibv_reg_mr(3): EINVAL for invalid ones).
     const int access = in_.flip() ? static_cast<int>(in_.u32())
