@@ -568,6 +568,17 @@ bool scheduled(const void* caller) {
   return scheduler::Scheduler::manages_this_thread() && !called_from_rdma_stack(caller);
 }
 
+namespace {
+
+// scheduled() for sched_yield and the sleeps, which ASan does not
+// intercept: a call of them from libasan is the runtime's own (callers.h),
+// never a scheduling point.
+bool scheduled_pause(const void* caller) {
+  return scheduled(caller) && !called_from_address_sanitizer(caller);
+}
+
+}  // namespace
+
 void start(const scheduler::Options& options) {
   sched().start(options, world);
   start_watchdog();
@@ -705,14 +716,13 @@ void exit(void* result) {
 }
 
 int sched_yield(const void* caller) {
-  if (!scheduled(caller) || called_from_address_sanitizer(caller))
-    return libc::for_caller(caller).sched_yield();
+  if (!scheduled_pause(caller)) return libc::for_caller(caller).sched_yield();
   sched().point(/*yielding=*/true);
   return 0;
 }
 
 int nanosleep(const timespec* request, timespec* remaining, const void* caller) {
-  if (!scheduled(caller) || called_from_address_sanitizer(caller) || request == nullptr)
+  if (!scheduled_pause(caller) || request == nullptr)
     return libc::for_caller(caller).nanosleep(request, remaining);
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= static_cast<long>(kNs)) {
     errno = EINVAL;
@@ -725,7 +735,7 @@ int nanosleep(const timespec* request, timespec* remaining, const void* caller) 
 
 int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining,
                     const void* caller) {
-  if (!scheduled(caller) || called_from_address_sanitizer(caller) || request == nullptr)
+  if (!scheduled_pause(caller) || request == nullptr)
     return libc::for_caller(caller).clock_nanosleep(clock, flags, request, remaining);
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= static_cast<long>(kNs))
     return EINVAL;
@@ -741,15 +751,13 @@ int clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespe
 }
 
 int usleep(useconds_t microseconds, const void* caller) {
-  if (!scheduled(caller) || called_from_address_sanitizer(caller))
-    return libc::for_caller(caller).usleep(microseconds);
+  if (!scheduled_pause(caller)) return libc::for_caller(caller).usleep(microseconds);
   sleep_for(std::uint64_t{microseconds} * 1000, "usleep");
   return 0;
 }
 
 unsigned sleep(unsigned seconds, const void* caller) {
-  if (!scheduled(caller) || called_from_address_sanitizer(caller))
-    return libc::for_caller(caller).sleep(seconds);
+  if (!scheduled_pause(caller)) return libc::for_caller(caller).sleep(seconds);
   sleep_for(std::uint64_t{seconds} * kNs, "sleep");
   return 0;
 }

@@ -71,7 +71,7 @@ TEST(InputErrors, ALibraryThatCannotBeTheHarnessIsOneLineAnd125) {
            preload_of("/etc/hostname") +
            " was "
            "ignored: a statically linked or setuid program, or a library that does not load or is "
-       "not libverbfault.so); its exit 1 is no result"},
+           "not libverbfault.so); its exit 1 is no result"},
   });
 }
 

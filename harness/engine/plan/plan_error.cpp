@@ -1,7 +1,6 @@
 // PlanError's one-line message (verbfault/plan.h).
 #include <verbfault/plan.h>
 
-
 namespace verbfault {
 
 namespace {

@@ -222,7 +222,9 @@ TEST(Plans, ControlCharactersInAQuotedInputAreEscaped) {
   const std::string yaml = yaml_error("rules:\n  - kind: \"cq\\nover\\tflow\\x01\"\n");
   EXPECT_NE(yaml.find("unknown fault kind 'cq\\nover\\tflow\\x01'"), std::string::npos) << yaml;
   EXPECT_EQ(yaml.find('\n'), std::string::npos) << yaml;
-  const std::string rule = rule_error("cq\x01over\x7f" "flow cq#0");
+  const std::string rule = rule_error(
+      "cq\x01over\x7f"
+      "flow cq#0");
   EXPECT_NE(rule.find("'cq\\x01over\\x7fflow'"), std::string::npos) << rule;
   const std::string not_yaml = yaml_error("rules: \"\\\x01\"\n");
   EXPECT_NE(not_yaml.find("not YAML"), std::string::npos) << not_yaml;
