@@ -1,6 +1,7 @@
 #include "local_endpoint.h"
 
 #include "fabric_name.h"
+#include "stack_seen_by_leak_check.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -275,6 +276,7 @@ bool LocalEndpoint::connect_locked(uint32_t member, Peer& peer) {
 }
 
 void* LocalEndpoint::serve_thread(void* self) {
+  const StackSeenByLeakCheck seen;
   static_cast<LocalEndpoint*>(self)->serve();
   return nullptr;
 }
@@ -463,15 +465,15 @@ void LocalEndpoint::on_hangup(uint32_t member, uint64_t id) {
 
 void LocalEndpoint::deliver_gone(uint32_t member) {
   Peer& peer = peers_[member];
-  std::unique_ptr<OutgoingConnection> out;
   {
     std::lock_guard lock(peer.mutex);
-    out = std::move(peer.out);
+    closing_ = std::move(peer.out);
     peer.incarnation = 0;
     peer.answers_owed = 0;
   }
-  if (out && out->watched) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, out->fd(), nullptr);
-  out.reset();
+  if (closing_ && closing_->watched)
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, closing_->fd(), nullptr);
+  closing_.reset();
   if (peer.in != nullptr) {
     retire(peer.in);
     peer.in = nullptr;

@@ -165,6 +165,11 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   // The service thread's: frames handled in the current batch (they count
   // down the sender's answers_owed).
   uint32_t batch_frames_ = 0;
+  // The service thread's: the outgoing connection deliver_gone() is
+  // closing, out of its Peer and not yet destroyed. A member, not a local:
+  // the program may exit in that moment, and LeakSanitizer, which sees this
+  // thread's stack (StackSeenByLeakCheck), does not see its registers.
+  std::unique_ptr<OutgoingConnection> closing_;
   // Members with frames deferred by send_expecting_answer's rule (bit per
   // member), set under their Peer::mutex; a hint for set_waiting(), which
   // must not lock every peer on every wait.
