@@ -4,6 +4,7 @@
 #include "memory_region.h"
 #include "profile_selection.h"
 #include "remote.h"
+#include "shared_memory.h"
 #include "queue_pair.h"
 #include "transport.h"
 
@@ -82,7 +83,10 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   // when the parent goes, not when the last child does) and has no fabric
   // from then on; its devices keep their addresses and reach each other.
   // Fabric::mutex is taken around fork(2): the child must not inherit it
-  // held by the service thread, which it does not have.
+  // held by the service thread, which it does not have. The shared
+  // segments' handlers first, so that fork(2) takes Fabric::mutex before
+  // theirs, as ibv_reg_mr does (shared_memory::install_fork_handlers).
+  shared_memory::install_fork_handlers();
   pthread_atfork([] { Fabric::get().mutex.lock(); }, [] { Fabric::get().mutex.unlock(); },
                  [] {
                    Fabric& fabric = Fabric::get();

@@ -118,15 +118,18 @@ void after_fork_in_child() {
 
 }  // namespace
 
+void install_fork_handlers() {
+  static std::once_flag fork_handlers;
+  std::call_once(fork_handlers,
+                 [] { pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); });
+}
+
 uint64_t share(void* addr, std::size_t length) {
   const uintptr_t page = page_size();
   const uintptr_t first = reinterpret_cast<uintptr_t>(addr);
   const uintptr_t begin = (first + page - 1) / page * page;
   const uintptr_t end = (first + length) / page * page;
   if (end <= begin || end - begin < kMinSharedBytes) return 0;
-  static std::once_flag fork_handlers;
-  std::call_once(fork_handlers,
-                 [] { pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); });
   Segments& s = segments();
   std::lock_guard guard(s.mutex);
   auto after = s.by_address.upper_bound(begin);

@@ -65,6 +65,13 @@ struct Location {
 // fork(2) only: the atfork handlers hold it across the fork so that the
 // child sees the table whole.
 
+// Registers those atfork handlers (once). The Fabric calls it when it is
+// made, before any share() and before it registers its own: prepare
+// handlers run in the reverse order of registration (pthread_atfork(3)),
+// so fork(2) then takes Fabric::mutex before the segments' mutex, the
+// order registration takes them in.
+void install_fork_handlers();
+
 // Backs the whole pages of [addr, addr + length) with a memfd when the
 // rule above allows: the segment's id (to give to release()), or 0 when
 // the memory stays as it is.
