@@ -88,6 +88,10 @@ class AsyncEvents : public RcPair {
   }
 };
 
+// Tests of one link layer only (OnLinkLayer).
+class InfiniBandAsyncEvents : public OnLinkLayer<AsyncEvents, /*kEthernet=*/false> {};
+class RoceAsyncEvents : public OnLinkLayer<AsyncEvents, /*kEthernet=*/true> {};
+
 // ---- the async fd -----------------------------------------------------------
 
 TEST_F(AsyncEvents, NonblockingFdIsEagainWhenEmptyAndReadableExactlyWhileEventsAreQueued) {
@@ -243,10 +247,9 @@ struct ExtraContext {
   }
 };
 
-TEST_F(AsyncEvents, LidChangeReachesEveryContextOfTheDeviceAndTheOldLidIsGone) {
-  if (ethernet())
-    GTEST_SKIP() << "RoCE has no LIDs (set_port_lid: EINVAL); the RoCE counterpart is "
-                    "AsyncEvents.GidChangeOfTheAddressedGidLeavesNothingThere";
+// RoCE has no LIDs (set_port_lid: EINVAL); the RoCE counterpart is
+// RoceAsyncEvents.GidChangeOfTheAddressedGidLeavesNothingThere.
+TEST_F(InfiniBandAsyncEvents, LidChangeReachesEveryContextOfTheDeviceAndTheOldLidIsGone) {
   ExtraContext extra{ibv_open_device(device_)};  // a second context of vfsim0
   ibv_context* other = extra.ctx;
   ASSERT_NE(other, nullptr);
@@ -278,16 +281,14 @@ TEST_F(AsyncEvents, LidChangeReachesEveryContextOfTheDeviceAndTheOldLidIsGone) {
   ibv_ack_async_event(&event);
 }
 
-TEST_F(AsyncEvents, RocePortHasNoLidToChange) {
-  if (!ethernet()) GTEST_SKIP() << "RoCE only; InfiniBand: LidChangeReachesEveryContext...";
+TEST_F(RoceAsyncEvents, PortHasNoLidToChange) {
   EXPECT_EQ(fabric::set_port_lid(ctx_, 1, 0x1234), EINVAL);
   expect_no_event(ctx_);
 }
 
-TEST_F(AsyncEvents, GidChangeOfTheAddressedGidLeavesNothingThere) {
+TEST_F(RoceAsyncEvents, GidChangeOfTheAddressedGidLeavesNothingThere) {
   // a_ addresses b_ (same port) by its GID on RoCE, by its LID on
   // InfiniBand: there a GID change changes no path.
-  if (!ethernet()) GTEST_SKIP() << "RoCE only: an InfiniBand path is its LID";
   const ibv_global_route route = grh();
   ibv_gid moved = route.dgid;
   moved.raw[15] ^= 0x55;

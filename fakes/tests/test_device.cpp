@@ -152,10 +152,12 @@ TEST_F(SimDevice, QueryDeviceExRejectsUnknownInputCompMask) {
 
 // ---- ibv_query_port(3) ------------------------------------------------------
 
-TEST_F(SimDevice, QueryPortReportsAnActiveInfiniBandPort) {
-  if (ethernet())
-    GTEST_SKIP() << "InfiniBand only; the RoCE counterpart is "
-                    "RocePort.QueryPortReportsAnActiveEthernetPortWithoutLids";
+// The InfiniBand port's own tests (OnLinkLayer); RoCE's are RocePort.*
+// (test_roce.cpp): QueryPortReportsAnActiveEthernetPortWithoutLids,
+// GidsDifferBetweenDevices.
+class InfiniBandPort : public OnLinkLayer<SimDevice, /*kEthernet=*/false> {};
+
+TEST_F(InfiniBandPort, QueryPortReportsAnActiveInfiniBandPort) {
   ibv_port_attr port{};
   ASSERT_EQ(ibv_query_port(ctx_, 1, &port), 0);
   EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
@@ -168,9 +170,7 @@ TEST_F(SimDevice, QueryPortReportsAnActiveInfiniBandPort) {
   EXPECT_GT(port.max_msg_sz, 0u);
 }
 
-TEST_F(SimDevice, QueryPortLidsDifferBetweenDevices) {
-  if (ethernet())
-    GTEST_SKIP() << "RoCE has no LIDs; the RoCE counterpart is RocePort.GidsDifferBetweenDevices";
+TEST_F(InfiniBandPort, LidsDifferBetweenDevices) {
   ibv_device* d1 = nullptr;
   for (int i = 0; list_[i] != nullptr; ++i)
     if (std::string(ibv_get_device_name(list_[i])) == "vfsim1") d1 = list_[i];

@@ -36,13 +36,11 @@ bool same(const ibv_gid& a, const ibv_gid& b) {
   return std::memcmp(a.raw, b.raw, sizeof a.raw) == 0;
 }
 
-class RocePort : public SimDevice {
+class RocePort : public OnLinkLayer<SimDevice, /*kEthernet=*/true> {
  protected:
   void SetUp() override {
-    SimDevice::SetUp();
-    if (HasFatalFailure()) return;
-    if (!ethernet())
-      GTEST_SKIP() << "needs a RoCE port (VERBFAULT_SIM_PROFILE=roce; ctest: roce.RocePort.*)";
+    OnLinkLayer::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
     for (int i = 0; list_[i] != nullptr; ++i)
       if (std::string(ibv_get_device_name(list_[i])) == "vfsim1") ctx1_ = ibv_open_device(list_[i]);
     ASSERT_NE(ctx1_, nullptr) << "vfsim1 (VERBFAULT_SIM_DEVICES=2)";

@@ -224,4 +224,21 @@ class RcPair : public SimDevice {
   ibv_mr* mr_b_ = nullptr;
 };
 
+// A fixture whose tests are of one link layer only (kEthernet: RoCE, else
+// InfiniBand). ctest registers the suites named InfiniBand* on the ib
+// profile alone and Roce* on the roce profile alone (fakes/tests/
+// CMakeLists.txt); run by hand on the other, they skip, saying why.
+template <class Base, bool kEthernet>
+class OnLinkLayer : public Base {
+ protected:
+  void SetUp() override {
+    Base::SetUp();
+    if (Base::HasFatalFailure()) return;
+    if (this->ethernet() != kEthernet)
+      GTEST_SKIP() << (kEthernet
+                           ? "needs a RoCE port (VERBFAULT_SIM_PROFILE=roce; ctest: roce.*)"
+                           : "needs an InfiniBand port (the ib profile; ctest: without roce.)");
+  }
+};
+
 }  // namespace verbfault::testing
