@@ -54,10 +54,20 @@ else
   case "$build/" in "$source"/*) ;; *) shares+=(-s "$build") ;; esac
   "$vm" -q -t 480 "${shares[@]}" -C "$build" \
     -L "$verbfault" -L "$build/harness/libverbfault.so" -L "$probe" \
-    -c "'$verbfault' provider-report --device '$device' --report '$out' --baseline '$baseline' > '$out/console.txt' 2>&1" \
+    -c "'$verbfault' provider-report --device '$device' --report '$out' --baseline '$baseline' > '$out/console.txt' 2>&1; echo \$? > '$out/guest-status'" \
     > "$out/vm.log" 2>&1 || status=$?
   cat "$out/console.txt" 2>/dev/null || true
   echo "provider_report.$device: the VM run took $(( $(date +%s) - start )) s"
+  # The command's status as the guest wrote it into the shared directory:
+  # rxe-vm.sh reads its exit marker from the serial console, whose line
+  # sometimes arrives behind NUL bytes and is missed (then 125 "without
+  # exit marker" although the command ran to its end).
+  if [ -s "$out/guest-status" ]; then
+    guest=$(cat "$out/guest-status")
+    [ "$status" -eq "$guest" ] ||
+      echo "provider_report.$device: rxe-vm.sh said $status, the guest's command exited $guest"
+    status=$guest
+  fi
   # 125 is rxe-vm.sh's infrastructure failure; only a missing host
   # package or guest kernel, or a VM that never booted, is a skip.
   if [ "$status" -eq 125 ] && [ ! -s "$out/console.txt" ]; then
