@@ -2,7 +2,9 @@
 # Builds the fuzzers with clang and libFuzzer (build-fuzz; FUZZ_BUILD_DIR
 # overrides) under AddressSanitizer and UBSan, then runs each on its corpus
 # (fuzz/corpus/NAME): 30 s each by default (CI), FUZZ_SECONDS overrides;
-# --long: the long run (FUZZ_SECONDS, default 1800 s each). Exits nonzero on
+# --long: the long run (FUZZ_SECONDS, default 1800 s each); FUZZ_RUNS=N
+# ends each run after N executions instead (the closing notes' 10 M runs:
+# FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME). Exits nonzero on
 # any finding: the crashing input is left in build-fuzz/findings/NAME/.
 # New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
 # (merge them with -merge=1: fuzz/README.md).
@@ -10,6 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-30}"
+runs="${FUZZ_RUNS:-}"
+if [ -n "$runs" ] && ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: FUZZ_RUNS=$runs: expected a positive number of executions" >&2
+  exit 2
+fi
 if [ "${1:-}" = "--long" ]; then
   shift
   seconds="${FUZZ_SECONDS:-1800}"
@@ -51,11 +58,13 @@ for name in "${fuzzers[@]}"; do
   mkdir -p "$corpus" "$findings"
   dict=()
   [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
-  echo "fuzz.sh: $name for ${seconds}s"
+  bound=(-max_total_time="$seconds") length="${seconds}s"
+  [ -n "$runs" ] && bound=(-runs="$runs") length="$runs executions"
+  echo "fuzz.sh: $name for $length"
   # -timeout: an input that runs 10 s is a hang; -rss_limit_mb: a leak or
   # an allocation out of bounds is a finding, not a swap storm.
   if ! nice "$build_dir/fuzz/$name" "$corpus" "fuzz/corpus/$name" "${dict[@]}" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+      "${bound[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
       -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/" \
       2>"$build_dir/$name.log"; then
     echo "fuzz.sh: $name FOUND something: $build_dir/$name.log, $findings/" >&2
