@@ -35,4 +35,5 @@ if [ -n "$reports" ]; then
   echo "test-asan.sh: $(wc -l <<<"$reports") sanitizer report(s), above (files in $findings)" >&2
   status=1
 fi
+scripts/failed-tests.sh "$dir"
 exit "$status"

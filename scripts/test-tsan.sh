@@ -16,5 +16,9 @@ cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVERBFAULT_TSAN=ON 
   -DVERBFAULT_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$tsan_dir" -j "$(nproc)" --target scheduler_tests sim_tests wire_tests \
   fabric_fork_tests stress_shared_queues verbfault_cli eight_threads
+status=0
 TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-  ctest --test-dir "$tsan_dir" -L tsan --output-on-failure -j "$(nproc)" --timeout 600
+  ctest --test-dir "$tsan_dir" -L tsan --output-on-failure -j "$(nproc)" --timeout 600 ||
+  status=$?
+[ "$status" -eq 0 ] || scripts/failed-tests.sh "$tsan_dir"
+exit "$status"

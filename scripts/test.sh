@@ -8,7 +8,12 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 build_dir="${BUILD_DIR:-build}"
-(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+status=0
+(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600) || status=$?
+if [ "$status" -ne 0 ]; then
+  scripts/failed-tests.sh "$build_dir"  # again at the end of the log: why, not only which
+  exit "$status"
+fi
 # --- ThreadSanitizer (ctest label tsan, build-tsan): scripts/test-tsan.sh ---
 scripts/test-tsan.sh
 # --- end ThreadSanitizer ---
