@@ -4,9 +4,14 @@
 #include "verbfault/sim/provider.h"
 #include "verbs.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace verbfault::provider {
@@ -159,10 +164,52 @@ int resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth
   return VERBFAULT_REAL(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1")(context, attr, eth_mac, vid);
 }
 
-// A descriptor of a simulated context's cmd_fd imports that context;
-// anything else is libibverbs' (a uverbs file).
+namespace {
+
+// Whether a real uverbs device's character device is `rdev`: its class
+// directory (ibv_device::dev_path, /sys/class/infiniband_verbs/uverbsN)
+// holds "major:minor" in `dev`, which is what libibverbs compares.
+bool real_device_has_cdev(dev_t rdev) {
+  int count = 0;
+  ibv_device** list = VERBFAULT_REAL(ibv_get_device_list, "IBVERBS_1.1")(&count);
+  if (list == nullptr) return false;
+  bool found = false;
+  for (int i = 0; i < count && !found; ++i) {
+    const std::string path = std::string(list[i]->dev_path) + "/dev";
+    std::FILE* file = std::fopen(path.c_str(), "re");
+    if (file == nullptr) continue;
+    unsigned major_number = 0;
+    unsigned minor_number = 0;
+    found = std::fscanf(file, "%u:%u", &major_number, &minor_number) == 2 &&
+            makedev(major_number, minor_number) == rdev;
+    std::fclose(file);
+  }
+  VERBFAULT_REAL(ibv_free_device_list, "IBVERBS_1.1")(list);
+  return found;
+}
+
+}  // namespace
+
+// A descriptor of a simulated context's cmd_fd imports that context; one
+// of a real uverbs device is libibverbs'. libibverbs' ibv_import_device
+// looks the descriptor up in ibv_get_device_list() called through its PLT,
+// that is in the merged list of this front door (real devices first), and
+// reads private verbs_device fields of each entry until one matches: an
+// entry of the simulated device has none of them. So only a descriptor of
+// a real device reaches it, and the rest fails here as libibverbs fails it
+// (rdma-core libibverbs/device.c): EINVAL for a descriptor that is not a
+// character device, ENODEV for one of no RDMA device.
 ibv_context* import_device(int cmd_fd) {
   if (sim::owns_cmd_fd(cmd_fd)) return sim::import_device(cmd_fd);
+  struct stat status {};
+  if (fstat(cmd_fd, &status) != 0 || !S_ISCHR(status.st_mode)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (!real_device_has_cdev(status.st_rdev)) {
+    errno = ENODEV;
+    return nullptr;
+  }
   return VERBFAULT_REAL(ibv_import_device, "IBVERBS_1.10")(cmd_fd);
 }
 
