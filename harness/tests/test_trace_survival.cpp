@@ -190,10 +190,44 @@ TEST(TraceSurvival, SigkillUnderVerbfaultRunIsRecoveredAsAPrefixOfWholeLines) {
   std::remove(trace.c_str());
 }
 
+// A trace to a device keeps its journal in $TMPDIR, named for its process:
+// never a new file in /dev, and never one journal shared by every program
+// tracing to /dev/full at once (the two tests below ran side by side and
+// removed each other's /dev/full.journal). The journal is made when the
+// library loads, so any program shows where it goes while it runs.
+TEST(TraceSurvival, ATraceToADeviceKeepsItsJournalOutOfDev) {
+  const std::string folder = scratch("tmpdir");
+  ASSERT_EQ(mkdir(folder.c_str(), 0700), 0);
+  std::remove("/dev/null.journal");  // an older build's
+  // cat blocks opening a FIFO nobody writes (a sleep would not do: the
+  // harness's scheduler takes sleeps as pauses and returns at once).
+  const std::string fifo = folder + "/never-written";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid =
+      start({"/bin/cat", fifo},
+            to_be_killed({"LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY),
+                          "VERBFAULT_TRACE=/dev/null", "TMPDIR=" + folder}));
+  const std::string journal = folder + "/verbfault-" + std::to_string(pid) + ".journal";
+  bool seen = false;
+  for (int wait = 0; wait < 2000 && !seen; ++wait) {
+    seen = access(journal.c_str(), F_OK) == 0;
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const bool in_dev = access("/dev/null.journal", F_OK) == 0;
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(seen) << "no journal " << journal;
+  EXPECT_FALSE(in_dev) << "a journal in /dev";
+  std::remove(journal.c_str());
+  std::remove(fifo.c_str());
+  std::remove("/dev/null.journal");
+  rmdir(folder.c_str());
+}
+
 TEST(TraceSurvival, AWriteErrorIsOneLineAndStatus125UnderVerbfaultRun) {
   ProcessResult r =
       run_shell(std::string(VERBFAULT_CLI) + " run --seed 1 --trace /dev/full -- " + SAMPLE_RC);
-  std::remove("/dev/full.journal");
   EXPECT_EQ(r.status, 125) << r.output;
   EXPECT_TRUE(contains(r.output,
                        "verbfault: VERBFAULT_TRACE='/dev/full': cannot write: No space "
@@ -207,7 +241,6 @@ TEST(TraceSurvival, AWriteErrorIsOneLineAndStatus125UnderVerbfaultRun) {
 TEST(TraceSurvival, AWriteErrorIsOneLineAndStatus125WithLdPreloadAlone) {
   ProcessResult r = run_shell("env LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY) +
                               " VERBFAULT_SEED=1 VERBFAULT_TRACE=/dev/full " + SAMPLE_RC);
-  std::remove("/dev/full.journal");
   EXPECT_EQ(r.status, 125) << r.output;
   EXPECT_EQ(count_lines_starting(r.output, "verbfault: VERBFAULT_TRACE='/dev/full': cannot write"),
             1)

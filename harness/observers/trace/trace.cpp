@@ -1,6 +1,7 @@
 #include "trace.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,19 +37,28 @@ void Trace::open(const std::string& path) {
   fd_ = open_trace_file(path, error);
   if (fd_ < 0) throw std::runtime_error("VERBFAULT_TRACE='" + path + "': " + error);
   path_ = path;
-  // Beside the file; a trace file in a folder that takes no new files
-  // (/dev/null, a FIFO in /dev...) has its journal in the temporary folder.
-  journal_path_ = path + ".journal";
+  // Beside a regular file (where `verbfault run` recovers it after a
+  // SIGKILL). A trace that is a device or a FIFO (/dev/full, /dev/null, a
+  // pipe), or a file in a folder that takes no new files, has its journal
+  // in the temporary folder, named for this process: not a new file in
+  // /dev, and not one path shared by every process that traces to the
+  // same device at once.
+  struct stat status {};
+  const bool regular = fstat(fd_, &status) == 0 && S_ISREG(status.st_mode);
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string private_journal = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
+                                      "/verbfault-" + std::to_string(getpid()) + ".journal";
+  journal_path_ = regular ? path + ".journal" : private_journal;
   try {
     journal_.open(journal_path_);
-  } catch (const std::runtime_error&) {
-    const char* tmp = std::getenv("TMPDIR");
-    journal_path_ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/verbfault-" +
-                    std::to_string(getpid()) + ".journal";
+  } catch (const std::runtime_error& error) {
+    if (journal_path_ == private_journal)
+      throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + error.what());
+    journal_path_ = private_journal;
     try {
       journal_.open(journal_path_);
-    } catch (const std::runtime_error& error) {
-      throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + error.what());
+    } catch (const std::runtime_error& again) {
+      throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + again.what());
     }
   }
   if (!writer_.start(journal_)) journal_failed();
