@@ -204,9 +204,8 @@ TEST(TraceSurvival, ATraceToADeviceKeepsItsJournalOutOfDev) {
   const std::string fifo = folder + "/never-written";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const pid_t pid =
-      start({"/bin/cat", fifo},
-            to_be_killed({"LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY),
-                          "VERBFAULT_TRACE=/dev/null", "TMPDIR=" + folder}));
+      start({"/bin/cat", fifo}, to_be_killed({"LD_PRELOAD=" + preload_of(VERBFAULT_LIBRARY),
+                                              "VERBFAULT_TRACE=/dev/null", "TMPDIR=" + folder}));
   const std::string journal = folder + "/verbfault-" + std::to_string(pid) + ".journal";
   bool seen = false;
   for (int wait = 0; wait < 2000 && !seen; ++wait) {
@@ -255,8 +254,8 @@ TEST(TraceSurvival, AJournalThatCannotGrowStopsTheRunWithStatus125) {
   // bash: its ulimit -f counts KiB (dash's, 512-byte blocks).
   ProcessResult r =
       run_shell("bash -c \"trap '' XFSZ; ulimit -f 1500; exec env LD_PRELOAD=" +
-                preload_of(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 VERBFAULT_TRACE=" + trace +
-                " " + SAMPLE_RC + " --messages 20000\"");
+                preload_of(VERBFAULT_LIBRARY) + " VERBFAULT_SEED=1 VERBFAULT_TRACE=" + trace + " " +
+                SAMPLE_RC + " --messages 20000\"");
   EXPECT_EQ(r.status, 125) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: VERBFAULT_TRACE='" + trace + "': its journal '" +
                                      trace + ".journal' cannot grow (File too large)"))
