@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace verbfault::observers {
 
@@ -48,17 +49,17 @@ void Trace::open(const std::string& path) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string private_journal = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
                                       "/verbfault-" + std::to_string(getpid()) + ".journal";
-  journal_path_ = regular ? path + ".journal" : private_journal;
-  try {
-    journal_.open(journal_path_);
-  } catch (const std::runtime_error& error) {
-    if (journal_path_ == private_journal)
-      throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + error.what());
-    journal_path_ = private_journal;
+  std::vector<std::string> candidates;
+  if (regular) candidates.push_back(path + ".journal");
+  candidates.push_back(private_journal);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    journal_path_ = candidates[i];
     try {
       journal_.open(journal_path_);
-    } catch (const std::runtime_error& again) {
-      throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + again.what());
+      break;
+    } catch (const std::runtime_error& error) {
+      if (i + 1 == candidates.size())
+        throw std::runtime_error("VERBFAULT_TRACE='" + path + "': its journal " + error.what());
     }
   }
   if (!writer_.start(journal_)) journal_failed();
