@@ -36,6 +36,10 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
                   "how the program's threads are scheduled: pct (the default: PCT from the "
                   "seed), pct:depth=D:steps=K, random, each with :escape=MS, or free (as the "
                   "kernel schedules them; not deterministic)");
+  run->add_option("--hang-after", options.hang_after,
+                  "seconds of wall clock without a verbs call making progress, while every "
+                  "thread waits or spins in a call the harness sees, before the run is ended "
+                  "as hung (exit status 122; default 10, 0: never); on any provider");
   run->add_option("--timeout", options.timeout_seconds,
                   "seconds of wall clock for the whole run before every process still running "
                   "is ended (default: no limit)")

@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include "command_list.h"
+#include "hang_watch.h"
 #include "preload_line.h"
 #include "process.h"
 #include "replay.h"
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 namespace verbfault::cli {
@@ -116,6 +118,14 @@ int run(const RunOptions& options) {
       return kExitUsage;
     }
   }
+  if (options.hang_after) {
+    try {
+      checkers::parse_hang_after(*options.hang_after, "--hang-after");
+    } catch (const std::runtime_error& error) {
+      std::fprintf(stderr, "verbfault: %s\n", error.what());
+      return kExitUsage;
+    }
+  }
   Plan plan;
   try {
     plan = read_plan(options.plan_file, options.faults);
@@ -156,6 +166,7 @@ int run(const RunOptions& options) {
   environment["LD_PRELOAD"] = preload_line(options.library, std::getenv("LD_PRELOAD"));
   environment["VERBFAULT_SEED"] = std::to_string(seed);
   if (replay.threads) environment["VERBFAULT_THREADS"] = *replay.threads;
+  if (options.hang_after) environment["VERBFAULT_HANG_AFTER"] = *options.hang_after;
   if (options.plan_file) environment["VERBFAULT_PLAN"] = fs::absolute(*options.plan_file);
   if (!replay.rules.empty()) environment["VERBFAULT_FAULTS"] = engine::rules_line(replay.rules);
   // The line a finding in the program prints to replay the run.

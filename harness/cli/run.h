@@ -19,6 +19,10 @@ struct RunOptions {
   bool check_determinism = false;
   // VERBFAULT_THREADS for the program: "pct..." (default), "random", "free".
   std::optional<std::string> threads;
+  // VERBFAULT_HANG_AFTER for the program (observers/checkers/hang_watch.h):
+  // seconds without progress before a hung run ends with 122. Wall clock:
+  // not on the reproduce line.
+  std::optional<std::string> hang_after;
   std::string library;  // libverbfault.so to preload
   // Where `library` came from, as an error names it: "--library" or
   // "VERBFAULT_LIBRARY".

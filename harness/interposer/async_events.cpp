@@ -3,6 +3,7 @@
 // bookkeeping, and the records.
 #include "async_event.h"
 #include "state.h"
+#include "hang_watchdog.h"
 #include "thread_calls.h"
 #include "verbs.h"
 
@@ -81,18 +82,30 @@ void ack_async_event(ibv_async_event* event) {
 
 int get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state0 = State::get();
+  ObjectRef waited_on{ObjectKind::context, 0};
   if (g_active) {
     std::lock_guard lock(state0.mutex);
-    if (const Tracked* tracked = state0.registry.find(context))
+    if (const Tracked* tracked = state0.registry.find(context)) {
+      waited_on = tracked->ref;
       state0.checkers.before_async_event_wait(state0, *tracked);
-  }
-  // Under the thread scheduler the wait is the scheduler's.
-  if (context != nullptr)
-    while (!thread_calls::wait_readable(context->async_fd, "ibv_get_async_event")) {
     }
-  const int result = next_async_event(state0, context, event);
+  }
+  int result = 0;
+  {
+    // The hang watchdog sees the thread wait here (hang_watchdog.h).
+    const hang::Blocked blocked("ibv_get_async_event", waited_on);
+    // Under the thread scheduler the wait is the scheduler's.
+    if (context != nullptr)
+      while (!thread_calls::wait_readable(context->async_fd, "ibv_get_async_event")) {
+      }
+    result = next_async_event(state0, context, event);
+  }
   if (!g_active) return result;
   const int error = errno;
+  if (result == 0)
+    hang::progressed();
+  else if (error == EAGAIN)
+    hang::idle("ibv_get_async_event", waited_on);
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   if (Tracked* tracked = state.registry.find(context)) {

@@ -2,6 +2,7 @@
 // dropped and coalesced events, held completions released before a wait,
 // the checks' view of event bookkeeping, and the records.
 #include "state.h"
+#include "hang_watchdog.h"
 #include "thread_calls.h"
 #include "verbs.h"
 
@@ -116,19 +117,29 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   State& state = State::get();
   for (;;) {
     release_held_completions(state, channel);
+    ObjectRef waited_on{ObjectKind::channel, 0};
     {
       // What the application leaves behind when it waits; a wait nothing
       // can end is diagnosed here instead of hanging.
       std::lock_guard lock(state.mutex);
-      if (const Tracked* tracked = state.registry.find(channel))
+      if (const Tracked* tracked = state.registry.find(channel)) {
+        waited_on = tracked->ref;
         state.checkers.before_cq_event_wait(state, *tracked);
+      }
     }
-    // Under the thread scheduler the wait is the scheduler's, so that the
-    // other threads run meanwhile.
-    if (channel != nullptr && !thread_calls::wait_readable(channel->fd, "ibv_get_cq_event"))
-      continue;
-    if (next_wrapped_cq_event(state, channel, cq, cq_context) != 0) {
+    int got = 0;
+    {
+      // The hang watchdog sees the thread wait here (hang_watchdog.h).
+      const hang::Blocked blocked("ibv_get_cq_event", waited_on);
+      // Under the thread scheduler the wait is the scheduler's, so that the
+      // other threads run meanwhile.
+      if (channel != nullptr && !thread_calls::wait_readable(channel->fd, "ibv_get_cq_event"))
+        continue;
+      got = next_wrapped_cq_event(state, channel, cq, cq_context);
+    }
+    if (got != 0) {
       const int error = errno;
+      if (error == EAGAIN) hang::idle("ibv_get_cq_event", waited_on);
       const std::string name = errno_name(error);
       traced(channel, "get_cq_event", {{"ret", -1}, {"errno", name}});
       errno = error;
@@ -162,6 +173,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       tracked->faults->absorb_next_event = true;
       state.engine.record_fault(*tracked, *decision, "effect");
     }
+    hang::progressed();
     tracked->faults->armed = false;  // an event disarms its CQ
     state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
     state.checkers.cq_event_taken(*tracked);

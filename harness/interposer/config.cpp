@@ -106,6 +106,8 @@ Config config_from_environment() {
                                "': expected a fabric name of 1 to 64 characters from "
                                "[A-Za-z0-9._-]");
   }
+  if (auto hang_after = variable("VERBFAULT_HANG_AFTER"))
+    config.hang_after_ns = checkers::parse_hang_after(*hang_after, "VERBFAULT_HANG_AFTER");
   config.process = process_identity(variable("VERBFAULT_PROC"));
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {

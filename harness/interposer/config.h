@@ -32,6 +32,7 @@
 #pragma once
 
 #include "check_catalogue.h"
+#include "hang_watch.h"
 #include "process_ref.h"
 #include "scheduler.h"
 #include "verbfault/plan.h"
@@ -54,6 +55,10 @@ struct Config {
   checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
   std::string findings_file;
   std::string summary_file;  // VERBFAULT_SUMMARY
+  // VERBFAULT_HANG_AFTER: wall-clock time without progress after which
+  // the hang watchdog ends the run (hang_watchdog.h); 0: off.
+  std::uint64_t hang_after_ns =
+      static_cast<std::uint64_t>(checkers::kDefaultHangAfterSeconds * 1e9);
   // For proc= selectors: VERBFAULT_PROC and the basename of argv[0].
   engine::ProcessIdentity process;
   // Whether the harness does anything beyond routing: a plan, a seed or a

@@ -10,6 +10,7 @@
 #include "extended_cq_trampolines.h"
 
 #include "completions.h"
+#include "hang_watchdog.h"
 #include "injections.h"
 #include "opcodes.h"
 #include "saved_ops.h"
@@ -72,13 +73,17 @@ int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv
   const record::Completions completion = state.completions(&wc, 1);
   state.checkers.polled(state, cq, 1, completion);
   state.record(record::CallRecord(cq.id()).add("call", call).add("ret", 0).add("wc", completion));
+  hang::progressed();
   return 0;
 }
 
 int refuse(State& state, Tracked& cq, const char* call, int error) {
   const std::string name = errno_name(error);
   state.record(record::CallRecord(cq.id()).add("call", call).add("ret", name));
-  if (error == ENOENT) state.checkers.polled(state, cq, 1, {});  // an empty poll
+  if (error == ENOENT) {
+    state.checkers.polled(state, cq, 1, {});  // an empty poll
+    hang::idle(call, cq.ref);
+  }
   return error;
 }
 

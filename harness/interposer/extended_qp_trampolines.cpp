@@ -11,6 +11,7 @@
 // its builder and becomes its error when polled.
 #include "extended_qp_trampolines.h"
 
+#include "hang_watchdog.h"
 #include "injections.h"
 #include "verbs.h"
 #include "opcodes.h"
@@ -144,6 +145,7 @@ int complete(ibv_qp_ex* qpx) {
   if (snapshot.plan.flush) inject::qp_to_error(qp);  // the batch is posted in ERR: flushed
   const int result = snapshot.provider.wr_complete(qpx);
   std::lock_guard lock(state.mutex);
+  if (result == 0) hang::progressed();
   if (ExtendedQp* ex = find(qpx)) {
     if (result != 0) undoom(state, qpx, *ex);
     trace_batch(state, qpx, *ex, "wr_complete", result);

@@ -2,6 +2,7 @@
 // stable name ("qp#3") when it is created, is traced with its calls, and is
 // forgotten by the registry, the engine and the checks when destroyed.
 #include "state.h"
+#include "hang_watchdog.h"
 #include "saved_ops.h"
 #include "trampolines.h"
 #include "verbs.h"
@@ -15,6 +16,28 @@ namespace {
 ObjectRef context_of(State& state, const void* parent) {
   if (Tracked* tracked = state.registry.find(parent)) return tracked->context;
   return {ObjectKind::context, 0};
+}
+
+// Once per process, at the first real device opened: which checks are off
+// there, and why (lock held).
+void say_checks_off(State& state, const char* device_name) {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  const std::string off = state.checkers.needing_simulated_device();
+  if (off.empty()) return;
+  const bool hangs = state.checkers.enabled("liveness.hang") && state.config.hang_after_ns != 0;
+  char hang_after[32];
+  std::snprintf(hang_after, sizeof hang_after, "%g s",
+                static_cast<double>(state.config.hang_after_ns) / 1e9);
+  std::fprintf(stderr,
+               "verbfault: checks off on %s, a real provider: %s (they need the simulated "
+               "device's view: what a CQ holds, what is due on its clock); %s\n",
+               device_name, off.c_str(),
+               hangs ? ("hangs are judged by time instead (liveness.hang after " +
+                        std::string(hang_after) + " without progress, --hang-after)")
+                           .c_str()
+                     : "liveness.hang is off too: a hang is left to --timeout");
 }
 
 }  // namespace
@@ -31,6 +54,7 @@ void opened(ibv_context* context, const char* device_name) {
                        .add("call", "open_device")
                        .add("device", device_name)
                        .add("provider", simulated ? "simulated" : "real"));
+    if (g_active && !simulated) say_checks_off(state, device_name);
   }
   if (!save_ops(context)) {
     std::fprintf(stderr, "verbfault: too many open contexts to interpose on; %s is not wrapped\n",
@@ -150,6 +174,7 @@ void destroying(const void* handle) {
 
 void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
   if (!g_active) return;
+  hang::progressed();
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   if (Tracked* tracked = state.registry.find(qp)) state.checkers.qp_modified(*tracked, attr, mask);

@@ -6,6 +6,7 @@
 #include "thread_calls.h"
 
 #include "conditions.h"
+#include "hang_watchdog.h"
 #include "observation.h"
 #include "replay.h"
 #include "scheduler.h"
@@ -81,7 +82,15 @@ State::State() {
   std::atexit(at_exit);
   // A forked child must not write over the parent's trace journal.
   pthread_atfork(nullptr, nullptr, [] { State::get().trace.forget_file_in_child(); });
-  if (config.threads) thread_calls::start(*config.threads);
+  // The hang watchdog (hang_watchdog.h) looks from the scheduler's
+  // watchdog thread, or from one of its own without the scheduler.
+  const bool watch_hangs = config.hang_after_ns != 0 && checkers.enabled("liveness.hang");
+  hang::configure(watch_hangs ? config.hang_after_ns : 0);
+  if (config.threads)
+    thread_calls::start(*config.threads);
+  else if (watch_hangs)
+    thread_calls::start_watchdog();
+  pthread_atfork(nullptr, nullptr, [] { thread_calls::after_fork_in_child(); });
   for (int signal : kFatalSignals) {
     struct sigaction current {};
     // An application's own handler stays in charge.
@@ -115,6 +124,7 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
   // over the address under its own name.
   if (Tracked* previous = registry.find(handle)) remove_object(*previous);
   Tracked& tracked = registry.add(kind, handle, context, simulated);
+  hang::progressed();
   trace.object_added(tracked.id());
   tracked.faults = &engine.object_added(tracked);
   checkers.object_added(tracked);
@@ -122,6 +132,7 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
 }
 
 void State::remove_object(Tracked& object) {
+  hang::progressed();
   checkers.forget(object);
   engine.object_removed(object);
   registry.remove(object.handle);
@@ -167,7 +178,7 @@ bool State::alone() const {
   if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
   // Without the scheduler: the process has one thread, and those the
   // simulated device runs itself.
-  return thread_count() == 1 + provider::device_threads();
+  return thread_count() == 1 + provider::device_threads() + thread_calls::harness_threads();
 }
 
 bool State::may_block_in_device() {
@@ -176,7 +187,7 @@ bool State::may_block_in_device() {
   if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle(true);
   // The device asks only once its service thread runs: the application's
   // one thread and that one.
-  return thread_count() == 2;
+  return thread_count() == 2 + thread_calls::harness_threads();
 }
 
 void State::record_timing_notes(record::ObjectId object) {

@@ -1,6 +1,7 @@
 #include "thread_calls.h"
 
 #include "callers.h"
+#include "hang_watchdog.h"
 #include "interposer.h"
 #include "libc.h"
 #include "observation.h"
@@ -13,6 +14,7 @@
 #include <sys/select.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -172,36 +174,64 @@ void note_escape(const scheduler::Escape& escape) {
                static_cast<unsigned long long>(position), escape.thread, escape.what.c_str());
 }
 
+// Whether this process has its watchdog thread (a forked child starts
+// its own): it is one of the harness's threads, not the program's.
+std::atomic<bool> g_watchdog_running{false};
+
 // The watchdog: a thread outside the schedule that looks, a few times per
 // escape time, whether the running thread has stopped reaching scheduling
-// points while others wait for their turn (scheduler.h, watch()).
+// points while others wait for their turn (scheduler.h, watch()), and, a
+// few times per hang time, whether the program is hung (hang_watchdog.h).
 void* watchdog(void*) {
-  const std::uint64_t escape_ns = sched().options().escape_ns;
-  const std::uint64_t tick_ns = std::max<std::uint64_t>(escape_ns / 8, 1'000'000);
+  // The harness's threads are named "vf-..." (hang_watchdog.cpp).
+  pthread_setname_np(pthread_self(), "vf-watchdog");
+  const bool scheduling = sched().running();
+  const std::uint64_t escape_tick =
+      std::max<std::uint64_t>(sched().options().escape_ns / 8, 1'000'000);
+  const std::uint64_t hang_tick = hang::look_interval_ns();
+  std::uint64_t tick_ns = scheduling ? escape_tick : hang_tick;
+  if (scheduling && hang::enabled()) tick_ns = std::min(escape_tick, hang_tick);
   const timespec tick = timespec_of(tick_ns);
+  std::uint64_t next_hang_look = 0;
   for (;;) {
     libc::real().nanosleep(&tick, nullptr);
     timespec wall{};
     libc::real().clock_gettime(CLOCK_MONOTONIC, &wall);
-    if (const std::optional<scheduler::Escape> escape = sched().watch(ns_of(wall)))
-      note_escape(*escape);
+    const std::uint64_t now = ns_of(wall);
+    if (scheduling)
+      if (const std::optional<scheduler::Escape> escape = sched().watch(now)) note_escape(*escape);
+    if (hang::enabled() && now >= next_hang_look) {
+      next_hang_look = now + hang_tick;
+      hang::look(now);
+    }
   }
   return nullptr;
 }
 
+}  // namespace
+
 void start_watchdog() {
+  if (g_watchdog_running.exchange(true)) return;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t thread;
   // Without a watchdog the run is still deterministic; it only cannot
-  // release a thread stuck outside the harness.
-  if (libc::real().create(&thread, &attr, watchdog, nullptr) != 0)
+  // release a thread stuck outside the harness, or end a hung run.
+  if (libc::real().create(&thread, &attr, watchdog, nullptr) != 0) {
+    g_watchdog_running = false;
     std::fprintf(stderr,
-                 "verbfault: cannot start the scheduler's watchdog thread; a thread blocked "
-                 "outside the harness will hold the others back\n");
+                 "verbfault: cannot start the watchdog thread; a thread blocked outside the "
+                 "harness will hold the others back, and a hung run is not ended\n");
+  }
   pthread_attr_destroy(&attr);
 }
+
+int harness_threads() {
+  return g_watchdog_running.load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+namespace {
 
 // The thread a start routine runs on: it takes its turn first.
 struct Start {
@@ -582,12 +612,14 @@ bool scheduled_pause(const void* caller) {
 void start(const scheduler::Options& options) {
   sched().start(options, world);
   start_watchdog();
+}
+
+void after_fork_in_child() {
   // A forked child has one thread, the forking one: its own schedule (and
   // its own watchdog).
-  pthread_atfork(nullptr, nullptr, [] {
-    sched().after_fork_in_child();
-    if (sched().running()) start_watchdog();
-  });
+  g_watchdog_running = false;
+  sched().after_fork_in_child();
+  if (sched().running() || hang::enabled()) start_watchdog();
 }
 
 void verbs_point() {
@@ -705,7 +737,12 @@ int join(pthread_t thread, void** result, const void* caller) {
       }
     }
   }
-  // The thread has left the schedule; the real join waits for it to be gone.
+  // The thread has left the schedule; the real join waits for it to be
+  // gone. Without the scheduler the hang watchdog sees the program's join
+  // (hang_watchdog.h): a thread that waits for another in sight.
+  if (called_from_sanitizer(caller) || called_from_rdma_stack(caller))
+    return libc::for_caller(caller).join(thread, result);
+  const hang::Blocked blocked("pthread_join");
   return libc::for_caller(caller).join(thread, result);
 }
 

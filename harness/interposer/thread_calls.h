@@ -22,6 +22,15 @@ namespace verbfault::interposer::thread_calls {
 // Starts the scheduler (the State's constructor, when VERBFAULT_THREADS
 // asks for it): the calling thread is thread 0.
 void start(const scheduler::Options& options);
+// Starts the process's watchdog thread, once (the scheduler's escapes,
+// the hang watchdog: hang_watchdog.h).
+void start_watchdog();
+// In a forked child (the State's fork handler): its own schedule and
+// watchdog.
+void after_fork_in_child();
+// The harness's own threads in this process (the watchdog): not the
+// program's.
+int harness_threads();
 // A verbs call of the program: a scheduling point. `yielding`: the
 // thread's previous call made no progress (an empty poll).
 void verbs_point();

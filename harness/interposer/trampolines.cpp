@@ -10,6 +10,7 @@
 #include "decision.h"
 #include "extended_cq_trampolines.h"
 #include "extended_qp_trampolines.h"
+#include "hang_watchdog.h"
 #include "opcodes.h"
 #include "post_decisions.h"
 #include "injections.h"
@@ -186,6 +187,7 @@ template <class Object, class Wr, class Op>
     lock.lock();
     if ((tracked = state.registry.find(object)) == nullptr) return result;
   }
+  if (result == 0) hang::progressed();
   record::CallRecord posted(tracked->id());
   posted.add("call", to_string(verb))
       .add("wrs", std::span<const record::WrSummary>(fired_wrs.empty() ? wrs : fired_wrs))
@@ -331,10 +333,13 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
     completions.count = static_cast<std::size_t>(visible);
   }
   state.checkers.polled(state, *tracked, num_entries, completions);
-  if (visible == 0)
+  if (visible == 0) {
     state.trace.empty_poll(tracked->id(), num_entries);  // a spin loop: counted, one record
-  else
+    hang::idle("ibv_poll_cq", tracked->ref);
+  } else {
     record_poll(state, *tracked, num_entries, visible, completions);
+    hang::progressed();
+  }
   if (to_error.empty()) return visible;
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);

@@ -8,7 +8,7 @@ namespace verbfault::checkers {
 
 namespace {
 
-constexpr std::array<CheckInfo, 17> kChecks = {{
+constexpr std::array<CheckInfo, 18> kChecks = {{
     {"ack.cq_events_unacked_at_destroy",
      "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
      "(libibverbs waits forever)",
@@ -24,12 +24,13 @@ constexpr std::array<CheckInfo, 17> kChecks = {{
     {"ack.async_overacked", "ibv_ack_async_event for an event that was not taken, or twice", ""},
     {"poll.wait_without_drain",
      "waiting for a completion event while the CQ still holds completions: one event covers "
-     "several completions, and no event comes for these",
-     "F12, F17"},
+     "several completions, and no event comes for these (simulated device only: needs what a "
+     "CQ holds)",
+     "F12, F17", true, true},
     {"poll.stranded_between_poll_and_arm",
      "a completion that arrived after the last empty poll and before the re-arm is not polled "
-     "before waiting: no event will report it",
-     "F10, F11"},
+     "before waiting: no event will report it (simulated device only: needs what a CQ holds)",
+     "F10, F11", true, true},
     {"event.not_rearmed",
      "waiting on a channel after an event without re-arming its CQ (e.g. after an event with "
      "no completion behind it): no further event comes from that CQ",
@@ -59,16 +60,21 @@ constexpr std::array<CheckInfo, 17> kChecks = {{
     {"resource.leak_at_exit", "verbs objects still alive when the program exits", "", false},
     {"liveness.blocked_forever",
      "blocked in ibv_get_cq_event or ibv_get_async_event when no event can ever arrive (the run "
-     "ends with exit status 122)",
-     "F09"},
+     "ends with exit status 122; simulated device only: needs what is due on the device)",
+     "F09", true, true},
     {"liveness.spinning",
      "polling an empty CQ over and over when no completion can ever arrive (the run ends with "
-     "exit status 122)",
-     ""},
+     "exit status 122; simulated device only: needs what is due on the device)",
+     "", true, true},
     {"liveness.posting_to_qp_in_err",
      "posting to a QP in ERR over and over (2^16 posts after an error completion, no reset): "
      "every post is flushed, so the loop never ends (the run ends with exit status 122)",
      "F18"},
+    {"liveness.hang",
+     "no verbs call made progress for the hang time (--hang-after, default 10 s) while every "
+     "thread waited or spun in a call the harness sees: on any provider (the run ends with "
+     "exit status 122)",
+     ""},
 }};
 
 // "ack.cq_events_overacked", a family "ack.*", or every check "*.*".
@@ -95,6 +101,12 @@ bool fails_run(std::string_view id) {
   for (const CheckInfo& check : kChecks)
     if (check.id == id) return check.fails_run;
   return true;
+}
+
+bool needs_simulated_device(std::string_view id) {
+  for (const CheckInfo& check : kChecks)
+    if (check.id == id) return check.needs_simulated_device;
+  return false;
 }
 
 bool known(std::string_view id) {

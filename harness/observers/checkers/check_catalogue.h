@@ -19,11 +19,16 @@ struct CheckInfo {
   // others are reported but left to judgement (what a program leaves to
   // the kernel at exit).
   bool fails_run = true;
+  // Whether it needs the simulated device's view (what a CQ holds, what is
+  // due on the device's clock): off on a real provider, where the
+  // interposer says so once (lifetime.cpp).
+  bool needs_simulated_device = false;
 };
 
 std::span<const CheckInfo> catalogue();
 bool known(std::string_view id);
 bool fails_run(std::string_view id);
+bool needs_simulated_device(std::string_view id);
 
 // Which checks run. VERBFAULT_CHECKS is a comma-separated list applied in
 // order to "all on": "off" / "all" switch every check, "-ID" / "+ID" one

@@ -109,6 +109,17 @@ class Checkers {
   void recv_posted(Host& host, const Object& object, const ibv_recv_wr* list);
   void qp_modified(const Object& qp, const ibv_qp_attr& attr, int mask);
 
+  // ---- the hang watchdog (interposer/hang_watchdog.h) ----
+  // The run is hung: reports liveness.hang on `object` (what the threads
+  // wait on) with what every thread waits for (`waits`, one "  thread N:
+  // ..." line each) and ends the run (kHangExit). Returns only when that
+  // check is off.
+  void hung(Host& host, const Object& object, std::string message, const std::string& waits);
+  bool enabled(std::string_view id) const { return on(id); }
+  // The checks switched on that need the simulated device's view
+  // (check_catalogue.h), "a, b, c": off on a real provider.
+  std::string needing_simulated_device() const;
+
   // ---- outcomes the application reports (Session::report_outcome) ----
   void outcome_reported(Host& host, const Object& qp, std::uint64_t wr_id, bool success);
 
@@ -129,6 +140,11 @@ class Checkers {
   // does, the calling one `doing` ("ibv_get_cq_event on channel#0").
   void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message,
                     std::string_view doing);
+  // Whether a destroy of `object` (a real provider's) with `taken` events
+  // and `acked` acknowledgements waits forever in libibverbs: no other
+  // thread can still give the missing acks.
+  bool destroy_never_returns(Host& host, const Object& object, std::uint64_t taken,
+                             std::uint64_t acked) const;
   // `another_armed`: a CQ of the same channel is armed.
   void check_cq_before_wait(Host& host, const Object& cq, bool another_armed);
   void check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,

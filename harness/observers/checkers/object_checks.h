@@ -22,8 +22,8 @@ struct ObjectChecks {
   // Of those, the ones no poll since has returned (polls return the oldest
   // first): completions that arrive after the arm are not among them.
   std::uint64_t arm_unpolled = 0;
-  bool polled_since_arm = false;     // any poll since the last arm
-  bool drained_since_arm = false;    // an empty poll since the last arm
+  bool polled_since_arm = false;   // any poll since the last arm
+  bool drained_since_arm = false;  // an empty poll since the last arm
   // Async events about this object (CQ, QP, SRQ, or a context's port events).
   std::uint64_t async_taken = 0;
   std::uint64_t async_acked = 0;

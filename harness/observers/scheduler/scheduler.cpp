@@ -631,6 +631,28 @@ std::optional<Escape> Scheduler::watch(std::uint64_t wall_ns) {
   return escape;
 }
 
+std::vector<Scheduler::Seen> Scheduler::seen() {
+  std::vector<Seen> threads;
+  if (!running()) return threads;
+  std::unique_lock lock(lock_);
+  for (const Thread& thread : threads_) {
+    if (thread.status == Status::finished || thread.status == Status::reserved) continue;
+    Seen one{thread.tid, thread.id, thread.status == Status::blocked, {}};
+    if (one.waiting) one.what = describe_wait(thread, /*ask_world=*/false);
+    threads.push_back(std::move(one));
+  }
+  return threads;
+}
+
+std::size_t Scheduler::waiting_threads(pid_t* tids, std::size_t max) {
+  if (!running()) return 0;
+  std::unique_lock lock(lock_);
+  std::size_t count = 0;
+  for (const Thread& thread : threads_)
+    if (thread.status == Status::blocked && count < max) tids[count++] = thread.tid;
+  return count;
+}
+
 std::string Scheduler::activity_of(pid_t tid) {
   // /proc/<pid>/task/<tid>/syscall (proc(5)): the number of the system
   // call the thread is blocked in and its arguments, or "running".
@@ -653,7 +675,7 @@ void Scheduler::stop() {
   running_.store(false, std::memory_order_relaxed);
 }
 
-std::string Scheduler::describe_wait(const Thread& thread) {
+std::string Scheduler::describe_wait(const Thread& thread, bool ask_world) {
   const Wait& wait = thread.wait;
   std::string text = wait.call;
   char address[32];
@@ -690,7 +712,8 @@ std::string Scheduler::describe_wait(const Thread& thread) {
     case WaitKind::fd:
       text += " on " +
               (wait.fd_name[0] != '\0' ? std::string(wait.fd_name)
-                                       : world_->fd_name(wait.fd_count > 0 ? wait.fds[0] : -1)) +
+               : ask_world             ? world_->fd_name(wait.fd_count > 0 ? wait.fds[0] : -1)
+                           : "fd " + std::to_string(wait.fd_count > 0 ? wait.fds[0] : -1)) +
               ", with nothing pending that can raise an event";
       break;
     case WaitKind::sleep:

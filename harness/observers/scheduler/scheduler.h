@@ -217,6 +217,23 @@ class Scheduler {
 
   std::uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
 
+  // For the hang watchdog (observers/checkers/hang_watch.h): each thread
+  // alive in the schedule, by its kernel id, and what it waits for when it
+  // is blocked in a modelled wait (a join, a lock, a condition, a sleep, a
+  // channel); `waiting` false: it runs, waits for its turn, or was released
+  // to run outside the schedule. Asks the World nothing when every blocked
+  // thread's wait names its fds itself.
+  struct Seen {
+    pid_t tid = 0;
+    ThreadId id = 0;
+    bool waiting = false;
+    std::string what;  // the wait, as a deadlock report says it
+  };
+  std::vector<Seen> seen();
+  // The kernel ids of the threads blocked in a modelled wait, into
+  // `tids` (at most `max`); their number. Allocates nothing.
+  std::size_t waiting_threads(pid_t* tids, std::size_t max);
+
  private:
   // escaped: released by the watchdog, running outside the schedule.
   enum class Status : std::uint8_t { reserved, runnable, blocked, finished, escaped };
@@ -257,7 +274,10 @@ class Scheduler {
   void refresh_waiters();
   bool any_fd_readable(const Wait& wait);
   [[noreturn]] void report_deadlock();
-  std::string describe_wait(const Thread& thread);
+  // `ask_world` false: an fd the waiter did not name is said by number (the
+  // World names it under the interposer's lock, which a caller holding
+  // only the scheduler's must not wait for).
+  std::string describe_wait(const Thread& thread, bool ask_world = true);
   static void wait_for_turn(Thread& self);
   static void hand_to(Thread& next);
 
