@@ -56,9 +56,20 @@ struct Pair {
     if (!mr) fail("ibv_reg_mr", errno);
     ibv_port_attr port{};
     if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
-    connect(a, b->qp_num, port.lid, rnr_retry);
-    connect(b, a->qp_num, port.lid, rnr_retry);
+    // A RoCE port has no LID: the path needs a GRH with the port's own GID
+    // (IBTA Annex A16/A17). Index 1, as the sample: rxe's RoCEv2 GID of the
+    // netdev's IPv4 address (index 0 is the link-local one).
+    const ibv_gid* grh = nullptr;
+    ibv_gid gid{};
+    if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
+      if (ibv_query_gid(ctx, 1, kRoceGidIndex, &gid)) fail("ibv_query_gid", errno);
+      grh = &gid;
+    }
+    connect(a, b->qp_num, port.lid, rnr_retry, grh);
+    connect(b, a->qp_num, port.lid, rnr_retry, grh);
   }
+
+  static constexpr uint8_t kRoceGidIndex = 1;
 
   ibv_qp* make_qp(uint32_t depth) {
     ibv_qp_init_attr init{};
@@ -73,7 +84,9 @@ struct Pair {
 
   // INIT -> RTR -> RTS towards `remote`; `rnr_retry` 7 retries an RNR NAK
   // forever (IBA 9.7.5.2.8), fewer ends in IBV_WC_RNR_RETRY_EXC_ERR.
-  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid, uint8_t rnr_retry = 7) {
+  // `grh`: the GID to address (a RoCE port), or none (InfiniBand: the LID).
+  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid, uint8_t rnr_retry = 7,
+                      const ibv_gid* grh = nullptr) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
@@ -88,6 +101,12 @@ struct Pair {
     a.min_rnr_timer = 1;
     a.ah_attr.dlid = lid;
     a.ah_attr.port_num = 1;
+    if (grh != nullptr) {
+      a.ah_attr.is_global = 1;
+      a.ah_attr.grh.dgid = *grh;
+      a.ah_attr.grh.sgid_index = kRoceGidIndex;
+      a.ah_attr.grh.hop_limit = 1;
+    }
     if (ibv_modify_qp(qp, &a,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))

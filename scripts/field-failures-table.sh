@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The field failures (scenarios/field_failures/FNN) on one provider: each
+# buggy program over the seeds of its expect.yaml until one ends with a
+# verdict (exit 121 or 122, or a signal), each fixed program over the same
+# seeds (every run must exit 0). Prints one table row per field failure:
+#
+#   FNN  buggy: exit 122 (seed 3, liveness.hang) in 2.1 s  fixed: 0 x20
+#
+# and exits 1 when a buggy program ended with no verdict on every seed, or
+# a fixed one failed. The first device listed is the one used: on the host
+# vfsim0; in the rxe VM (scripts/rxe-field-failures.sh) rxe0, with
+# VERBFAULT_SIM_DEVICES=0. HANG_AFTER (seconds, default 2) is the hang
+# watchdog's time; SEEDS_MAX bounds the seeds of each (default: all).
+#
+#   scripts/field-failures-table.sh [BUILD_DIR]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+hang_after="${HANG_AFTER:-2}"
+seeds_max="${SEEDS_MAX:-1000}"
+cli="$build/harness/cli/verbfault"
+bad=0
+for dir in scenarios/field_failures/F[0-9][0-9]; do
+  id=$(basename "$dir")
+  program="$build/scenarios/field_failures/field_failure_$id"
+  range=$(sed -n 's/^seeds: *\([0-9]*\)\.\.\([0-9]*\).*/\1 \2/p' "$dir/expect.yaml")
+  read -r first last <<<"$range"
+  [ $((last - first + 1)) -gt "$seeds_max" ] && last=$((first + seeds_max - 1))
+  run() {  # run VARIANT SEED: sets status, checks
+    local output
+    output=$("$cli" run --seed "$2" --hang-after "$hang_after" --timeout 60 \
+      --plan "$dir/plan.yaml" -- "$program" "$1" 2>&1)
+    status=$?
+    checks=$(grep -o 'check [a-z_.]* on' <<<"$output" | awk '{print $2}' | sort -u | paste -sd, -)
+  }
+  started=$EPOCHREALTIME
+  buggy="no verdict on seeds $first..$last"
+  for seed in $(seq "$first" "$last"); do
+    run buggy "$seed"
+    if [ "$status" -ne 0 ] && [ "$status" -ne 143 ]; then
+      buggy="exit $status (seed $seed${checks:+, $checks})"
+      break
+    fi
+  done
+  buggy_time=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')
+  [[ "$buggy" == no* ]] && bad=1
+  fixed_statuses=""
+  for seed in $(seq "$first" "$last"); do
+    run fixed "$seed"
+    fixed_statuses+="$status${checks:+($checks)} "
+    [ "$status" -ne 0 ] && bad=1
+  done
+  fixed=$(tr ' ' '\n' <<<"$fixed_statuses" | sed '/^$/d' | sort | uniq -c |
+    awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')
+  printf '%s  buggy: %s in %.1f s  fixed: %s\n' "$id" "$buggy" "$buggy_time" "$fixed"
+done
+exit "$bad"
