@@ -14,9 +14,11 @@ namespace verbfault::interposer {
 namespace {
 
 // A completion event from a wrapped (real provider) channel: an injected
-// one first, else the provider's own through its fd; waits on the
-// application's fd unless it is non-blocking.
-int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+// one first (`injected` says so), else the provider's own through its fd;
+// waits on the application's fd unless it is non-blocking.
+int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context,
+                          bool& injected) {
+  injected = false;
   for (;;) {
     engine::EventFd fds;
     {
@@ -32,6 +34,7 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
         tracked->faults->events.consume();
         *cq_context = (*cq)->cq_context;
         if (Tracked* target = state.registry.find(*cq)) ++target->faults->injected_cq_unacked;
+        injected = true;
         return 0;
       }
       fds = tracked->faults->events;
@@ -113,7 +116,8 @@ void release_held_for_waiter(int fd) {
 }
 
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
-  if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context);
+  bool injected = false;
+  if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context, injected);
   State& state = State::get();
   for (;;) {
     release_held_completions(state, channel);
@@ -135,7 +139,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       // other threads run meanwhile.
       if (channel != nullptr && !thread_calls::wait_readable(channel->fd, "ibv_get_cq_event"))
         continue;
-      got = next_wrapped_cq_event(state, channel, cq, cq_context);
+      got = next_wrapped_cq_event(state, channel, cq, cq_context, injected);
     }
     if (got != 0) {
       const int error = errno;
@@ -148,6 +152,20 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     std::unique_lock lock(state.mutex);
     Tracked* tracked = state.registry.find(*cq);
     if (tracked == nullptr) return 0;
+    if (injected && tracked->faults->armed) {
+      tracked->faults->provider_arm_spent = true;
+    } else if (!injected && tracked->faults->provider_arm_spent) {
+      // The provider answers the arm an injected event answered already:
+      // the application, which has not re-armed since, gets no event.
+      tracked->faults->provider_arm_spent = false;
+      state.record(record::CallRecord(tracked->id())
+                       .add("event", "completion")
+                       .add("absorbed", true)
+                       .add("why", "not re-armed since an injected event"));
+      lock.unlock();
+      provider::ack_cq_events(*cq, 1);
+      continue;
+    }
     if (tracked->faults->absorb_next_event) {
       // coalesce_cq_event: this event is merged into the one delivered
       // before; the harness acknowledges it in the application's place.

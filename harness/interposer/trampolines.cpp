@@ -381,6 +381,7 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   const int result = ops->req_notify_cq(cq, solicited_only);
   if (result == 0) {
     tracked->faults->armed = true;
+    tracked->faults->provider_arm_spent = false;  // the provider's arm is the application's again
     state.checkers.armed(state, *tracked);
   }
   if (decision) {

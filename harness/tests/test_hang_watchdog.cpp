@@ -143,21 +143,22 @@ std::size_t occurrences(const std::string& haystack, const std::string& needle) 
 
 TEST(HangWatchdog, ARunOnARealProviderSaysOnceWhichChecksAreOffAndWhy) {
   const ProcessResult real = run_program(Provider::real, "waiter_thread");
-  EXPECT_EQ(occurrences(real.output, "verbfault: checks off on vfreal0, a real provider: "
-                                     "poll.wait_without_drain, poll.stranded_between_poll_and_arm, "
-                                     "liveness.blocked_forever, liveness.spinning (they need the "
-                                     "simulated device's view"),
+  EXPECT_EQ(occurrences(real.output,
+                        "verbfault: checks off on vfreal0, a real provider: "
+                        "poll.wait_without_drain, poll.stranded_between_poll_and_arm, "
+                        "liveness.blocked_forever, liveness.spinning (they need the "
+                        "simulated device's view"),
             1u)
       << real.output;
   EXPECT_TRUE(contains(real.output, "hangs are judged by time instead (liveness.hang after 1 s"))
       << real.output;
   // Checks switched off by the user are not listed; with liveness.hang off
   // too, the line says a hang is left to the timeout.
-  const ProcessResult fewer =
-      run_program(Provider::real, "wait_event", "--hang-after 1",
-                  "VERBFAULT_CHECKS=-poll.*,-liveness.hang", 3);
-  EXPECT_TRUE(contains(fewer.output, "checks off on vfreal0, a real provider: "
-                                     "liveness.blocked_forever, liveness.spinning ("))
+  const ProcessResult fewer = run_program(Provider::real, "wait_event", "--hang-after 1",
+                                          "VERBFAULT_CHECKS=-poll.*,-liveness.hang", 3);
+  EXPECT_TRUE(contains(fewer.output,
+                       "checks off on vfreal0, a real provider: "
+                       "liveness.blocked_forever, liveness.spinning ("))
       << fewer.output;
   EXPECT_TRUE(contains(fewer.output, "liveness.hang is off too: a hang is left to --timeout"))
       << fewer.output;

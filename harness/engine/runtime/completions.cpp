@@ -66,6 +66,19 @@ int take_due(ObjectFaults& cq, ibv_wc* wc, int limit, bool& may_poll) {
 
 int apply_to_polled(FaultEngine& engine, const record::Object& cq, ibv_wc* wc,
                     const record::ObjectId* qps, int from, int to, std::vector<ibv_qp*>& to_error) {
+  // A real provider's error completions get the poison of the fields
+  // ibv_poll_cq(3) leaves undefined (all but wr_id, status, qp_num and
+  // vendor_err), as the simulated device's have it: an application that
+  // reads them (F04: the opcode of a flush deciding send or receive) goes
+  // wrong on every provider, not only where the provider's leftovers
+  // happen to mislead it. The provider's vendor_err is kept.
+  if (!cq.simulated)
+    for (int i = from; i < to; ++i)
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        const std::uint32_t vendor_err = wc[i].vendor_err;
+        poison(wc[i], wc[i].status);
+        wc[i].vendor_err = vendor_err;
+      }
   // Rewrites only where something can be rewritten: an injected error on
   // some QP, or a delay rule.
   if (!engine.may_rewrite_completions && !engine.has_rules(Site::completion)) return to;

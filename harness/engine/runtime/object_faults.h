@@ -45,6 +45,13 @@ struct ObjectFaults {
   std::uint32_t held_polls = 0;    // polls until `held` is visible again
   bool absorb_next_event = false;  // coalesce_cq_event pending
   bool armed = false;              // req_notify_cq since the last event delivered
+  // A real provider's CQ whose arm an injected event answered (a spurious
+  // event delivered while the application had it armed): the provider is
+  // still armed, and its next event answers an arm the application saw
+  // answered already, so it is swallowed unless the application re-arms
+  // first, as the simulated device's own spurious event disarms the CQ
+  // (ibv_req_notify_cq(3): one arm, one event).
+  bool provider_arm_spent = false;
 
   // Effect level on a real provider: the wrapped fd of a channel or a
   // context, the events injected into it, and the conditions emulated.

@@ -253,6 +253,66 @@ TEST_F(EffectFaults, SpuriousCqEventMakesTheChannelFdReadableWithoutACompletion)
   EXPECT_EQ(destroy_cq_a(), 0);
 }
 
+// As on the simulated device, whose spurious event disarms the CQ: the
+// injected event answers the application's arm, so a completion after it
+// raises no event until the application re-arms (F13: a loop that sleeps
+// again without re-arming hangs on every provider).
+TEST_F(EffectFaults, SpuriousCqEventSpendsTheApplicationsArm) {
+  begin("spurious_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(try_get_event(), cq_a_);  // the injected one
+  ibv_ack_cq_events(cq_a_, 1);
+  // Not re-armed: the provider's event for this completion does not reach
+  // the application.
+  ASSERT_EQ(write_a_to_b(61), 0);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);  // the completion is there
+  // Re-armed, the next completion raises an event as usual.
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(62), 0);
+  EXPECT_EQ(try_get_event(), cq_a_);
+  ibv_ack_cq_events(cq_a_, 1);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+  // The swallowed event was acknowledged to the provider by the harness:
+  // destroy neither fails nor waits.
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
+// ibv_poll_cq(3): of an error completion only wr_id, status, qp_num and
+// vendor_err are valid. The harness poisons the rest of a real provider's,
+// as the simulated device leaves them (F04 reads the opcode of a flush).
+TEST_F(EffectFaults, AProvidersErrorCompletionHasItsUndefinedFieldsPoisoned) {
+  begin("", 1);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_STATE), 0);
+  ASSERT_EQ(send_a_to_b(64), 0);  // flushed
+  const std::vector<ibv_wc> polled = poll(cq_a_, 1);
+  ASSERT_EQ(polled.size(), 1u);
+  const ibv_wc& wc = polled[0];
+  EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(wc.wr_id, 64u);
+  EXPECT_EQ(wc.qp_num, a_->qp_num);
+  EXPECT_EQ(static_cast<std::uint32_t>(wc.opcode), 0xa5a5a5a5u);
+  EXPECT_EQ(wc.byte_len, 0xa5a5a5a5u);
+  EXPECT_NE(wc.vendor_err, 0x1f0u) << "the provider's own vendor_err is kept";
+}
+
+TEST_F(EffectFaults, ARearmAfterTheSpuriousEventGetsTheNextEvent) {
+  begin("spurious_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(try_get_event(), cq_a_);
+  ibv_ack_cq_events(cq_a_, 1);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);  // what a correct loop does
+  ASSERT_EQ(write_a_to_b(63), 0);
+  EXPECT_EQ(try_get_event(), cq_a_);
+  ibv_ack_cq_events(cq_a_, 1);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+}
+
 TEST_F(EffectFaults, SpuriousCqEventWakesAWaiterBlockedOnTheChannel) {
   begin("spurious_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
   auto waiter = std::async(std::launch::async, [&] {
