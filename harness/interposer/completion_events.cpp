@@ -3,11 +3,15 @@
 // the checks' view of event bookkeeping, and the records.
 #include "state.h"
 #include "hang_watchdog.h"
+#include "saved_ops.h"
 #include "thread_calls.h"
 #include "verbs.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 namespace verbfault::interposer {
 
@@ -28,6 +32,13 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
         lock.unlock();  // the provider may block
         return provider::get_cq_event(channel, cq, cq_context);
       }
+      if (!tracked->faults->kept_provider_events.empty()) {
+        *cq = tracked->faults->kept_provider_events.front();
+        tracked->faults->kept_provider_events.pop_front();
+        tracked->faults->events.consume();
+        *cq_context = (*cq)->cq_context;
+        return 0;
+      }
       if (!tracked->faults->injected_cq_events.empty()) {
         *cq = tracked->faults->injected_cq_events.front();
         tracked->faults->injected_cq_events.pop_front();
@@ -47,6 +58,76 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
     if (errno != EAGAIN || fds.nonblocking()) return -1;
     fds.wait();
   }
+}
+
+// How long coalescing on a real provider waits for the CQ's next
+// completion: a burst's next completion comes within microseconds (rxe
+// loops back in the kernel), and a lone completion's event is held no
+// longer than this.
+constexpr std::uint64_t kCoalesceWindowNs = 50'000'000;
+
+// coalesce_cq_event (lock not held): the event just
+// taken for `cq` is to stand for its next completion too, as when two
+// complete before the application looks (a device raises one event for
+// both). The harness arms the CQ itself and waits up to kCoalesceWindowNs
+// (on the virtual clock for a scheduled thread, whose peers run meanwhile
+// and may be what completes next) for that completion's event, which it takes and acknowledges to
+// the provider; the application then finds both completions behind one event (a program that takes
+// one completion per event is left with the second and no event for it, on every provider). An
+// event of another CQ of the channel meanwhile is kept for the application. Whether one was merged;
+// if none came, the provider stays armed by the harness, and its next
+// event answers an arm the application did not make: swallowed unless the
+// application re-arms first (provider_arm_spent).
+bool merge_next_event(State& state, ibv_comp_channel* channel, ibv_cq* cq) {
+  int provider_fd = -1;
+  bool wrapped = false;
+  {
+    std::lock_guard lock(state.mutex);
+    Tracked* tracked = state.registry.find(channel);
+    if (tracked == nullptr) return false;
+    wrapped = tracked->faults->events.wrapped();
+    if (wrapped) {
+      provider_fd = tracked->faults->events.provider_fd();
+    } else {
+      // The simulated device's channel is the application's own fd: an
+      // event of another CQ read here could not be shown on it again, so
+      // only a channel of this CQ alone waits.
+      for (Tracked* other : state.registry.all(ObjectKind::cq))
+        if (other->handle != cq && static_cast<const ibv_cq*>(other->handle)->channel == channel)
+          return false;
+      provider_fd = channel->fd;
+    }
+  }
+  if (saved_ops(cq->context)->req_notify_cq(cq, 0) != 0) return false;
+  // A real provider's event is read through a copy of the channel with the
+  // provider's fd (libibverbs reads channel->fd only); the simulated
+  // device's through the channel itself.
+  ibv_comp_channel provider_channel = *channel;
+  provider_channel.fd = provider_fd;
+  ibv_comp_channel* reading = wrapped ? &provider_channel : channel;
+  // At most a few events of other CQs before this one's: each is kept, and
+  // the wait goes on for what is left of the window (about: each wait
+  // takes the whole window when nothing comes).
+  for (int kept = 0; kept < 8; ++kept) {
+    if (!thread_calls::wait_readable_for(provider_fd, kCoalesceWindowNs, "ibv_get_cq_event",
+                                         "a coalesced event's next completion"))
+      break;
+    ibv_cq* got = nullptr;
+    void* context = nullptr;
+    if (provider::get_cq_event(reading, &got, &context) != 0) continue;
+    if (got == cq) {
+      provider::ack_cq_events(cq, 1);
+      return true;
+    }
+    std::lock_guard lock(state.mutex);
+    if (Tracked* tracked = state.registry.find(channel)) {
+      tracked->faults->kept_provider_events.push_back(got);
+      tracked->faults->events.signal();
+    }
+  }
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(cq)) tracked->faults->provider_arm_spent = true;
+  return false;
 }
 
 // delayed_completion on the CQs of `channel`: the application waits for an
@@ -187,7 +268,18 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       provider::ack_cq_events(*cq, 1);
       continue;  // the application waits for the next event, if any comes
     }
-    if (decision) {
+    if (decision && !injected) {
+      // The event is made to stand for the next completion too, or, when
+      // none comes soon, for the next event the application does not look
+      // at the CQ before.
+      const engine::Decision coalesced = *decision;
+      lock.unlock();
+      const bool merged = merge_next_event(state, channel, *cq);
+      lock.lock();
+      if ((tracked = state.registry.find(*cq)) == nullptr) return 0;
+      state.engine.record_fault(*tracked, coalesced, "effect", {{"merged", merged ? 1 : 0}});
+      tracked->faults->absorb_next_event = !merged;
+    } else if (decision) {
       tracked->faults->absorb_next_event = true;
       state.engine.record_fault(*tracked, *decision, "effect");
     }

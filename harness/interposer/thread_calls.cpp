@@ -655,6 +655,29 @@ bool wait_readable(int fd, const char* call) {
   return HarnessWorld::poll_readable(fd);
 }
 
+bool wait_readable_for(int fd, std::uint64_t timeout_ns, const char* call, const char* what) {
+  if (HarnessWorld::poll_readable(fd)) return true;
+  if (scheduler::Scheduler::manages_this_thread() && sched().running()) {
+    Wait wait;
+    wait.kind = WaitKind::fd;
+    wait.add_fd(fd);
+    wait.call = call;
+    // A real provider's fd is fed from outside; the simulated device's by
+    // its own clock, unless it shares a fabric with other processes.
+    wait.external = world.event_fds(&fd, 1).external;
+    wait.deadline_ns = sched().now_ns() + timeout_ns;
+    std::snprintf(wait.fd_name, sizeof wait.fd_name, "%s", what);
+    sched().block(wait);
+    return HarnessWorld::poll_readable(fd);
+  }
+  pollfd readable{fd, POLLIN, 0};
+  const int timeout_ms = static_cast<int>(std::min<std::uint64_t>(timeout_ns / 1'000'000, 60'000));
+  int result;
+  while ((result = libc::real().poll(&readable, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  return result > 0;
+}
+
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) {
   if (!scheduled(caller)) return libc::for_caller(caller).mutex_lock(mutex);
   sched().point();

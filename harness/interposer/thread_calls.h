@@ -43,6 +43,11 @@ void polled(bool empty);
 // wait ended for completions the harness held back (release them, check,
 // and wait again).
 bool wait_readable(int fd, const char* call);
+// Waits up to `timeout_ns` for `fd` (a channel's, or the provider's fd
+// behind it) to be readable; whether it is. A scheduled thread waits in the scheduler
+// on the virtual clock (the others run meanwhile, and may be what makes it
+// readable); any other in real time. `what` names the wait in a report.
+bool wait_readable_for(int fd, std::uint64_t timeout_ns, const char* call, const char* what);
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller);
 int mutex_trylock(pthread_mutex_t* mutex, const void* caller);

@@ -105,9 +105,9 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
 
 // Posts `list` with the saved op, applying the plan: WRs before `stop` are
 // posted, then the fault takes effect. *bad_wr always points into the
-// application's own list.
+// application's own list. `real`: the QP is a real provider's.
 template <class Wr, class Post>
-int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp* qp) {
+int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp* qp, bool real) {
   std::vector<Wr> copy;
   for (Wr* wr = list; wr != nullptr; wr = wr->next) copy.push_back(*wr);
   for (std::size_t i = 0; i + 1 < copy.size(); ++i) copy[i].next = &copy[i + 1];
@@ -134,6 +134,19 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
   if (plan.error != 0) {
     *bad_wr = original(stop);
     return plan.error;
+  }
+  if constexpr (std::is_same_v<Wr, ibv_recv_wr>) {
+    if (real) {
+      // A receive posted to a QP already in ERR is never flushed by rxe
+      // (docs/architecture.md, "Where the simulated device follows the spec
+      // rather than rxe"), which the application would wait for forever:
+      // on a real provider the receives are posted first and the QP then
+      // moved to ERR, which flushes them with everything outstanding. The
+      // application sees the same: they complete as flushes.
+      const int result = post_range(stop, copy.size());
+      inject::qp_to_error(qp);
+      return result;
+    }
   }
   inject::qp_to_error(qp);  // flush: the rest is posted in ERR and flushed
   return post_range(stop, copy.size());
@@ -165,6 +178,7 @@ template <class Object, class Wr, class Op>
     result = op(object, list, bad_wr);
   } else {
     fired_wrs = wrs;
+    const bool real = !tracked->simulated;  // read under the lock
     lock.unlock();
     // Posts copy[from...] with the provider's op, or through the simulated
     // device with the conditions caused for those WRs.
@@ -183,7 +197,7 @@ template <class Object, class Wr, class Op>
       }
       return op(object, first, bad);
     };
-    result = execute_post(list, bad_wr, plan, post, qp);
+    result = execute_post(list, bad_wr, plan, post, qp, real);
     lock.lock();
     if ((tracked = state.registry.find(object)) == nullptr) return result;
   }

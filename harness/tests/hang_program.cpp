@@ -16,11 +16,21 @@
 //   hang_program event_after_wait a correct program: a second thread posts
 //                                 after a pause while the first waits for the
 //                                 completion's event; exit 0
+//   hang_program one_per_event    a thread writes to itself four times (RDMA
+//                                 WRITE), 20 ms apart; per completion event the main
+//                                 thread polls ONE completion, re-arms and
+//                                 waits again (a bug: an event may stand for
+//                                 several completions, ibv_get_cq_event(3),
+//                                 which spaced completions hide); exit 0 when
+//                                 all arrive
+//   hang_program drain_per_event  the same, draining the CQ after each event
+//                                 (correct)
 //
 // Exit status 0 when the program ended as it meant to, 1 when a verbs call
 // failed, 2 for a usage error; the hanging modes do not end on their own.
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <verbfault_testing/rc_connect.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -71,69 +81,60 @@ void* waiter(void*) {
 }
 
 // event_after_wait: a loopback RC QP on the device (a self-connected QP
-// sends to itself), one send and one receive.
+// sends to itself, connected by verbfault_testing's rc_connect), one send
+// and one receive.
 struct Loopback {
   ibv_pd* pd = nullptr;
   ibv_mr* mr = nullptr;
   ibv_qp* qp = nullptr;
   char buffer[64] = {};
 
-  Loopback() {
+  // `receives`: how many receives to post up front.
+  explicit Loopback(int receives = 1) {
     pd = ibv_alloc_pd(device->context);
     if (pd == nullptr) fail("ibv_alloc_pd");
-    mr = ibv_reg_mr(pd, buffer, sizeof buffer, IBV_ACCESS_LOCAL_WRITE);
+    mr = ibv_reg_mr(pd, buffer, sizeof buffer, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (mr == nullptr) fail("ibv_reg_mr");
     ibv_qp_init_attr init{};
     init.send_cq = init.recv_cq = device->cq;
     init.qp_type = IBV_QPT_RC;
-    init.cap = {4, 4, 1, 1, 0};
+    init.cap = {8, 8, 1, 1, 0};
     qp = ibv_create_qp(pd, &init);
     if (qp == nullptr) fail("ibv_create_qp");
     ibv_port_attr port{};
     if (ibv_query_port(device->context, 1, &port) != 0) fail("ibv_query_port");
-    ibv_gid gid{};
-    if (ibv_query_gid(device->context, 1, 0, &gid) != 0) fail("ibv_query_gid");
-    ibv_qp_attr attr{};
-    attr.qp_state = IBV_QPS_INIT;
-    attr.port_num = 1;
-    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-    if (ibv_modify_qp(qp, &attr,
-                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-      fail("ibv_modify_qp(INIT)");
-    attr = {};
-    attr.qp_state = IBV_QPS_RTR;
-    attr.path_mtu = IBV_MTU_1024;
-    attr.dest_qp_num = qp->qp_num;
-    attr.rq_psn = 0;
-    attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 12;
-    attr.ah_attr.dlid = port.lid;
-    attr.ah_attr.port_num = 1;
-    // RoCE has no LID: the GID routes.
-    attr.ah_attr.is_global = 1;
-    attr.ah_attr.grh.dgid = gid;
-    attr.ah_attr.grh.hop_limit = 1;
-    if (ibv_modify_qp(qp, &attr,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-      fail("ibv_modify_qp(RTR)");
-    attr = {};
-    attr.qp_state = IBV_QPS_RTS;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
-    attr.sq_psn = 0;
-    attr.max_rd_atomic = 1;
-    if (ibv_modify_qp(qp, &attr,
-                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-      fail("ibv_modify_qp(RTS)");
+    // A RoCE port has no LID: the path needs a GRH with the port's own GID
+    // (index 1 on rxe: the RoCEv2 GID of its IPv4 address); InfiniBand
+    // routes by the LID.
+    verbfault::testing::RcConnectOptions path{.dest_qp_num = qp->qp_num, .dlid = port.lid};
+    if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
+      if (ibv_query_gid(device->context, 1, 1, &path.grh.dgid) != 0) fail("ibv_query_gid");
+      path.grh.sgid_index = 1;
+      path.grh.hop_limit = 1;
+    }
+    if (verbfault::testing::rc_connect(qp, path) != 0) fail("ibv_modify_qp");
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer + 32), 32, mr->lkey};
     ibv_recv_wr recv{};
     recv.sg_list = &sge;
     recv.num_sge = 1;
     ibv_recv_wr* bad_recv = nullptr;
-    if (ibv_post_recv(qp, &recv, &bad_recv) != 0) fail("ibv_post_recv");
+    for (int i = 0; i < receives; ++i)
+      if (ibv_post_recv(qp, &recv, &bad_recv) != 0) fail("ibv_post_recv");
+  }
+
+  // An RDMA WRITE to itself: one completion, the sender's.
+  void write() {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer), 32, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 2;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(buffer + 32);
+    wr.wr.rdma.rkey = mr->rkey;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(qp, &wr, &bad) != 0) fail("ibv_post_send");
   }
 
   void send() {
@@ -151,6 +152,17 @@ struct Loopback {
 
 Loopback* loopback = nullptr;
 
+// one_per_event / drain_per_event: messages sent one at a time, apart.
+constexpr int kSpacedMessages = 4;
+
+void* spaced_sender(void*) {
+  for (int i = 0; i < kSpacedMessages; ++i) {
+    usleep(20'000);
+    loopback->write();
+  }
+  return nullptr;
+}
+
 void* late_sender(void*) {
   // A pause (virtual time under the scheduler), then the send the waiter
   // waits for.
@@ -164,13 +176,14 @@ void* late_sender(void*) {
 int main(int argc, char** argv) {
   const char* mode = argc == 2 ? argv[1] : "";
   const char* modes[] = {
-      "wait_event", "spin", "waiter_thread", "read_pipe", "overacked_destroy", "event_after_wait"};
+      "wait_event",       "spin",          "waiter_thread",  "read_pipe", "overacked_destroy",
+      "event_after_wait", "one_per_event", "drain_per_event"};
   bool known = false;
   for (const char* m : modes) known = known || std::strcmp(mode, m) == 0;
   if (!known) {
     std::fprintf(stderr,
                  "usage: hang_program wait_event|spin|waiter_thread|read_pipe|"
-                 "overacked_destroy|event_after_wait\n");
+                 "overacked_destroy|event_after_wait|one_per_event|drain_per_event\n");
     return 2;
   }
   Device opened;
@@ -195,6 +208,32 @@ int main(int argc, char** argv) {
     const int result = ibv_destroy_cq(device->cq);
     std::fprintf(stderr, "hang_program: ibv_destroy_cq returned %d\n", result);
     return result == 0 ? 0 : 1;
+  } else if (std::strcmp(mode, "one_per_event") == 0 || std::strcmp(mode, "drain_per_event") == 0) {
+    const bool drain = mode[0] == 'd';
+    Loopback pair(0);
+    loopback = &pair;
+    if (ibv_req_notify_cq(device->cq, 0) != 0) fail("ibv_req_notify_cq");
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, spaced_sender, nullptr) != 0) fail("pthread_create");
+    int completions = 0;
+    while (completions < kSpacedMessages) {
+      ibv_cq* cq = nullptr;
+      void* context = nullptr;
+      if (ibv_get_cq_event(device->channel, &cq, &context) != 0) fail("ibv_get_cq_event");
+      ibv_ack_cq_events(cq, 1);
+      if (ibv_req_notify_cq(cq, 0) != 0) fail("ibv_req_notify_cq");
+      ibv_wc wc[8];
+      int n;
+      do {
+        n = ibv_poll_cq(cq, drain ? 8 : 1, wc);
+        if (n < 0) fail("ibv_poll_cq");
+        for (int i = 0; i < n; ++i)
+          if (wc[i].status != IBV_WC_SUCCESS) fail("a completion");
+        completions += n;
+      } while (drain && n > 0);
+    }
+    pthread_join(thread, nullptr);
+    std::printf("hang_program: every completion arrived\n");
   } else {
     Loopback pair;
     loopback = &pair;

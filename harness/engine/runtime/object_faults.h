@@ -56,7 +56,11 @@ struct ObjectFaults {
   // Effect level on a real provider: the wrapped fd of a channel or a
   // context, the events injected into it, and the conditions emulated.
   EventFd events;
-  std::deque<ibv_cq*> injected_cq_events;               // channels
+  std::deque<ibv_cq*> injected_cq_events;  // channels
+  // Channels: the provider's events the harness read while it waited for
+  // another CQ's (coalesce_cq_event on a real provider), for the
+  // application, first; acknowledged to the provider as any of its own.
+  std::deque<ibv_cq*> kept_provider_events;
   std::deque<ibv_async_event> injected_async;           // contexts: not yet read
   std::vector<ibv_async_event> injected_async_unacked;  // contexts: read, not acked
   unsigned injected_cq_unacked = 0;                     // CQs: injected events read, not acked

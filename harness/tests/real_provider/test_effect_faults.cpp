@@ -377,6 +377,62 @@ TEST_F(EffectFaults, CoalescedCqEventAbsorbsTheNextOne) {
   EXPECT_EQ(destroy_cq_a(), 0);
 }
 
+// On a real provider a coalesced event waits a moment for the CQ's next
+// completion and stands for both, as a device raises one event for two
+// completions that come together: a program that takes one completion per
+// event is left with the second and no event for it (as on the simulated
+// device, where completions of a burst are already there).
+TEST_F(EffectFaults, ACoalescedEventStandsForTheNextCompletionToo) {
+  begin("coalesce_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(80), 0);
+  // The next completion comes a little later, from another thread.
+  auto later = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return write_a_to_b(81);
+  });
+  ASSERT_EQ(try_get_event(), cq_a_);
+  ASSERT_EQ(later.get(), 0);
+  ibv_ack_cq_events(cq_a_, 1);
+  EXPECT_EQ(records_with("\"merged\":1"), 1u);
+  // One completion taken, re-armed: no event will report the other.
+  ibv_wc wc{};
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 1, &wc), 1);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u) << "the second completion is there";
+  // The merged event was acknowledged to the provider by the harness.
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
+TEST_F(EffectFaults, ACoalescedEventWithNoNextCompletionIsDeliveredAlone) {
+  begin("coalesce_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(82), 0);
+  ASSERT_EQ(try_get_event(), cq_a_);  // after the wait, alone
+  ibv_ack_cq_events(cq_a_, 1);
+  EXPECT_EQ(records_with("\"merged\":0"), 1u);
+  EXPECT_EQ(poll(cq_a_, 2).size(), 1u);
+  // The harness armed the provider's CQ while it waited: the completion
+  // after it raises no event for an application that did not re-arm ...
+  ASSERT_EQ(write_a_to_b(83), 0);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+  // ... and does for one that did.
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  ASSERT_EQ(write_a_to_b(84), 0);
+  EXPECT_EQ(try_get_event(), cq_a_);
+  ibv_ack_cq_events(cq_a_, 1);
+  EXPECT_EQ(poll(cq_a_, 1).size(), 1u);
+  EXPECT_EQ(destroy_qp_a(), 0);
+  EXPECT_EQ(destroy_cq_a(), 0);
+}
+
 // ---- asynchronous events on the wrapped async fd ---------------------------------------
 
 TEST_F(EffectFaults, CqOverflowPutsTheCqInErrorWithItsChain) {

@@ -31,22 +31,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d "${TMPDIR:-/tmp}/provider-report.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
-skip() { echo "provider_report.$device: skipped: $*"; exit 77; }
 
 status=0
 if [ -z "$vm" ]; then
   "$verbfault" provider-report --device "$device" --report "$out" --baseline "$baseline" || status=$?
 else
-  command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
-  [ -x "$vm" ] || skip "no rxe-vm.sh at $vm (set RXE_VM)"
-  # The guest kernel: rxe-vm.sh's cache, RXE_VM_KERNEL_DEB, or the .deb of
-  # linux-image-amd64 in apt's cache (apt-get install --download-only).
-  work=${RXE_VM_DIR:-/tmp/rxe-vm}
-  if [ -z "${RXE_VM_KERNEL_DEB:-}" ] && ! ls "$work"/linux-image-*-amd64_*_amd64.deb >/dev/null 2>&1; then
-    deb=$(ls -1 /var/cache/apt/archives/linux-image-*-amd64_*_amd64.deb 2>/dev/null | grep -v -- -dbg | sort -V | tail -1 || true)
-    [ -n "$deb" ] || skip "no guest kernel (apt-get install --download-only linux-image-amd64, or RXE_VM_KERNEL_DEB)"
-    export RXE_VM_KERNEL_DEB=$deb
-  fi
+  # qemu, the VM script, the guest kernel: rxe-vm.sh's cache,
+  # RXE_VM_KERNEL_DEB, or the .deb of linux-image-amd64 in apt's cache.
+  source "$source/scripts/rxe-vm-lib.sh"
+  rxe_vm_prerequisites "provider_report.$device" "$vm"
   build=$(cd "$(dirname "$verbfault")/../.." && pwd)
   probe="$build/reports/provider/verbfault-provider-probe"
   start=$(date +%s)
@@ -71,10 +64,7 @@ else
   # 125 is rxe-vm.sh's infrastructure failure; only a missing host
   # package or guest kernel, or a VM that never booted, is a skip.
   if [ "$status" -eq 125 ] && [ ! -s "$out/console.txt" ]; then
-    why=$(grep -m1 -E 'missing host tool|need a static busybox|need modprobe|cannot resolve linux-image|apt-get download|without exit marker' "$out/vm.log" || true)
-    [ -n "$why" ] && skip "the VM could not be had: $why"
-    echo "provider_report.$device: rxe-vm.sh failed: $(tail -3 "$out/vm.log")"
-    exit 1
+    rxe_vm_could_not_run "provider_report.$device" "$out/vm.log"
   fi
 fi
 json="$out/provider-$device.json"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Inside the rxe VM (harness/tests/rxe/rxe_suite_test.sh boots it): the
+# harness on the REAL rxe provider, rxe0 only (VERBFAULT_SIM_DEVICES=0).
+#   1. the hang watchdog: hang_program's hung modes end with 122 and the
+#      expected check, a pausing program passes, an unseen wait is left to
+#      the timeout; coalescing exposes one completion taken per event;
+#   2. the sample's conformance run (`verbfault conform`, the default
+#      battery: a baseline and every fault kind a correct program must
+#      survive) on rxe0 conforms;
+#   3. every field failure: the buggy program ends with a verdict, the fixed
+#      one passes (scripts/field-failures-table.sh, SEEDS_MAX seeds each).
+# One line per check, "ok" or "FAILED"; exit 1 when one failed.
+#
+#   inside.sh SOURCE_DIR BUILD_DIR OUT_DIR
+set -uo pipefail
+source_dir=$1 build=$2 out=$3
+export VERBFAULT_SIM_DEVICES=0
+verbfault="$build/harness/cli/verbfault"
+hang_program="$build/harness/tests/hang_program"
+failed=0
+ok() { echo "ok      $*"; }
+bad() { echo "FAILED  $*"; failed=1; }
+
+# run_hang MODE EXPECTED_STATUS EXPECTED_TEXT [OPTIONS...]
+run_hang() {
+  local mode=$1 expected=$2 text=$3 output status
+  shift 3
+  output=$("$verbfault" run --seed 7 --hang-after 2 "$@" -- "$hang_program" "$mode" 2>&1)
+  status=$?
+  if [ "$status" -eq "$expected" ] && grep -qF -- "$text" <<<"$output"; then
+    ok "hang_program $mode $*: exit $status, '$text'"
+  else
+    bad "hang_program $mode $*: exit $status (expected $expected with '$text')"
+    sed 's/^/        /' <<<"$output"
+  fi
+}
+run_hang wait_event 122 "thread 0: ibv_get_cq_event on channel#0"
+run_hang spin 122 "thread 0: ibv_poll_cq of cq#0 returning nothing, over and over"
+run_hang waiter_thread 122 "thread 1: ibv_get_cq_event on channel#0"
+run_hang wait_event 122 "check liveness.hang on channel#0" --threads free
+run_hang overacked_destroy 122 "check ack.cq_events_unacked_at_destroy on cq#0"
+run_hang event_after_wait 0 "both completions arrived"
+run_hang read_pipe 143 "timeout: 6 s passed" --timeout 6
+# Coalescing exposes a program that takes one completion per event, whose
+# spaced completions each have an event of their own without it.
+run_hang one_per_event 0 "every completion arrived"
+run_hang one_per_event 122 "check liveness.hang on" --fault coalesce_cq_event
+run_hang drain_per_event 0 "every completion arrived" --fault coalesce_cq_event
+
+# The line saying which checks are off, once.
+output=$("$verbfault" run --seed 7 --hang-after 2 -- "$hang_program" wait_event 2>&1)
+count=$(grep -c "checks off on rxe0, a real provider: poll.wait_without_drain" <<<"$output")
+if [ "$count" -eq 1 ]; then ok "the checks off on rxe0 are said once"; else bad "the checks off on rxe0 said $count times"; fi
+
+# The sample's conformance run. Its report in the guest's own /tmp: the
+# traces are written through mmap(2), which the 9p share does not keep.
+start=$SECONDS
+if "$verbfault" conform --seeds 1 --report /tmp/conform -- "$build/scenarios/sample_rc/sample_rc" \
+  --device rxe0 >"$out/conform.log" 2>&1; then
+  ok "verbfault conform of the sample on rxe0 ($((SECONDS - start)) s): $(tail -n 1 "$out/conform.log")"
+else
+  bad "verbfault conform of the sample on rxe0:"
+  sed 's/^/        /' "$out/conform.log"
+fi
+
+# The field failures.
+start=$SECONDS
+if SEEDS_MAX="${SEEDS_MAX:-3}" HANG_AFTER=2 "$source_dir/scripts/field-failures-table.sh" "$build" \
+  >"$out/field-failures.txt" 2>&1; then
+  ok "every field failure on rxe0: buggy ended with a verdict, fixed passed ($((SECONDS - start)) s)"
+else
+  bad "field failures on rxe0:"
+fi
+sed 's/^/        /' "$out/field-failures.txt"
+exit "$failed"
