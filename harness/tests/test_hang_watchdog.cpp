@@ -32,7 +32,9 @@ ProcessResult run_program(Provider provider, const std::string& mode,
   // Seed 7 unless the options give one.
   const std::string seed = contains(options, "--seed ") ? "" : " --seed 7";
   command += std::string(VERBFAULT_CLI) + " run" + seed + " --timeout " + std::to_string(timeout) +
-             " --library " + preload_of(VERBFAULT_LIBRARY) + " " + options +
+             // The library as the user names it: `verbfault run` puts a
+             // sanitizer runtime first itself (preload_line.h).
+             " --library " + VERBFAULT_LIBRARY + " " + options +
              " -- " HANG_PROGRAM " " + mode;
   return run_shell(command);
 }
