@@ -123,28 +123,22 @@ struct Loopback {
   }
 
   // An RDMA WRITE to itself: one completion, the sender's.
-  void write() {
+  void write() { post(IBV_WR_RDMA_WRITE, 2); }
+  // A SEND: the sender's completion and the receive's.
+  void send() { post(IBV_WR_SEND, 1); }
+
+  // One signaled WR of the buffer's first half (a WRITE lands in its
+  // second half).
+  void post(ibv_wr_opcode opcode, std::uint64_t wr_id) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer), 32, mr->lkey};
     ibv_send_wr wr{};
-    wr.wr_id = 2;
+    wr.wr_id = wr_id;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.opcode = opcode;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(buffer + 32);
     wr.wr.rdma.rkey = mr->rkey;
-    ibv_send_wr* bad = nullptr;
-    if (ibv_post_send(qp, &wr, &bad) != 0) fail("ibv_post_send");
-  }
-
-  void send() {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer), 32, mr->lkey};
-    ibv_send_wr wr{};
-    wr.wr_id = 1;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(qp, &wr, &bad) != 0) fail("ibv_post_send");
   }
