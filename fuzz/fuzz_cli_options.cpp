@@ -2,56 +2,62 @@
 // seeds, seed ranges, shards, --start-wait, the commands after "--") on
 // arbitrary argv, without running anything. The input is split into
 // arguments at each NUL or newline; argv[0] is "verbfault". Contract: a
-// command line, or an exit status (0 after --help, 125 for a usage error
-// said on stderr); never an exception or a crash.
+// command line and nothing printed, or --help printed and 0, or exit status
+// 125 with exactly one line "verbfault: ..." on stderr; never an exception
+// or a crash. One parser parses every input (building it is most of a
+// parse's cost); every 256th input is parsed by a new parser too, and must
+// give the same answer and the same words: nothing an input wrote may leak
+// into the next one's.
+#include "cli_arguments.h"
 #include "command_line.h"
 #include "fuzz_check.h"
 #include "process.h"
 
 #include <cstdint>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
-namespace {
-
-// Whether an argument may name a special file (/dev/zero, /proc/self/fd/0):
-// `minimize --replay FILE` reads the file it names, and reading those is not
-// argument parsing (it may never end).
-bool names_special_file(std::string_view argument) {
-  for (std::string_view root : {"/dev", "/proc", "/sys"})
-    if (argument.find(root) != std::string_view::npos) return true;
-  for (std::string_view root : {"dev", "proc", "sys"})
-    if (argument.starts_with(root)) return true;
-  return false;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace verbfault;
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> arguments{"verbfault"};
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    std::size_t end = text.find_first_of(std::string_view("\0\n", 2), begin);
-    if (end == std::string_view::npos) end = text.size();
-    arguments.emplace_back(text.substr(begin, end - begin));
-    if (names_special_file(arguments.back())) return 0;
-    begin = end + 1;
-  }
+  const std::optional<std::vector<std::string>> arguments =
+      fuzz::cli_arguments(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (!arguments) return 0;
   std::vector<const char*> argv;
-  for (const std::string& argument : arguments) argv.push_back(argument.c_str());
+  for (const std::string& argument : *arguments) argv.push_back(argument.c_str());
   argv.push_back(nullptr);
 
-  const std::variant<cli::CommandLine, int> parsed =
-      cli::parse_command_line(static_cast<int>(arguments.size()), argv.data());
+  static cli::CommandLineParser parser;
+  static std::ostringstream out, err;  // kept: their buffers stay allocated
+  out.str({});
+  err.str({});
+  const int argc = static_cast<int>(arguments->size());
+  const std::variant<cli::CommandLine, int> parsed = parser.parse(argc, argv.data(), out, err);
+  static unsigned inputs = 0;
+  if (++inputs % 256 == 0) {
+    std::ostringstream fresh_out, fresh_err;
+    cli::CommandLineParser fresh;
+    const bool same = fresh.parse(argc, argv.data(), fresh_out, fresh_err) == parsed &&
+                      fresh_out.str() == out.str() && fresh_err.str() == err.str();
+    fuzz::require(same, "the same command line and words from a new parser as the reused one");
+  }
+  const std::string said = err.str();
   if (const int* status = std::get_if<int>(&parsed)) {
-    fuzz::require(*status == 0 || *status == cli::kExitUsage, "exit status",
-                  std::to_string(*status));
+    if (*status == 0) {
+      fuzz::require(!out.str().empty() && said.empty(), "--help printed, nothing on stderr");
+      return 0;
+    }
+    fuzz::require(*status == cli::kExitUsage, "exit status", std::to_string(*status));
+    fuzz::require(out.str().empty(), "a usage error prints nothing on stdout", out.str());
+    fuzz::require(said.starts_with("verbfault: ") && said.find('\n') == said.size() - 1,
+                  "a usage error is one line \"verbfault: ...\"", said);
     return 0;
   }
+  fuzz::require(out.str().empty() && said.empty(), "a command line prints nothing",
+                out.str() + said);
   // The subcommands that run a program have one (main.cpp relies on it).
   const cli::CommandLine& line = std::get<cli::CommandLine>(parsed);
   switch (line.subcommand) {

@@ -13,19 +13,54 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cstdio>
+#include <ostream>
 #include <string_view>
 
 namespace verbfault::cli {
 
-std::variant<CommandLine, int> parse_command_line(int argc, const char* const* argv) {
-  CommandLine line;
+// CLI11's App and the variables its options write. The App holds
+// references into `written`, so `written` is assigned its defaults before
+// each parse, never replaced; an Options never moves (CommandLineParser
+// holds it by pointer).
+struct CommandLineParser::Options {
+  struct Written {
+    CommandLine line;
+    std::string seed_text;
+    std::string start_wait_text;
+    std::string seeds_text, shard_text;
+    std::string minimize_seed_text, signature_text = "same";
+    std::optional<std::string> minimize_replay;
+    std::string swarm_seed_text;
+  };
+  Written written;
   CLI::App app{"verbfault: deterministic fault injection for RDMA verbs programs"};
+  CLI::App* run = nullptr;
+  CLI::App* sweep = nullptr;
+  CLI::App* minimize = nullptr;
+  CLI::App* replay = nullptr;
+  CLI::App* conform = nullptr;
+  CLI::App* swarm = nullptr;
+  CLI::App* plan = nullptr;
+  CLI::App* trace = nullptr;
+  CLI::App* provider = nullptr;
+
+  Options();
+};
+
+CommandLineParser::Options::Options() {
+  CommandLine& line = written.line;
+  std::string& seed_text = written.seed_text;
+  std::string& start_wait_text = written.start_wait_text;
+  std::string& seeds_text = written.seeds_text;
+  std::string& shard_text = written.shard_text;
+  std::string& minimize_seed_text = written.minimize_seed_text;
+  std::string& signature_text = written.signature_text;
+  std::optional<std::string>& minimize_replay = written.minimize_replay;
+  std::string& swarm_seed_text = written.swarm_seed_text;
   app.require_subcommand(1);
 
   RunOptions& options = line.run;
-  std::string seed_text;
-  CLI::App* run = app.add_subcommand("run", "run a program under the harness");
+  run = app.add_subcommand("run", "run a program under the harness");
   run->add_option("--seed", seed_text, "64-bit seed (decimal or 0x hex); drawn when omitted");
   run->add_option("--plan", options.plan_file, "YAML plan file")->check(existing_file());
   run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
@@ -48,7 +83,6 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
                   "with several commands: seconds the others may still run once one failed "
                   "(nonzero exit or signal) before they are ended (default 5)")
       ->check(verbfault::cli::seconds(true));
-  std::string start_wait_text;
   run->add_option("--start-wait", start_wait_text,
                   "with several commands: seconds each may take to listen on a socket (or end) "
                   "before the next is started anyway (default 10; 0: start all at once)");
@@ -60,10 +94,9 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
       "server first, then its client).");
 
   SweepOptions& sweep_options = line.sweep;
-  std::string seeds_text, shard_text;
-  CLI::App* sweep = app.add_subcommand("sweep",
-                                       "run a program once per seed, in parallel, and "
-                                       "group the failures by signature");
+  sweep = app.add_subcommand("sweep",
+                             "run a program once per seed, in parallel, and "
+                             "group the failures by signature");
   sweep->add_option("--seeds", seeds_text, "the seeds, A..B")->required();
   sweep
       ->add_option("--plan", sweep_options.plan_file,
@@ -99,10 +132,8 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
       "seed failed, 1 when some did.");
 
   MinimizeOptions& minimize_options = line.minimize;
-  std::string minimize_seed_text, signature_text = "same";
-  CLI::App* minimize = app.add_subcommand(
+  minimize = app.add_subcommand(
       "minimize", "shrink a failing run's plan to the smallest that still fails the same way");
-  std::optional<std::string> minimize_replay;
   minimize->add_option("--seed", minimize_seed_text, "the failing seed");
   minimize
       ->add_option("--replay", minimize_replay,
@@ -133,7 +164,7 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
   minimize->add_option("--library", minimize_options.library, "libverbfault.so to preload");
 
   ReplayOptions& replay_options = line.replay;
-  CLI::App* replay = app.add_subcommand(
+  replay = app.add_subcommand(
       "replay", "run a replay file again and say whether its outcome and trace reproduce");
   replay->add_option("file", replay_options.file, "a replay file (verbfault sweep, minimize)")
       ->required();
@@ -145,7 +176,7 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
   replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
 
   ConformOptions& conform_options = line.conform;
-  CLI::App* conform = app.add_subcommand(
+  conform = app.add_subcommand(
       "conform", "run a program under a battery of fault plans and write its conformance report");
   conform->add_option("--battery", conform_options.battery,
                       "default (built in), or a battery file (reports/batteries/)");
@@ -167,25 +198,24 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
       "conforms, 1 when some do not.");
 
   std::optional<std::string>& palette_file = line.palette_file;
-  std::string swarm_seed_text;
-  CLI::App* swarm = app.add_subcommand(
+  swarm = app.add_subcommand(
       "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
   swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
       ->check(verbfault::cli::existing_file());
   swarm->add_option("--seed", swarm_seed_text, "print the plan this seed draws");
 
   std::string& plan_file = line.plan_file;
-  CLI::App* plan = app.add_subcommand("plan", "check a plan file and print it canonically");
+  plan = app.add_subcommand("plan", "check a plan file and print it canonically");
   plan->add_option("file", plan_file, "YAML plan file")->required();
 
   TraceViewOptions& view = line.trace_view;
-  CLI::App* trace = app.add_subcommand("trace", "print a trace for people, one line a record");
+  trace = app.add_subcommand("trace", "print a trace for people, one line a record");
   trace->add_option("file", view.file, "JSON Lines trace (verbfault run --trace)")->required();
   trace->add_option("--object", view.object, "only the records of this object, e.g. qp#1");
   trace->add_option("--kind", view.kind, "only call, fault, check or event records");
 
   ProviderReportOptions& provider_options = line.provider_report;
-  CLI::App* provider = app.add_subcommand(
+  provider = app.add_subcommand(
       "provider-report",
       "run a battery of verbs semantics against a device and report where it deviates from "
       "the man pages and IBTA");
@@ -204,6 +234,39 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
   provider->add_option("--library", provider_options.library,
                        "libverbfault.so to preload for a simulated device");
   provider->add_option("--probe", provider_options.probe, "verbfault-provider-probe to run");
+}
+
+CommandLineParser::CommandLineParser() : options_(std::make_unique<Options>()) {}
+CommandLineParser::~CommandLineParser() = default;
+
+std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* const* argv,
+                                                        std::ostream& out, std::ostream& err) {
+  // Back to the defaults: what the last parse wrote must not leak into this
+  // one (CLI11 clears its own results when parse() starts again).
+  Options::Written& written = options_->written;
+  written = Options::Written{};
+  CLI::App& app = options_->app;
+  CLI::App* const run = options_->run;
+  CLI::App* const sweep = options_->sweep;
+  CLI::App* const minimize = options_->minimize;
+  CLI::App* const replay = options_->replay;
+  CLI::App* const conform = options_->conform;
+  CLI::App* const swarm = options_->swarm;
+  CLI::App* const plan = options_->plan;
+  CLI::App* const trace = options_->trace;
+  CommandLine& line = written.line;
+  RunOptions& options = line.run;
+  SweepOptions& sweep_options = line.sweep;
+  MinimizeOptions& minimize_options = line.minimize;
+  ConformOptions& conform_options = line.conform;
+  std::string& seed_text = written.seed_text;
+  std::string& start_wait_text = written.start_wait_text;
+  std::string& seeds_text = written.seeds_text;
+  std::string& shard_text = written.shard_text;
+  std::string& minimize_seed_text = written.minimize_seed_text;
+  std::string& signature_text = written.signature_text;
+  std::optional<std::string>& minimize_replay = written.minimize_replay;
+  std::string& swarm_seed_text = written.swarm_seed_text;
 
   // The command after "--" is split off before CLI11 sees it: its options
   // (sample_rc --messages 4) belong to the program, not to verbfault.
@@ -271,23 +334,23 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
       if (!shard_text.empty()) parse_shard(shard_text, sweep_options);
     }
   } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
+    return app.exit(help, out, err);
   } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
+    return app.exit(help, out, err);
   } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);
+    if (error.get_exit_code() == 0) return app.exit(error, out, err);
     std::string subcommand;
     for (const CLI::App* parsed : app.get_subcommands()) subcommand = parsed->get_name();
-    std::fprintf(stderr, "%s\n", one_line(error, subcommand).c_str());
+    err << one_line(error, subcommand) << std::endl;
     return kExitUsage;
   } catch (const verbfault::PlanError& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    err << "verbfault: " << error.what() << std::endl;
     return kExitUsage;
   } catch (const ReplayFileError& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    err << "verbfault: " << error.what() << std::endl;
     return kExitUsage;
   } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
+    err << "verbfault: " << error.what() << std::endl;
     return kExitUsage;
   }
 
@@ -300,7 +363,11 @@ std::variant<CommandLine, int> parse_command_line(int argc, const char* const* a
                     : *plan     ? Subcommand::plan
                     : *trace    ? Subcommand::trace
                                 : Subcommand::provider_report;
-  return line;
+  return std::move(line);
+}
+
+std::variant<CommandLine, int> parse_command_line(int argc, const char* const* argv) {
+  return CommandLineParser().parse(argc, argv);
 }
 
 }  // namespace verbfault::cli

@@ -12,6 +12,8 @@
 #include "trace_view.h"
 
 #include <cstdint>
+#include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -45,12 +47,37 @@ struct CommandLine {
   std::string plan_file;                    // plan
   TraceViewOptions trace_view;
   ProviderReportOptions provider_report;
+
+  bool operator==(const CommandLine&) const = default;
 };
 
-// Parses argv (argv[0] the program's name). Returns the command line, or
-// the exit status when the arguments end the program here: 0 after --help
-// (printed), kExitUsage after a usage, seed, plan or replay-file error (one
-// line on stderr). Reads only the replay file of `minimize --replay`.
+// verbfault's options, built once and parsed any number of times: each
+// parse starts from the defaults, whatever the one before it gave (the
+// fuzzer parses millions of command lines; building CLI11's ~70 options is
+// nine tenths of a parse's cost). Not thread-safe: one owner parses.
+class CommandLineParser {
+ public:
+  CommandLineParser();
+  ~CommandLineParser();
+  CommandLineParser(const CommandLineParser&) = delete;
+  CommandLineParser& operator=(const CommandLineParser&) = delete;
+
+  // Parses argv (argv[0] the program's name). Returns the command line, or
+  // the exit status when the arguments end the program here: 0 after
+  // --help (printed on `out`), kExitUsage after a usage, seed, plan or
+  // replay-file error (one line on `err`, "verbfault: ..."). Writes nothing
+  // when it returns a command line. Reads only the replay file of
+  // `minimize --replay`.
+  std::variant<CommandLine, int> parse(int argc, const char* const* argv,
+                                       std::ostream& out = std::cout,
+                                       std::ostream& err = std::cerr);
+
+ private:
+  struct Options;  // CLI11's App and the variables its options write
+  std::unique_ptr<Options> options_;
+};
+
+// One parse with a parser of its own (main.cpp): CommandLineParser::parse.
 std::variant<CommandLine, int> parse_command_line(int argc, const char* const* argv);
 
 }  // namespace verbfault::cli

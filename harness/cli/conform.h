@@ -23,6 +23,8 @@ struct ConformOptions {
   std::optional<std::string> threads;
   std::string library;
   std::vector<std::string> command;
+
+  bool operator==(const ConformOptions&) const = default;
 };
 
 // 0 when every run that exercised its fault conforms, 1 when some run does

@@ -41,6 +41,8 @@ struct MinimizeOptions {
   double timeout_seconds = 300;    // per run
   std::string library;
   std::vector<std::string> command;
+
+  bool operator==(const MinimizeOptions&) const = default;
 };
 
 // 0: a minimal plan was found (printed, or written to --out); 1: the run

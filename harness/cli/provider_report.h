@@ -35,6 +35,8 @@ struct ProviderReportOptions {
   std::vector<std::string> compare;
   std::string library;  // libverbfault.so, preloaded for a simulated device
   std::string probe;    // verbfault-provider-probe (default: found beside verbfault)
+
+  bool operator==(const ProviderReportOptions&) const = default;
 };
 
 int provider_report(const ProviderReportOptions& options);

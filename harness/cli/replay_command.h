@@ -16,6 +16,8 @@ struct ReplayOptions {
   std::optional<std::string> out;  // keep the run's log and trace here
   double timeout_seconds = 300;
   std::string library;  // libverbfault.so to preload now
+
+  bool operator==(const ReplayOptions&) const = default;
 };
 
 // 0: the expected outcome (and, with the same binaries, the trace hash)

@@ -39,6 +39,8 @@ struct RunOptions {
   // The program and its arguments; several commands separated by ":::"
   // (command_list.h) are started together as one run (run_group.h).
   std::vector<std::string> command;
+
+  bool operator==(const RunOptions&) const = default;
 };
 
 // The plan of --plan FILE then --fault RULE...; throws PlanError.

@@ -36,6 +36,8 @@ struct SweepOptions {
   std::optional<std::string> out;  // each run's output and trace: DIR/seed-S.{log,jsonl}
   std::string library;
   std::vector<std::string> command;
+
+  bool operator==(const SweepOptions&) const = default;
 };
 
 // Parses "A..B" (or one seed "A") into the options; throws

@@ -11,6 +11,8 @@ struct TraceViewOptions {
   std::string file;
   std::optional<std::string> object;  // "qp#1": only that object's records
   std::optional<std::string> kind;    // call, fault, check or event
+
+  bool operator==(const TraceViewOptions&) const = default;
 };
 
 // Prints the records; returns the exit status (kExitUsage for an unreadable
