@@ -72,6 +72,10 @@ class CommandLineParser {
                                        std::ostream& out = std::cout,
                                        std::ostream& err = std::cerr);
 
+  // What CLI11 holds of the parses so far (each option it saw, in order):
+  // at most the last parse's, however many were made.
+  std::size_t remembered_options() const;
+
  private:
   struct Options;  // CLI11's App and the variables its options write
   std::unique_ptr<Options> options_;
