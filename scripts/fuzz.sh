@@ -4,7 +4,9 @@
 # (fuzz/corpus/NAME): 30 s each by default (CI), FUZZ_SECONDS overrides;
 # --long: the long run (FUZZ_SECONDS, default 1800 s each); FUZZ_RUNS=N
 # ends each run after N executions instead (the closing notes' 10 M runs:
-# FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME). Exits nonzero on
+# FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME); FUZZ_FORK=N fuzzes in N
+# processes under one libFuzzer (-fork=N: FUZZ_RUNS then counts all of
+# their executions; a finding still stops the run). Exits nonzero on
 # any finding: the crashing input is left in build-fuzz/findings/NAME/.
 # New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
 # (merge them with -merge=1: fuzz/README.md).
@@ -16,6 +18,14 @@ runs="${FUZZ_RUNS:-}"
 if [ -n "$runs" ] && ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: FUZZ_RUNS=$runs: expected a positive number of executions" >&2
   exit 2
+fi
+fork=()
+if [ -n "${FUZZ_FORK:-}" ]; then
+  if ! [[ "$FUZZ_FORK" =~ ^[1-9][0-9]?$ ]]; then
+    echo "fuzz.sh: FUZZ_FORK=$FUZZ_FORK: expected a number of processes, 1 to 99" >&2
+    exit 2
+  fi
+  fork=(-fork="$FUZZ_FORK")
 fi
 if [ "${1:-}" = "--long" ]; then
   shift
@@ -64,13 +74,13 @@ for name in "${fuzzers[@]}"; do
   # -timeout: an input that runs 10 s is a hang; -rss_limit_mb: a leak or
   # an allocation out of bounds is a finding, not a swap storm.
   if ! nice "$build_dir/fuzz/$name" "$corpus" "fuzz/corpus/$name" "${dict[@]}" \
-      "${bound[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+      "${bound[@]}" "${fork[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
       -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/" \
       2>"$build_dir/$name.log"; then
     echo "fuzz.sh: $name FOUND something: $build_dir/$name.log, $findings/" >&2
     tail -n 40 "$build_dir/$name.log" >&2
     status=1
   fi
-  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE' "$build_dir/$name.log" || true
+  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE|^INFO: fuzzed for|^#[0-9]+: cov' "$build_dir/$name.log" | tail -n 12 || true
 done
 exit "$status"
