@@ -4,9 +4,9 @@
 # (fuzz/corpus/NAME): 30 s each by default (CI), FUZZ_SECONDS overrides;
 # --long: the long run (FUZZ_SECONDS, default 1800 s each); FUZZ_RUNS=N
 # ends each run after N executions instead (the closing notes' 10 M runs:
-# FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME); FUZZ_FORK=N fuzzes in N
-# processes under one libFuzzer (-fork=N: FUZZ_RUNS then counts all of
-# their executions; a finding still stops the run). Exits nonzero on
+# FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME); FUZZ_JOBS=N fuzzes in N
+# processes at once sharing one corpus (-jobs=N: each makes FUZZ_RUNS/N
+# executions, its output in build-fuzz/NAME.job-I.log). Exits nonzero on
 # any finding: the crashing input is left in build-fuzz/findings/NAME/.
 # New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
 # (merge them with -merge=1: fuzz/README.md).
@@ -19,13 +19,10 @@ if [ -n "$runs" ] && ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: FUZZ_RUNS=$runs: expected a positive number of executions" >&2
   exit 2
 fi
-fork=()
-if [ -n "${FUZZ_FORK:-}" ]; then
-  if ! [[ "$FUZZ_FORK" =~ ^[1-9][0-9]?$ ]]; then
-    echo "fuzz.sh: FUZZ_FORK=$FUZZ_FORK: expected a number of processes, 1 to 99" >&2
-    exit 2
-  fi
-  fork=(-fork="$FUZZ_FORK")
+jobs_of_fuzzer="${FUZZ_JOBS:-1}"
+if ! [[ "$jobs_of_fuzzer" =~ ^[1-9][0-9]?$ ]]; then
+  echo "fuzz.sh: FUZZ_JOBS=$jobs_of_fuzzer: expected a number of processes, 1 to 99" >&2
+  exit 2
 fi
 if [ "${1:-}" = "--long" ]; then
   shift
@@ -69,18 +66,36 @@ for name in "${fuzzers[@]}"; do
   dict=()
   [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
   bound=(-max_total_time="$seconds") length="${seconds}s"
-  [ -n "$runs" ] && bound=(-runs="$runs") length="$runs executions"
+  [ -n "$runs" ] && bound=(-runs="$((runs / jobs_of_fuzzer))") length="$runs executions"
+  parallel=()
+  if [ "$jobs_of_fuzzer" -gt 1 ]; then
+    parallel=(-jobs="$jobs_of_fuzzer" -workers="$jobs_of_fuzzer")
+    length+=" in $jobs_of_fuzzer processes"
+    rm -f fuzz-[0-9]*.log
+  fi
   echo "fuzz.sh: $name for $length"
   # -timeout: an input that runs 10 s is a hang; -rss_limit_mb: a leak or
   # an allocation out of bounds is a finding, not a swap storm.
-  if ! nice "$build_dir/fuzz/$name" "$corpus" "fuzz/corpus/$name" "${dict[@]}" \
-      "${bound[@]}" "${fork[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-      -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/" \
-      2>"$build_dir/$name.log"; then
-    echo "fuzz.sh: $name FOUND something: $build_dir/$name.log, $findings/" >&2
-    tail -n 40 "$build_dir/$name.log" >&2
+  run_status=0
+  nice "$build_dir/fuzz/$name" "$corpus" "fuzz/corpus/$name" "${dict[@]}" \
+    "${bound[@]}" "${parallel[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/" \
+    2>"$build_dir/$name.log" || run_status=$?
+  logs=("$build_dir/$name.log")
+  if [ "$jobs_of_fuzzer" -gt 1 ]; then
+    # -jobs writes each process's output to ./fuzz-I.log.
+    for ((i = 0; i < jobs_of_fuzzer; i++)); do
+      if [ -f "fuzz-$i.log" ]; then
+        mv "fuzz-$i.log" "$build_dir/$name.job-$i.log"
+        logs+=("$build_dir/$name.job-$i.log")
+      fi
+    done
+  fi
+  if [ "$run_status" -ne 0 ]; then
+    echo "fuzz.sh: $name FOUND something: ${logs[*]}, $findings/" >&2
+    for log in "${logs[@]}"; do tail -n 40 "$log" >&2; done
     status=1
   fi
-  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE|^INFO: fuzzed for|^#[0-9]+: cov' "$build_dir/$name.log" | tail -n 12 || true
+  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE' "${logs[@]}" || true
 done
 exit "$status"
