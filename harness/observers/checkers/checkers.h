@@ -21,7 +21,6 @@
 
 #include <infiniband/verbs.h>
 
-#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -161,9 +160,7 @@ class Checkers {
   std::vector<Watched> slots_;              // by Object::slot
   std::vector<const Object*> waiting_cqs_;  // before_cq_event_wait's (kept allocated)
   std::set<std::pair<std::string, std::string>> reported_;  // (id, object): once each
-  std::uint64_t idle_polls_ = 0;  // empty polls since the last sign of progress
-  // When the 2^16th of those empty polls was made (liveness.spinning).
-  std::chrono::steady_clock::time_point idle_since_;
+  std::uint64_t idle_polls_ = 0;           // empty polls since the last sign of progress
   std::uint64_t remembered_failures_ = 0;  // entries of every QP's ObjectChecks::failed
 };
 
