@@ -6,7 +6,8 @@
 # ends each run after N executions instead (the closing notes' 10 M runs:
 # FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME); FUZZ_JOBS=N fuzzes in N
 # processes at once sharing one corpus (-jobs=N: each makes FUZZ_RUNS/N
-# executions, its output in build-fuzz/NAME.job-I.log). Exits nonzero on
+# executions, rounded up; its output in build-fuzz/jobs/NAME/fuzz-I.log;
+# a finding in one stops that one only). Exits nonzero on
 # any finding: the crashing input is left in build-fuzz/findings/NAME/.
 # New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
 # (merge them with -merge=1: fuzz/README.md).
@@ -30,7 +31,8 @@ if [ "${1:-}" = "--long" ]; then
 fi
 fuzzers=("$@")
 [ ${#fuzzers[@]} -gt 0 ] || fuzzers=(fuzz_plan_yaml fuzz_rule_cli fuzz_cli_options fuzz_verbs_sequence)
-build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
+# Absolute: the fuzzers of a -jobs run work in a directory of their own.
+build_dir="$(realpath -m "${FUZZ_BUILD_DIR:-build-fuzz}")"
 jobs="${FUZZ_BUILD_JOBS:-2}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -59,38 +61,42 @@ export LD_LIBRARY_PATH="$runtime_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 status=0
+root="$PWD"
 for name in "${fuzzers[@]}"; do
   corpus="$build_dir/corpus/$name"
   findings="$build_dir/findings/$name"
   mkdir -p "$corpus" "$findings"
   dict=()
-  [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
+  [ -f "fuzz/$name.dict" ] && dict=(-dict="$root/fuzz/$name.dict")
   bound=(-max_total_time="$seconds") length="${seconds}s"
-  [ -n "$runs" ] && bound=(-runs="$((runs / jobs_of_fuzzer))") length="$runs executions"
+  [ -n "$runs" ] && bound=(-runs="$runs") length="$runs executions"
+  # -jobs writes each process's output to ./fuzz-I.log: here, not in the
+  # checkout (where another fuzz.sh could be writing its own).
+  workdir="$build_dir/jobs/$name"
+  rm -rf "$workdir"
+  mkdir -p "$workdir"
   parallel=()
   if [ "$jobs_of_fuzzer" -gt 1 ]; then
     parallel=(-jobs="$jobs_of_fuzzer" -workers="$jobs_of_fuzzer")
-    length+=" in $jobs_of_fuzzer processes"
-    rm -f fuzz-[0-9]*.log
+    if [ -n "$runs" ]; then
+      each=$(((runs + jobs_of_fuzzer - 1) / jobs_of_fuzzer))
+      bound=(-runs="$each") length="$((each * jobs_of_fuzzer)) executions ($each in each of $jobs_of_fuzzer processes)"
+    else
+      length+=" in each of $jobs_of_fuzzer processes"
+    fi
   fi
   echo "fuzz.sh: $name for $length"
   # -timeout: an input that runs 10 s is a hang; -rss_limit_mb: a leak or
   # an allocation out of bounds is a finding, not a swap storm.
   run_status=0
-  nice "$build_dir/fuzz/$name" "$corpus" "fuzz/corpus/$name" "${dict[@]}" \
+  (cd "$workdir" && nice "$build_dir/fuzz/$name" "$corpus" "$root/fuzz/corpus/$name" "${dict[@]}" \
     "${bound[@]}" "${parallel[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-    -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/" \
+    -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$findings/") \
     2>"$build_dir/$name.log" || run_status=$?
   logs=("$build_dir/$name.log")
-  if [ "$jobs_of_fuzzer" -gt 1 ]; then
-    # -jobs writes each process's output to ./fuzz-I.log.
-    for ((i = 0; i < jobs_of_fuzzer; i++)); do
-      if [ -f "fuzz-$i.log" ]; then
-        mv "fuzz-$i.log" "$build_dir/$name.job-$i.log"
-        logs+=("$build_dir/$name.job-$i.log")
-      fi
-    done
-  fi
+  for ((i = 0; i < jobs_of_fuzzer; i++)); do
+    [ ! -f "$workdir/fuzz-$i.log" ] || logs+=("$workdir/fuzz-$i.log")
+  done
   if [ "$run_status" -ne 0 ]; then
     echo "fuzz.sh: $name FOUND something: ${logs[*]}, $findings/" >&2
     for log in "${logs[@]}"; do tail -n 40 "$log" >&2; done
