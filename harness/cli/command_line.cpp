@@ -85,19 +85,12 @@ struct CommandLineParser::Options {
 
 CommandLineParser::Options::Options() {
   CommandLine& line = written.line;
-  std::string& seed_text = written.seed_text;
-  std::string& start_wait_text = written.start_wait_text;
-  std::string& seeds_text = written.seeds_text;
-  std::string& shard_text = written.shard_text;
-  std::string& minimize_seed_text = written.minimize_seed_text;
-  std::string& signature_text = written.signature_text;
-  std::optional<std::string>& minimize_replay = written.minimize_replay;
-  std::string& swarm_seed_text = written.swarm_seed_text;
   app.require_subcommand(1);
 
   RunOptions& options = line.run;
   run = app.add_reusable_subcommand("run", "run a program under the harness");
-  run->add_option("--seed", seed_text, "64-bit seed (decimal or 0x hex); drawn when omitted");
+  run->add_option("--seed", written.seed_text,
+                  "64-bit seed (decimal or 0x hex); drawn when omitted");
   run->add_option("--plan", options.plan_file, "YAML plan file")->check(existing_file());
   run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
   run->add_option("--trace", options.trace, "write the JSON Lines trace here");
@@ -119,7 +112,7 @@ CommandLineParser::Options::Options() {
                   "with several commands: seconds the others may still run once one failed "
                   "(nonzero exit or signal) before they are ended (default 5)")
       ->check(verbfault::cli::seconds(true));
-  run->add_option("--start-wait", start_wait_text,
+  run->add_option("--start-wait", written.start_wait_text,
                   "with several commands: seconds each may take to listen on a socket (or end) "
                   "before the next is started anyway (default 10; 0: start all at once)");
   run->add_option("--library", options.library, "libverbfault.so to preload");
@@ -133,7 +126,7 @@ CommandLineParser::Options::Options() {
   sweep = app.add_reusable_subcommand("sweep",
                                       "run a program once per seed, in parallel, and "
                                       "group the failures by signature");
-  sweep->add_option("--seeds", seeds_text, "the seeds, A..B")->required();
+  sweep->add_option("--seeds", written.seeds_text, "the seeds, A..B")->required();
   sweep
       ->add_option("--plan", sweep_options.plan_file,
                    "YAML plan file (with --swarm: the palette to draw from)")
@@ -144,7 +137,7 @@ CommandLineParser::Options::Options() {
   sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)");
   sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")
       ->check(verbfault::cli::whole_number(1, 1024));
-  sweep->add_option("--shard", shard_text,
+  sweep->add_option("--shard", written.shard_text,
                     "I/N: only every N-th seed from the I-th (the shards of a range partition it)");
   sweep
       ->add_option("--max-failures", sweep_options.max_failures,
@@ -170,9 +163,9 @@ CommandLineParser::Options::Options() {
   MinimizeOptions& minimize_options = line.minimize;
   minimize = app.add_reusable_subcommand(
       "minimize", "shrink a failing run's plan to the smallest that still fails the same way");
-  minimize->add_option("--seed", minimize_seed_text, "the failing seed");
+  minimize->add_option("--seed", written.minimize_seed_text, "the failing seed");
   minimize
-      ->add_option("--replay", minimize_replay,
+      ->add_option("--replay", written.minimize_replay,
                    "take the seed, plan, knobs and command from a replay file (verbfault sweep)")
       ->check(verbfault::cli::existing_file())
       ->excludes("--seed");
@@ -187,7 +180,7 @@ CommandLineParser::Options::Options() {
       ->delimiter(',')
       ->check(verbfault::cli::whole_number(0, 255));
   minimize
-      ->add_option("--signature", signature_text,
+      ->add_option("--signature", written.signature_text,
                    "same (the default): keep the exit status, checks and first fault; any: "
                    "keep failing")
       ->check(CLI::IsMember({"same", "any"}));
@@ -238,7 +231,7 @@ CommandLineParser::Options::Options() {
       "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
   swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
       ->check(verbfault::cli::existing_file());
-  swarm->add_option("--seed", swarm_seed_text, "print the plan this seed draws");
+  swarm->add_option("--seed", written.swarm_seed_text, "print the plan this seed draws");
 
   std::string& plan_file = line.plan_file;
   plan = app.add_reusable_subcommand("plan", "check a plan file and print it canonically");
@@ -295,14 +288,6 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
   SweepOptions& sweep_options = line.sweep;
   MinimizeOptions& minimize_options = line.minimize;
   ConformOptions& conform_options = line.conform;
-  std::string& seed_text = written.seed_text;
-  std::string& start_wait_text = written.start_wait_text;
-  std::string& seeds_text = written.seeds_text;
-  std::string& shard_text = written.shard_text;
-  std::string& minimize_seed_text = written.minimize_seed_text;
-  std::string& signature_text = written.signature_text;
-  std::optional<std::string>& minimize_replay = written.minimize_replay;
-  std::string& swarm_seed_text = written.swarm_seed_text;
 
   // The command after "--" is split off before CLI11 sees it: its options
   // (sample_rc --messages 4) belong to the program, not to verbfault.
@@ -320,17 +305,17 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
     for (ReusableApp* parser : options_->all()) parser->forget_parse_order();
     app.parse(own_argc, argv);
     // Given empty is a bad seed, not none (VERBFAULT_SEED= is one too).
-    if (run->count("--seed") > 0) options.seed = verbfault::parse_seed(seed_text, "--seed");
+    if (run->count("--seed") > 0) options.seed = verbfault::parse_seed(written.seed_text, "--seed");
     if (run->count("--start-wait") > 0)
-      options.start_wait_seconds = parse_start_wait(start_wait_text);
-    if (*minimize && minimize_replay) {
+      options.start_wait_seconds = parse_start_wait(written.start_wait_text);
+    if (*minimize && written.minimize_replay) {
       if (!options.command.empty() || !minimize_options.faults.empty() ||
           minimize_options.plan_file || minimize_options.threads)
         throw CLI::ValidationError("minimize --replay",
                                    "expected no --plan, --fault, --threads or command: the replay "
                                    "file has them");
-      const ReplayFile file = read_replay_file(*minimize_replay);
-      minimize_seed_text = std::to_string(file.seed);
+      const ReplayFile file = read_replay_file(*written.minimize_replay);
+      written.minimize_seed_text = std::to_string(file.seed);
       minimize_options.plan_file = file.plan_file;
       minimize_options.faults = file.faults;
       minimize_options.threads = file.threads;
@@ -338,7 +323,7 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
       minimize_options.pass_statuses = file.pass_statuses;
       options.command = minimize_options.command = file.command;
     }
-    if (*minimize && minimize_seed_text.empty() && minimize->count("--seed") == 0)
+    if (*minimize && written.minimize_seed_text.empty() && minimize->count("--seed") == 0)
       throw CLI::ValidationError("minimize", "expected --seed N or --replay FILE");
     if ((*run || *sweep || *minimize || *conform) && options.command.empty())
       throw CLI::ValidationError(*run       ? "run"
@@ -360,15 +345,15 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
       }
     }
     if (*minimize) {
-      minimize_options.seed = verbfault::parse_seed(minimize_seed_text, "--seed");
-      minimize_options.same_signature = signature_text == "same";
+      minimize_options.seed = verbfault::parse_seed(written.minimize_seed_text, "--seed");
+      minimize_options.same_signature = written.signature_text == "same";
     }
     // Given empty is a bad seed here too, not "no seed".
     if (*swarm && swarm->count("--seed") > 0)
-      line.swarm_seed = verbfault::parse_seed(swarm_seed_text, "--seed");
+      line.swarm_seed = verbfault::parse_seed(written.swarm_seed_text, "--seed");
     if (*sweep) {
-      parse_seed_range(seeds_text, sweep_options);
-      if (!shard_text.empty()) parse_shard(shard_text, sweep_options);
+      parse_seed_range(written.seeds_text, sweep_options);
+      if (!written.shard_text.empty()) parse_shard(written.shard_text, sweep_options);
     }
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help, out, err);
