@@ -33,7 +33,7 @@ fuzzers=("$@")
 [ ${#fuzzers[@]} -gt 0 ] || fuzzers=(fuzz_plan_yaml fuzz_rule_cli fuzz_cli_options fuzz_verbs_sequence)
 # Absolute: the fuzzers of a -jobs run work in a directory of their own.
 build_dir="$(realpath -m "${FUZZ_BUILD_DIR:-build-fuzz}")"
-jobs="${FUZZ_BUILD_JOBS:-2}"
+build_jobs="${FUZZ_BUILD_JOBS:-2}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 sanitizers="address,undefined"
@@ -51,7 +51,7 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILE
   -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=${sanitizers} -shared-libasan" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=${sanitizers} -shared-libasan" >/dev/null
-nice cmake --build "$build_dir" -j "$jobs" --target "${fuzzers[@]}"
+nice cmake --build "$build_dir" -j "$build_jobs" --target "${fuzzers[@]}"
 
 runtime_dir="$(dirname "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)")"
 export LD_LIBRARY_PATH="$runtime_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

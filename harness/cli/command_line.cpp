@@ -271,9 +271,11 @@ CommandLineParser::~CommandLineParser() = default;
 std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* const* argv,
                                                         std::ostream& out, std::ostream& err) {
   // Back to the defaults: what the last parse wrote must not leak into this
-  // one (CLI11 clears its own results when parse() starts again).
+  // one (CLI11 clears its own results when parse() starts again, all but
+  // the order of the options they came in).
   Options::Written& written = options_->written;
   written = Options::Written{};
+  for (ReusableApp* parser : options_->all()) parser->forget_parse_order();
   CLI::App& app = options_->app;
   CLI::App* const run = options_->run;
   CLI::App* const sweep = options_->sweep;
@@ -302,7 +304,6 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
     break;
   }
   try {
-    for (ReusableApp* parser : options_->all()) parser->forget_parse_order();
     app.parse(own_argc, argv);
     // Given empty is a bad seed, not none (VERBFAULT_SEED= is one too).
     if (run->count("--seed") > 0) options.seed = verbfault::parse_seed(written.seed_text, "--seed");
