@@ -22,6 +22,7 @@
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
+#include "system_files.h"
 #include "transport.h"
 
 #include <algorithm>
@@ -416,47 +417,18 @@ bool owns_sysfs_path(const char* dir) {
 }
 
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
-  Device* device = device_of_sysfs_path(dir);
+  const Device* device = device_of_sysfs_path(dir);
   if (device == nullptr || file == nullptr || size == 0) return fail_int(ENOENT), -1;
-  const DeviceProfile& p = device->profile();
-  char text[128];
-  const uint64_t guid = be64toh(p.device.node_guid);
-  auto guid_text = [&](uint64_t g) {
-    std::snprintf(text, sizeof text, "%04x:%04x:%04x:%04x", unsigned(g >> 48) & 0xffff,
-                  unsigned(g >> 32) & 0xffff, unsigned(g >> 16) & 0xffff, unsigned(g) & 0xffff);
-  };
-  if (std::strcmp(file, "node_desc") == 0)
-    std::snprintf(text, sizeof text, "verbfault simulated HCA %s", device->name().c_str());
-  else if (std::strcmp(file, "fw_ver") == 0)
-    std::snprintf(text, sizeof text, "%s", p.fw_ver.c_str());
-  else if (std::strcmp(file, "board_id") == 0)
-    std::snprintf(text, sizeof text, "%s", p.board_id.c_str());
-  else if (std::strcmp(file, "hca_type") == 0)
-    std::snprintf(text, sizeof text, "%s", p.hca_type.c_str());
-  else if (std::strcmp(file, "hw_rev") == 0)
-    std::snprintf(text, sizeof text, "0x%x", p.device.hw_ver);
-  else if (std::strcmp(file, "node_type") == 0)
-    std::snprintf(text, sizeof text, "1: CA");
-  else if (std::strcmp(file, "node_guid") == 0 || std::strcmp(file, "sys_image_guid") == 0)
-    guid_text(guid);
-  else if (int index = -1; std::sscanf(file, "ports/1/gids/%d", &index) == 1 && index >= 0 &&
-                           index < device->port().gid_tbl_len) {
-    // The kernel's format: eight groups of four hex digits.
-    const ibv_gid gid = device->gid(index);
-    int at = 0;
-    for (int i = 0; i < 16; i += 2)
-      at += std::snprintf(text + at, sizeof text - static_cast<size_t>(at), "%s%02x%02x",
-                          i == 0 ? "" : ":", gid.raw[i], gid.raw[i + 1]);
-  } else if (std::sscanf(file, "ports/1/gid_attrs/types/%d", &index) == 1 && index >= 0 &&
-             index < device->port().gid_tbl_len && !device->gid_empty(index)) {
-    // What libibverbs' ibv_query_gid_type parses; an InfiniBand port has no
-    // gid_attrs/types entries the kernel would fill for an empty GID.
-    std::snprintf(text, sizeof text, "%s",
-                  device->gid_type(index) == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1");
-  } else
-    return fail_int(ENOENT), -1;
-  // Like the kernel's sysfs files: newline-terminated; libibverbs strips it.
-  int n = std::snprintf(buf, size, "%s", text);
+  // The file as the system shows it (system_files.cpp), read as
+  // libibverbs' ibv_read_sysfs_file reads one: the trailing newline cut.
+  // By the device's own directory: the provider double renames ibdev_path.
+  const SystemNode node =
+      system_node(std::string(kInfinibandDevices) + "/" + device->name() + "/" + file);
+  if (node.kind != SystemNodeKind::kFile) return fail_int(ENOENT), -1;
+  if (node.read_error != 0) return fail_int(node.read_error), -1;
+  std::string_view text = node.text;
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  const int n = std::snprintf(buf, size, "%.*s", static_cast<int>(text.size()), text.data());
   return std::min<int>(n, static_cast<int>(size) - 1);
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace verbfault::sim {
@@ -78,6 +79,30 @@ int device_index(const ibv_device* device);
 // (e.g. "node_desc", "fw_ver"); returns bytes written or -1 with errno.
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
 bool owns_sysfs_path(const char* dir);
+
+// ---- the devices as the system shows them ----------------------------------
+// What the kernel would show of the simulated devices in sysfs and /dev
+// (sim/system_files.h): /sys/class/infiniband/<dev>/..., the uverbs class
+// /sys/class/infiniband_verbs/..., their device directories under
+// /sys/devices/virtual/, and /dev/infiniband/uverbsN.
+enum class SystemNodeKind { kAbsent, kDirectory, kFile, kSymlink, kCharDevice };
+struct SystemNode {
+  SystemNodeKind kind = SystemNodeKind::kAbsent;
+  std::string text;    // a file's contents, a symlink's target
+  int read_error = 0;  // a file whose read fails with this errno, as the
+                       // kernel's attributes of an empty GID entry do
+  unsigned major = 0;  // a character device's number
+  unsigned minor = 0;
+  std::vector<std::string> entries;  // a directory's names, sorted, no . and ..
+};
+// `path` absolute and normalized (no "//", ".", ".."); symlinks in it are
+// followed but the last one (what lstat(2) sees). kAbsent: not a path the
+// simulated devices add to the system.
+SystemNode system_node(std::string_view path);
+// Whether `path` (absolute, normalized) lies where the simulated devices
+// add to the system (one of sim/system_files.h's directories or below):
+// cheap, no lock; a path outside is never served.
+bool system_path_prefix(std::string_view path);
 
 ibv_context* open_device(ibv_device* device);
 int close_device(ibv_context* context);

@@ -1,0 +1,29 @@
+#include "system_view.h"
+
+#include "verbfault/sim/provider.h"
+
+namespace verbfault::provider {
+
+// The two enumerations name the same kinds in the same order.
+static_assert(static_cast<int>(SystemNodeKind::kCharDevice) ==
+              static_cast<int>(sim::SystemNodeKind::kCharDevice));
+static_assert(static_cast<int>(SystemNodeKind::kSymlink) ==
+              static_cast<int>(sim::SystemNodeKind::kSymlink));
+
+bool system_path_prefix(std::string_view path) {
+  return sim::system_path_prefix(path) && !sim::devices().empty();
+}
+
+SystemNode system_node(std::string_view path) {
+  sim::SystemNode found = sim::system_node(path);
+  SystemNode node;
+  node.kind = static_cast<SystemNodeKind>(found.kind);
+  node.text = std::move(found.text);
+  node.read_error = found.read_error;
+  node.major = found.major;
+  node.minor = found.minor;
+  node.entries = std::move(found.entries);
+  return node;
+}
+
+}  // namespace verbfault::provider

@@ -1,0 +1,30 @@
+// The simulated devices as the system shows them (sysfs and /dev), for the
+// interposer's file calls: what a path names there, if anything. Real
+// devices' files are the kernel's and never pass through here.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace verbfault::provider {
+
+enum class SystemNodeKind { kAbsent, kDirectory, kFile, kSymlink, kCharDevice };
+
+struct SystemNode {
+  SystemNodeKind kind = SystemNodeKind::kAbsent;
+  std::string text;    // a file's contents, a symlink's target
+  int read_error = 0;  // a file whose read fails with this errno
+  unsigned major = 0;  // a character device's number
+  unsigned minor = 0;
+  std::vector<std::string> entries;  // a directory's names, sorted, no . and ..
+};
+
+// Whether `path` (absolute, normalized) lies where simulated devices add
+// files: cheap, no lock. False when the process has no simulated device.
+bool system_path_prefix(std::string_view path);
+// What `path` (absolute, normalized; the last symlink not followed) is
+// among the files the simulated devices add; kAbsent: none of them.
+SystemNode system_node(std::string_view path);
+
+}  // namespace verbfault::provider

@@ -1,0 +1,118 @@
+// The simulated devices as the system shows them (interposer/
+// system_files.h): programs that look in /dev/infiniband and
+// /sys/class/infiniband* instead of asking libibverbs find vfsim0 there as
+// they find rxe0 or mlx5_0, and nothing else of the system changes.
+#include "shell.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using verbfault::testing::contains;
+using verbfault::testing::ProcessResult;
+
+ProcessResult run(const std::string& env, const std::string& command) {
+  return verbfault::testing::run_shell(
+      "env LD_PRELOAD=" + verbfault::testing::preload_of(VERBFAULT_LIBRARY) +
+      " VERBFAULT_FABRIC=private " + env + " " + command);
+}
+
+TEST(SystemFiles, TheUverbsNodeIsACharacterDeviceNothingCanOpen) {
+  ProcessResult r = run("", SYSTEM_FILES_PROBE);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // UCX's test: stat says a character device, access allows reading and
+  // writing; opening it finds no driver (only libibverbs talks to uverbs).
+  EXPECT_TRUE(contains(r.output, "stat /dev/infiniband/uverbs0: chr 231:192\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "access rw /dev/infiniband/uverbs0: 0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "open /dev/infiniband/uverbs0: -1 No such device or address\n"))
+      << r.output;
+}
+
+TEST(SystemFiles, AttributesReadAsTheKernelWritesThem) {
+  ProcessResult r = run("", SYSTEM_FILES_PROBE);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "statx state: file mode 444\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "state: 4: ACTIVE\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "link_layer: InfiniBand\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "numa_node: -1\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "gid type 0: IB/RoCE v1\n")) << r.output;
+  // An entry that holds no GID has no attributes to read (the kernel: EINVAL).
+  EXPECT_TRUE(contains(r.output, "gid type 9: error Invalid argument\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "abi_version: 6\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "uverbs0 ibdev: vfsim0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fopen fw_ver: 1.0.0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "open for writing: -1 Permission denied\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "open missing: -1 No such file or directory\n")) << r.output;
+}
+
+TEST(SystemFiles, TheClassDirectoryLinksToTheDeviceAsSysfsDoes) {
+  ProcessResult r = run("", SYSTEM_FILES_PROBE);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "readlink: ../../devices/virtual/infiniband/vfsim0\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "realpath: /sys/devices/virtual/infiniband/vfsim0/ports/1/gids\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "opendir: .(4) ..(4) vfsim0(10)\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "scandir pkeys: 128 first 0\n")) << r.output;
+}
+
+TEST(SystemFiles, AServedDirectoryCanBeTheWorkingDirectory) {
+  ProcessResult r = run("", SYSTEM_FILES_PROBE);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "getcwd: /sys/devices/virtual/infiniband/vfsim0/ports\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "relative state: 4: ACTIVE\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "back: /\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "other path: -1\n")) << r.output;
+}
+
+TEST(SystemFiles, EachDeviceHasItsOwnUverbsNumber) {
+  ProcessResult r = run("VERBFAULT_SIM_DEVICES=2",
+                        "sh -c 'ls -l /dev/infiniband; cat "
+                        "/sys/class/infiniband_verbs/uverbs1/ibdev "
+                        "/sys/class/infiniband_verbs/uverbs1/dev'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "crw-rw-rw- 1 root root 231, 192")) << r.output;
+  EXPECT_TRUE(contains(r.output, "231, 193")) << r.output;
+  EXPECT_TRUE(contains(r.output, "vfsim1\n231:193\n")) << r.output;
+}
+
+TEST(SystemFiles, RocePortsReadAsEthernetWithRoceV2Gids) {
+  ProcessResult r = run("VERBFAULT_SIM_PROFILE=roce",
+                        "sh -c 'p=/sys/class/infiniband/vfsim0/ports/1; cat $p/link_layer "
+                        "$p/rate $p/lid $p/gid_attrs/types/0 $p/gid_attrs/types/1 $p/gids/1'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "Ethernet\n100 Gb/sec (4X EDR)\n0x0\nRoCE v2\nRoCE v2\n"
+                       "0000:0000:0000:0000:0000:ffff:"))
+      << r.output;
+}
+
+TEST(SystemFiles, NoSimulatedDeviceNoFiles) {
+  ProcessResult r = run("VERBFAULT_SIM_DEVICES=0", "ls /sys/class/infiniband /dev/infiniband");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "No such file or directory")) << r.output;
+}
+
+TEST(SystemFiles, IbstatShowsTheSimulatedDevice) {
+  ProcessResult r = run("", IBSTAT);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "CA 'vfsim0'\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\tFirmware version: 1.0.0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\t\tState: Active\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\t\tPhysical state: LinkUp\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\t\tLink layer: InfiniBand\n")) << r.output;
+}
+
+TEST(SystemFiles, IbstatusShowsEveryPort) {
+  ProcessResult r = run("VERBFAULT_SIM_DEVICES=2", IBSTATUS);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "Infiniband device 'vfsim0' port 1 status:\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Infiniband device 'vfsim1' port 1 status:\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\tstate:\t\t 4: ACTIVE\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\tlink_layer:\t InfiniBand\n")) << r.output;
+}
+
+}  // namespace
