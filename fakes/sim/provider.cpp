@@ -19,6 +19,7 @@
 #include "memory_region.h"
 #include "memory_window.h"
 #include "network_header.h"
+#include "printf_string.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -257,16 +258,6 @@ UnackedDestroy unacked_destroy_policy() {
     return UnackedDestroy::kFail;
   }();
   return policy;
-}
-
-// printf into a std::string (for the one-line diagnoses).
-__attribute__((format(printf, 1, 2))) std::string printf_string(const char* pattern, ...) {
-  char text[256];
-  va_list args;
-  va_start(args, pattern);
-  std::vsnprintf(text, sizeof text, pattern, args);
-  va_end(args);
-  return text;
 }
 
 // What a diagnosis says: the object's stable name and the counts.

@@ -2,6 +2,7 @@
 
 #include "device.h"
 #include "fabric.h"
+#include "printf_string.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -19,16 +19,6 @@
 namespace verbfault::sim {
 
 namespace {
-
-std::string format(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* pattern, ...) {
-  char text[128];
-  va_list args;
-  va_start(args, pattern);
-  std::vsnprintf(text, sizeof text, pattern, args);
-  va_end(args);
-  return text;
-}
 
 SystemNode directory(std::vector<std::string> entries) {
   std::sort(entries.begin(), entries.end());
@@ -190,21 +180,22 @@ std::string rate_text(const ibv_port_attr& port) {
       break;
   }
   rate *= width;
-  return format("%d%s Gb/sec (%dX%s)", rate / 10, rate % 10 != 0 ? ".5" : "", width, speed);
+  return printf_string("%d%s Gb/sec (%dX%s)", rate / 10, rate % 10 != 0 ? ".5" : "", width, speed);
 }
 
 std::string gid_text(const ibv_gid& gid) {
   // %pI6: eight groups of four hex digits.
   std::string text;
   for (int i = 0; i < 16; i += 2)
-    text += format("%s%02x%02x", i == 0 ? "" : ":", gid.raw[i], gid.raw[i + 1]);
+    text += printf_string("%s%02x%02x", i == 0 ? "" : ":", gid.raw[i], gid.raw[i + 1]);
   return text;
 }
 
 std::string guid_text(__be64 guid_be) {
   const uint64_t g = be64toh(guid_be);
-  return format("%04x:%04x:%04x:%04x", unsigned(g >> 48) & 0xffff, unsigned(g >> 32) & 0xffff,
-                unsigned(g >> 16) & 0xffff, unsigned(g) & 0xffff);
+  return printf_string("%04x:%04x:%04x:%04x", unsigned(g >> 48) & 0xffff,
+                       unsigned(g >> 32) & 0xffff, unsigned(g >> 16) & 0xffff,
+                       unsigned(g) & 0xffff);
 }
 
 SystemNode port_node(Device& device, std::span<const std::string_view> rest) {
@@ -214,15 +205,16 @@ SystemNode port_node(Device& device, std::span<const std::string_view> rest) {
                       "phys_state", "pkeys", "rate", "sm_lid", "sm_sl", "state"});
   const std::string_view name = rest[0];
   if (rest.size() == 1) {
-    if (name == "state") return file(format("%d: %s", port.state, port_state_name(port.state)));
+    if (name == "state")
+      return file(printf_string("%d: %s", port.state, port_state_name(port.state)));
     if (name == "phys_state")
-      return file(format("%d: %s", port.phys_state, phys_state_name(port.phys_state)));
+      return file(printf_string("%d: %s", port.phys_state, phys_state_name(port.phys_state)));
     if (name == "rate") return file(rate_text(port));
-    if (name == "lid") return file(format("0x%x", port.lid));
-    if (name == "sm_lid") return file(format("0x%x", port.sm_lid));
-    if (name == "sm_sl") return file(format("%u", port.sm_sl));
-    if (name == "lid_mask_count") return file(format("%u", port.lmc));
-    if (name == "cap_mask") return file(format("0x%08x", port.port_cap_flags));
+    if (name == "lid") return file(printf_string("0x%x", port.lid));
+    if (name == "sm_lid") return file(printf_string("0x%x", port.sm_lid));
+    if (name == "sm_sl") return file(printf_string("%u", port.sm_sl));
+    if (name == "lid_mask_count") return file(printf_string("%u", port.lmc));
+    if (name == "cap_mask") return file(printf_string("0x%08x", port.port_cap_flags));
     if (name == "link_layer") return file(device.ethernet() ? "Ethernet" : "InfiniBand");
     if (name == "gids") return directory(numbered(port.gid_tbl_len));
     if (name == "pkeys") return directory(numbered(port.pkey_tbl_len));
@@ -259,7 +251,7 @@ SystemNode device_node(Device& device, std::span<const std::string_view> rest) {
     if (name == "fw_ver") return file(profile.fw_ver);
     if (name == "board_id") return file(profile.board_id);
     if (name == "hca_type") return file(profile.hca_type);
-    if (name == "hw_rev") return file(format("%x", profile.device.hw_ver));  // mlx5: "%x"
+    if (name == "hw_rev") return file(printf_string("%x", profile.device.hw_ver));  // mlx5: "%x"
     if (name == "node_type") return file("1: CA");
     if (name == "node_guid") return file(guid_text(profile.device.node_guid));
     if (name == "sys_image_guid") return file(guid_text(profile.device.sys_image_guid));
@@ -337,8 +329,8 @@ SystemNode node_at(std::string_view path) {
       return file("1");  // the driver's ABI (rdma-core's
                          // providers check it, not ours)
     if (parts[1] == "dev")
-      return file(format("%u:%u", kUverbsMajor,
-                         kUverbsBaseMinor + static_cast<unsigned>(uverbs_index(*device))));
+      return file(printf_string("%u:%u", kUverbsMajor,
+                                kUverbsBaseMinor + static_cast<unsigned>(uverbs_index(*device))));
     return {};
   }
   if (auto rest = below(path, kInfinibandClass)) {

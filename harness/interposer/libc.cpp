@@ -9,16 +9,20 @@
 
 namespace verbfault::interposer::libc {
 
-namespace {
-
-template <class Fn>
-void find(Fn& fn, const char* name, const char* version) {
+void* next_definition(const char* name, const char* version) {
   void* symbol = dlvsym(RTLD_NEXT, name, version);
   if (symbol == nullptr) {
     std::fprintf(stderr, "verbfault: cannot find the C library's %s@%s\n", name, version);
     std::abort();
   }
-  fn = reinterpret_cast<Fn>(symbol);
+  return symbol;
+}
+
+namespace {
+
+template <class Fn>
+void find(Fn& fn, const char* name, const char* version) {
+  fn = reinterpret_cast<Fn>(next_definition(name, version));
 }
 
 #if defined(__SANITIZE_THREAD__)

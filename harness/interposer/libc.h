@@ -61,6 +61,11 @@ struct Functions {
   time_t (*time)(time_t*);
 };
 
+// The C library's `name` at `version`, the definition after libverbfault's
+// own (dlvsym RTLD_NEXT); a C library without it ends the process with
+// one line: nothing of the harness can work then.
+void* next_definition(const char* name, const char* version);
+
 // The C library's functions, resolved on first use (a constructor of
 // another library may lock a mutex before ours ran); never changes after.
 const Functions& direct();

@@ -1,9 +1,6 @@
 #include "libc_files.h"
 
-#include <dlfcn.h>
-
-#include <cstdio>
-#include <cstdlib>
+#include "libc.h"
 
 namespace verbfault::interposer::libc {
 
@@ -11,12 +8,7 @@ namespace {
 
 template <class Fn>
 void find(Fn& fn, const char* name, const char* version) {
-  void* symbol = dlvsym(RTLD_NEXT, name, version);
-  if (symbol == nullptr) {
-    std::fprintf(stderr, "verbfault: cannot find the C library's %s@%s\n", name, version);
-    std::abort();
-  }
-  fn = reinterpret_cast<Fn>(symbol);
+  fn = reinterpret_cast<Fn>(next_definition(name, version));
 }
 
 FileFunctions resolve() {

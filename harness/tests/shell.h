@@ -37,6 +37,16 @@ inline std::string preload_of(const std::string& library) {
 #endif
 }
 
+// `command` with libverbfault.so preloaded, on a fabric of its own (a
+// process running beside it under ctest -j may hold member index 0 of the
+// default one, and the addresses tests check are member 0's), with the
+// environment assignments `env` ("A=1 B=2", may be empty).
+inline ProcessResult run_preloaded(const std::string& library, const std::string& env,
+                                   const std::string& command) {
+  return run_shell("env LD_PRELOAD=" + preload_of(library) + " VERBFAULT_FABRIC=private " + env +
+                   " " + command);
+}
+
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

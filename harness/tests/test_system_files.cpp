@@ -14,9 +14,7 @@ using verbfault::testing::contains;
 using verbfault::testing::ProcessResult;
 
 ProcessResult run(const std::string& env, const std::string& command) {
-  return verbfault::testing::run_shell(
-      "env LD_PRELOAD=" + verbfault::testing::preload_of(VERBFAULT_LIBRARY) +
-      " VERBFAULT_FABRIC=private " + env + " " + command);
+  return verbfault::testing::run_preloaded(VERBFAULT_LIBRARY, env, command);
 }
 
 TEST(SystemFiles, TheUverbsNodeIsACharacterDeviceNothingCanOpen) {

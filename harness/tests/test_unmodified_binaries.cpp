@@ -12,13 +12,8 @@ namespace {
 using verbfault::testing::contains;
 using verbfault::testing::ProcessResult;
 
-// Each program on a fabric of its own: on the user's default fabric a
-// process running beside it (ctest -j) may hold member index 0, and the
-// addresses these tests check are member 0's.
 ProcessResult run(const std::string& env, const std::string& command) {
-  return verbfault::testing::run_shell(
-      "env LD_PRELOAD=" + verbfault::testing::preload_of(VERBFAULT_LIBRARY) +
-      " VERBFAULT_FABRIC=private " + env + " " + command);
+  return verbfault::testing::run_preloaded(VERBFAULT_LIBRARY, env, command);
 }
 
 TEST(UnmodifiedBinaries, IbvDevicesListsTheSimulatedDevice) {
