@@ -590,12 +590,28 @@ int epoll_scheduled(int epfd, epoll_event* events, int max_events, std::uint64_t
 
 }  // namespace
 
-bool scheduled(const void* caller) {
+namespace {
+
+// Whether the calling thread's clock is the scheduler's virtual one: a
+// thread it manages, calling from the program (the harness's own code
+// reads it too, lock held or not: its timings are virtual like the
+// program's).
+bool clock_is_virtual(const void* caller) {
   // The sanitizer runtime's calls first: before anything that may allocate
   // (callers.h). Not sched().manages_this_thread(): that would create the
   // scheduler, and this is asked from inside malloc too (scheduler.h).
   if (called_from_sanitizer(caller)) return false;
   return scheduler::Scheduler::manages_this_thread() && !called_from_rdma_stack(caller);
+}
+
+}  // namespace
+
+bool scheduled(const void* caller) {
+  // A thread holding a lock of the harness runs the harness's code: what it
+  // calls that reaches these calls (an allocation entering UCX's memory
+  // hooks, which lock a pthread_rwlock) is never a scheduling point, which
+  // would wait for the lock it holds (docs/architecture.md, "Locking").
+  return !record::RunLock::held_by_this_thread() && clock_is_virtual(caller);
 }
 
 namespace {
@@ -823,7 +839,7 @@ unsigned sleep(unsigned seconds, const void* caller) {
 }
 
 int clock_gettime(clockid_t clock, timespec* now, const void* caller) {
-  if (!scheduled(caller) || now == nullptr)
+  if (!clock_is_virtual(caller) || now == nullptr)
     return libc::for_caller(caller).clock_gettime(clock, now);
   timespec probe;
   if (libc::for_caller(caller).clock_gettime(clock, &probe) != 0)
@@ -833,7 +849,8 @@ int clock_gettime(clockid_t clock, timespec* now, const void* caller) {
 }
 
 int gettimeofday(timeval* now, void* zone, const void* caller) {
-  if (!scheduled(caller) || now == nullptr) return libc::for_caller(caller).gettimeofday(now, zone);
+  if (!clock_is_virtual(caller) || now == nullptr)
+    return libc::for_caller(caller).gettimeofday(now, zone);
   const std::uint64_t ns = kRealtimeOrigin + sched().now_ns();
   now->tv_sec = static_cast<time_t>(ns / kNs);
   now->tv_usec = static_cast<suseconds_t>(ns % kNs / 1000);
@@ -841,7 +858,7 @@ int gettimeofday(timeval* now, void* zone, const void* caller) {
 }
 
 time_t time(time_t* now, const void* caller) {
-  if (!scheduled(caller)) return libc::for_caller(caller).time(now);
+  if (!clock_is_virtual(caller)) return libc::for_caller(caller).time(now);
   const auto seconds = static_cast<time_t>((kRealtimeOrigin + sched().now_ns()) / kNs);
   if (now != nullptr) *now = seconds;
   return seconds;

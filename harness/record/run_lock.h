@@ -26,12 +26,26 @@ class RunLock {
           std::this_thread::yield();
       }
     }
+    ++held_here();
   }
   bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) &&
-           !locked_.exchange(true, std::memory_order_acquire);
+    if (locked_.load(std::memory_order_relaxed) ||
+        locked_.exchange(true, std::memory_order_acquire))
+      return false;
+    ++held_here();
+    return true;
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  void unlock() noexcept {
+    --held_here();
+    locked_.store(false, std::memory_order_release);
+  }
+
+  // Whether the calling thread holds a RunLock (any): then it runs the
+  // harness's own code, and whatever it calls that comes back to the front
+  // door (malloc entering an application's memory hooks, which take a
+  // pthread_rwlock) must pass straight through: a scheduling point there
+  // would wait for the lock this thread holds (issue 32).
+  static bool held_by_this_thread() noexcept { return held_here() > 0; }
 
  private:
   static constexpr unsigned kSpinsBeforeYield = 100;
@@ -39,6 +53,11 @@ class RunLock {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+  }
+  // How many RunLocks the thread holds; owned by the thread itself.
+  static unsigned& held_here() noexcept {
+    __attribute__((tls_model("initial-exec"))) static thread_local unsigned held = 0;
+    return held;
   }
   std::atomic<bool> locked_{false};
 };

@@ -339,7 +339,7 @@ bool Scheduler::unblock_by_time() {
     if (readable || next == kNoDeadline) return true;
   }
   if (next == kNoDeadline) return false;
-  now_ns_.store(std::max(now_ns_.load(std::memory_order_relaxed), next), std::memory_order_relaxed);
+  advance_clock_to(next);
   return true;
 }
 
@@ -535,10 +535,18 @@ bool Scheduler::finished(ThreadId id) {
 }
 
 std::uint64_t Scheduler::now_ns() {
-  std::unique_lock lock(lock_);
-  const std::uint64_t now = now_ns_.load(std::memory_order_relaxed) + options_.quantum_ns;
-  now_ns_.store(now, std::memory_order_relaxed);
-  return now;
+  // Without the lock: a thread reads the clock holding the interposer's
+  // lock (a poll), and the watchdog takes this one and then the
+  // interposer's (refresh_waiters): the two orders would deadlock. The
+  // clock only moves forward (advance_clock_to), so an increment and a
+  // jump commute.
+  return now_ns_.fetch_add(options_.quantum_ns, std::memory_order_relaxed) + options_.quantum_ns;
+}
+
+void Scheduler::advance_clock_to(std::uint64_t ns) {
+  std::uint64_t seen = now_ns_.load(std::memory_order_relaxed);
+  while (seen < ns && !now_ns_.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+  }
 }
 
 void Scheduler::sleep_until(std::uint64_t deadline_ns, const char* call) {

@@ -199,6 +199,8 @@ class Scheduler {
   // The program's virtual clock, in ns since the run started; every read
   // moves it by the quantum, so a loop that reads it ends.
   std::uint64_t now_ns();
+  // Moves the virtual clock to `ns` unless it is past it already.
+  void advance_clock_to(std::uint64_t ns);
   // Sleeps the calling thread until `deadline_ns` on the virtual clock.
   void sleep_until(std::uint64_t deadline_ns, const char* call);
 

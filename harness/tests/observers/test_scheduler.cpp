@@ -278,6 +278,76 @@ TEST(Scheduler, AnFdWaitWithADeadlineEndsOnTheVirtualClock) {
   EXPECT_LT(ended_at, 3'100'000u);
 }
 
+// The world is asked about fds with the scheduler's lock held; the
+// interposer's answer takes its own lock, which a thread reading the clock
+// may hold (a poll under the interposer's lock reads clock_gettime). So the
+// clock must be read without the scheduler's lock, or the two orders
+// deadlock (issue 32): here the world reads it from inside the scheduler.
+class ClockReadingWorld : public PipeWorld {
+ public:
+  bool fd_readable(int fd) override {
+    clock_seen = scheduler().now_ns();
+    return PipeWorld::fd_readable(fd);
+  }
+  std::uint64_t clock_seen = 0;
+};
+
+TEST(Scheduler, TheClockIsReadWithoutTheSchedulersLock) {
+  ClockReadingWorld world_reading;
+  Pipe quiet;
+  Options options;
+  options.seed = 3;
+  scheduler().start(options, world_reading);
+  bool woken = true;
+  run_threads({[&] {
+    Wait wait;
+    wait.kind = WaitKind::fd;
+    wait.add_fd(quiet.fds[0]);
+    wait.deadline_ns = scheduler().now_ns() + 1'000'000;
+    wait.call = "poll";
+    woken = scheduler().block(wait);
+  }});
+  scheduler().stop();
+  EXPECT_FALSE(woken);
+  EXPECT_GT(world_reading.clock_seen, 0u) << "the world was asked about the fd";
+}
+
+TEST(Scheduler, TheClockOnlyMovesForward) {
+  Options options;
+  options.seed = 5;
+  scheduler().start(options, world);
+  const std::uint64_t before = scheduler().now_ns();
+  scheduler().advance_clock_to(before + 7'000'000);
+  const std::uint64_t jumped = scheduler().now_ns();
+  scheduler().advance_clock_to(before);  // the past: no change
+  const std::uint64_t after = scheduler().now_ns();
+  scheduler().stop();
+  EXPECT_GT(jumped, before + 7'000'000);
+  EXPECT_GT(after, jumped);
+}
+
+// A thread holding one of the harness's locks runs the harness's code:
+// the interposer lets its calls through instead of making them scheduling
+// points (thread_calls.cpp, scheduled()), which would wait for the lock.
+TEST(RunLock, MarksTheThreadsThatHoldOne) {
+  record::RunLock one, two;
+  EXPECT_FALSE(record::RunLock::held_by_this_thread());
+  one.lock();
+  EXPECT_TRUE(record::RunLock::held_by_this_thread());
+  bool seen_elsewhere = true;
+  std::thread([&] { seen_elsewhere = record::RunLock::held_by_this_thread(); }).join();
+  EXPECT_FALSE(seen_elsewhere) << "the mark is the holder's own";
+  ASSERT_TRUE(two.try_lock());
+  one.unlock();
+  EXPECT_TRUE(record::RunLock::held_by_this_thread()) << "still holds the second";
+  two.unlock();
+  EXPECT_FALSE(record::RunLock::held_by_this_thread());
+  one.lock();
+  EXPECT_FALSE(one.try_lock()) << "a failed try_lock marks nothing";
+  one.unlock();
+  EXPECT_FALSE(record::RunLock::held_by_this_thread());
+}
+
 // A wait on an fd fed from outside is no deadlock: the scheduler waits in
 // real time, without a limit when nothing is due on the virtual clock, at
 // most the escape time while a sleeper is (then the sleeper wakes first).
