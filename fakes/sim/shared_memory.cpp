@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,14 +54,22 @@ bool private_anonymous(const MapsLine& line) {
 // Moves the pages at [at, at + size) onto a new mapping `fresh` of the same
 // size after copying them there: one mremap(2) replaces the old pages,
 // with no instant where the addresses are unmapped.
+//
+// The system call itself, not the C library's mremap: a program's memory
+// hooks patch that one, and this move leaves the program's addresses
+// holding what they held (as the kernel pinning the pages would), so they
+// have nothing to learn; and UCX 1.13's hook (ucm_mremap) drops the
+// fifth argument, so that MREMAP_FIXED moved `fresh` to whatever address
+// a register held, unmapping what was there, while `at` kept its private
+// pages and the segment a stale copy (ucx_perftest put_bw bcopy: the
+// peer read zeros). The result must be `at` itself.
 bool move_onto(void* fresh, void* at, std::size_t size) {
   std::memcpy(fresh, at, size);
-  void* moved = mremap(fresh, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, at);
-  if (moved == MAP_FAILED) {
-    munmap(fresh, size);
-    return false;
-  }
-  return true;
+  const auto moved = reinterpret_cast<void*>(
+      syscall(SYS_mremap, fresh, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, at));
+  if (moved == at) return true;
+  if (moved == MAP_FAILED) syscall(SYS_munmap, fresh, size);
+  return false;
 }
 
 struct Segment {
