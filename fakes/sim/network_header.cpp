@@ -33,6 +33,12 @@ uint16_t ipv4_checksum(const uint8_t* header) {
 
 }  // namespace
 
+uint8_t roce_packet_type(const Message& m, const ibv_gid& dgid) {
+  constexpr uint8_t kUdp = 0x8, kIpv6 = 0x1, kIpv4 = 0x2;
+  if (m.sgid_type != IBV_GID_TYPE_ROCE_V2) return 0;  // RoCE v1: a GRH
+  return ipv4_in_gid(m.sgid) && ipv4_in_gid(dgid) ? kUdp | kIpv4 : kUdp | kIpv6;
+}
+
 std::array<uint8_t, kNetworkHeaderBytes> network_header(const Message& m, const ibv_gid& dgid) {
   std::array<uint8_t, kNetworkHeaderBytes> out{};
   const ibv_global_route& grh = m.ah.grh;

@@ -27,6 +27,16 @@ static_assert(sizeof(ibv_grh) == kNetworkHeaderBytes);
 // What a UD message `m` addressed to `dgid` leaves in the receive buffer.
 std::array<uint8_t, kNetworkHeaderBytes> network_header(const Message& m, const ibv_gid& dgid);
 
+// What a RoCE port reports in ibv_wc.sl of a UD receive (a RoCE packet
+// has no service level): the kind of network header the frame carried, as
+// IBTA A17.4.5.1 wants the completion to say ("a flag that indicates if
+// the received frame is an IPv4, IPv6 or RoCE packet") and as mlx5 writes
+// it (roce_pkt_type of the CQE: bit 3 a UDP header, bits 2..0 the L3
+// header: 0 GRH, 1 IPv6, 2 IPv4). UCX reads it there to find the
+// destination address in the header (uct_ud_iface_check_grh). rxe leaves
+// 0 (docs/architecture.md).
+uint8_t roce_packet_type(const Message& m, const ibv_gid& dgid);
+
 // A received header read back: the sender's GID (an IPv4 source rebuilt as
 // ::ffff:a.b.c.d), the receiver's, and the routing fields; nullopt when the
 // bytes are neither a GRH/IPv6 header nor an IPv4 header.

@@ -137,6 +137,7 @@ ResponderResult on_send(QueuePair& qp, const Message& m) {
     for (const Source& piece : m.payload) grh_and_payload.push_back(piece);
     copied = copy(targets.view(), 0, grh_and_payload.view());
     wc.wc_flags |= IBV_WC_GRH;
+    if (qp.context().device().ethernet()) wc.sl = roce_packet_type(m, m.ah.grh.dgid);
   } else {
     // A UD receive without a GRH keeps the 40 bytes reserved for one as they
     // are; the payload follows them.
