@@ -27,6 +27,7 @@
 #include "transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
@@ -272,21 +273,41 @@ struct Described {
 // `kind` with what `describe()` says; then either EBUSY (the object stays
 // alive) or, with the "wait" policy, a wait for the acks (another thread may
 // still give them). Returns 0 when the destroy may go on.
+// Set by the harness (set_ack_possible); read without the lock.
+std::atomic<bool (*)()> ack_possible{nullptr};
+
+bool others_may_ack() {
+  bool (*asked)() = ack_possible.load(std::memory_order_acquire);
+  return asked != nullptr && asked();
+}
+
 template <class Settled, class Describe>
 int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describe describe) {
   if (settled()) return 0;
-  const Described d = describe();
-  const std::string line = d.counts + "; libibverbs would wait forever";
   if (unacked_destroy_policy() == UnackedDestroy::kWait) {
-    diagnose(kind, d.object, line + "; waiting");
+    const Described d = describe();
+    diagnose(kind, d.object, d.counts + "; libibverbs would wait forever; waiting");
     Fabric::get().wakeup.wait(guard, settled);
     return 0;
   }
-  diagnose(kind, d.object, line + "; failing with EBUSY");
+  // libibverbs waits here: while another thread of the program may still
+  // acknowledge, so does the device, undiagnosed (UCX's async thread acks
+  // QP_LAST_WQE_REACHED while its main thread destroys the QP); it fails
+  // only once no thread is left that could.
+  while (others_may_ack()) {
+    Fabric::get().wakeup.wait_for(guard, std::chrono::milliseconds(10));
+    if (settled()) return 0;
+  }
+  const Described d = describe();
+  diagnose(kind, d.object, d.counts + "; libibverbs would wait forever; failing with EBUSY");
   return EBUSY;
 }
 
 }  // namespace
+
+void set_ack_possible(bool (*others_may_ack)()) {
+  ack_possible.store(others_may_ack, std::memory_order_release);
+}
 
 std::size_t cq_depth(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return 0;

@@ -73,6 +73,7 @@ State::State() {
   checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
   provider::set_wait_permission(&State::may_block_in_device);
+  provider::set_ack_possible(&State::others_may_ack);
   if (!g_active) return;
   if (config.draw_freedoms) provider::set_freedom_seed(config.seed);
   if (!config.seed_given)
@@ -188,6 +189,15 @@ bool State::may_block_in_device() {
   // The device asks only once its service thread runs: the application's
   // one thread and that one.
   return thread_count() == 2 + thread_calls::harness_threads();
+}
+
+bool State::others_may_ack() {
+  // Asked by the device under its own lock, as may_block_in_device.
+  if (scheduler::scheduler().running()) return !scheduler::scheduler().others_idle(true);
+  // The application's threads besides the caller: all but the caller, the
+  // device's service thread (a destroy comes after an open) and the
+  // harness's own.
+  return thread_count() > 2 + thread_calls::harness_threads();
 }
 
 void State::record_timing_notes(record::ObjectId object) {

@@ -67,6 +67,9 @@ class State final : public checkers::Host, public engine::Recorder {
   }
   [[noreturn]] void end_run(int status) override;
   bool alone() const override;
+  // Whether another application thread could still acknowledge events,
+  // for a destroy in the simulated device (provider::set_ack_possible).
+  static bool others_may_ack();
   // Whether the calling thread may block in the simulated device for
   // another process: no other application thread could run meanwhile.
   // Called by the device under its own lock: asks it nothing.

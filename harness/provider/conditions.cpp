@@ -49,6 +49,10 @@ void set_wait_permission(bool (*may_wait)()) {
   sim::set_wait_permission(may_wait);
 }
 
+void set_ack_possible(bool (*others_may_ack)()) {
+  sim::set_ack_possible(others_may_ack);
+}
+
 bool shares_fabric() {
   return sim::shares_fabric();
 }

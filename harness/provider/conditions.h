@@ -35,5 +35,9 @@ void set_freedom_seed(std::optional<std::uint64_t> seed);
 // process (no other application thread could run meanwhile): asked by the
 // device, answered by the harness.
 void set_wait_permission(bool (*may_wait)());
+// Whether another application thread could still acknowledge events (a
+// simulated destroy then waits for them, as libibverbs does): asked by the
+// device, answered by the harness.
+void set_ack_possible(bool (*others_may_ack)());
 
 }  // namespace verbfault::provider

@@ -60,6 +60,12 @@ bool shares_fabric();
 // process of the local fabric (sim/fabric_wait.h): the harness says no
 // while another application thread could run. Unset: yes.
 void set_wait_permission(bool (*may_wait)());
+// Whether another thread of the application could still acknowledge an
+// event (it runs, or may run again: UCX's async thread acknowledges
+// QP_LAST_WQE_REACHED after the main thread has begun the destroy): then
+// a destroy with unacknowledged events waits for them, as libibverbs does,
+// instead of failing. The harness answers; unset: no other thread.
+void set_ack_possible(bool (*others_may_ack)());
 // Where the wall clock decided something in the device (sim/
 // timing_notes.h): whether notes wait (cheap), and taking them.
 bool timing_notes_pending();

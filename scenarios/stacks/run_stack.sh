@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Runs one program of a stack above verbs (UCX today) as two processes on
+# the simulated device vfsim0, joined in a local fabric, and checks the
+# client's result line (README.md).
+#
+#   run_stack.sh [--lib PATH] [--port N] [--timeout S] [--workdir DIR] TEST
+#   run_stack.sh --list
+#
+# TEST is ucx_<perftest test>_<size>_<transport>_<profile>, e.g.
+# ucx_ucp_put_bw_4k_rc_roce: ucx_perftest -t ucp_put_bw -s 4096 over UCX's
+# rc_verbs (with ud_verbs for its wire-up) or ud_verbs alone, on a port of
+# the built-in profile ib or roce. UCX is told which device and transports
+# to use (UCX_NET_DEVICES=vfsim0:1, UCX_TLS): on one host it would
+# otherwise take shared memory. Nothing else is set.
+#
+# The server runs with LD_PRELOAD=<libverbfault.so>,
+# VERBFAULT_FABRIC=st-<TEST>-<pid of this script>, VERBFAULT_PROC=0; once
+# it listens on its TCP port the client (VERBFAULT_PROC=1) connects to
+# 127.0.0.1. A pass: both exit 0 within --timeout seconds (60) and the
+# client's "Final:" row shows the iterations asked for and a positive
+# message rate, and neither side printed a UCX error or warning. Exit status: 0 pass, 1 fail (the reason first, then the end
+# of both sides' output), 2 bad usage.
+set -uo pipefail
+
+me=run_stack
+transports=(rc ud)
+profiles=(ib roce)
+ucx_tests=(tag_lat tag_bw ucp_put_bw ucp_get ucp_am_bw)
+sizes=(8 4k 1m)
+
+list_tests() {
+  local t s x p
+  for t in "${ucx_tests[@]}"; do for s in "${sizes[@]}"; do for x in "${transports[@]}"; do
+    for p in "${profiles[@]}"; do echo "ucx_${t}_${s}_${x}_${p}"; done
+  done; done; done
+}
+
+usage() {
+  echo "usage: $0 [--lib PATH] [--port N] [--timeout S] [--workdir DIR] TEST | --list" >&2
+  exit 2
+}
+
+lib=""; port=""; timeout=60; workdir=""; name=""
+while (($#)); do
+  case $1 in
+    --lib) lib=${2-}; shift 2 || usage ;;
+    --port) port=${2-}; shift 2 || usage ;;
+    --timeout) timeout=${2-}; shift 2 || usage ;;
+    --workdir) workdir=${2-}; shift 2 || usage ;;
+    --list) list_tests; exit 0 ;;
+    -h|--help) usage ;;
+    -*) echo "$me: unknown option $1" >&2; usage ;;
+    *) [[ -z $name ]] || usage; name=$1; shift ;;
+  esac
+done
+[[ -n $name ]] || usage
+# The list whole first: `list_tests | grep -q` would end the list early,
+# a SIGPIPE that pipefail turns into "unknown test".
+mapfile -t all_tests < <(list_tests)
+index=""
+for i in "${!all_tests[@]}"; do [[ ${all_tests[$i]} == "$name" ]] && index=$i; done
+[[ -n $index ]] || { echo "$me: unknown test '$name' (--list names them)" >&2; exit 2; }
+[[ $timeout =~ ^[1-9][0-9]*$ ]] || { echo "$me: --timeout '$timeout': expected seconds" >&2; exit 2; }
+[[ -n $lib ]] || lib=$(cd "$(dirname "$0")/../.." && pwd)/build/harness/libverbfault.so
+[[ -f $lib ]] || { echo "$me: --lib '$lib': no such file" >&2; exit 2; }
+[[ -n $port ]] || port=$((20000 + index))
+[[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65536)) || { echo "$me: --port '$port': expected 1..65535" >&2; exit 2; }
+[[ -n $workdir ]] || workdir=$(mktemp -d "${TMPDIR:-/tmp}/st-$name.XXXXXX") || exit 1
+mkdir -p "$workdir" || exit 1
+exec 2> "$workdir/run_stack.stderr"  # a side's death is reported in the verdict's words
+
+# ucx_<test>_<size>_<transport>_<profile>
+rest=${name#ucx_}
+profile=${rest##*_}; rest=${rest%_*}
+transport=${rest##*_}; rest=${rest%_*}
+size_name=${rest##*_}; test=${rest%_*}
+case $size_name in 8) size=8 ;; 4k) size=4096 ;; 1m) size=1048576 ;; esac
+case $transport in rc) tls=rc_verbs,ud_verbs ;; ud) tls=ud_verbs ;; esac
+# A megabyte a hundred times over UD (segments of the MTU, each acked by
+# UCX) takes a minute: ten do.
+iterations=100
+[[ $size_name == 1m ]] && iterations=10
+env_both=(LD_PRELOAD="$lib" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile"
+          UCX_NET_DEVICES=vfsim0:1 UCX_TLS="$tls")
+server=(ucx_perftest -p "$port")
+client=(ucx_perftest -p "$port" 127.0.0.1 -t "$test" -s "$size" -n "$iterations")
+
+server_pid=""; client_pid=""; server_rc=""; client_rc=""
+fail() {
+  echo "$me: $name: FAIL: $*"
+  for role in server client; do
+    local rc_var=${role}_rc
+    echo "--- $role (exit status ${!rc_var:-none: killed}), last 20 lines of $workdir/$role.log:"
+    tail -n 20 "$workdir/$role.log" 2>/dev/null | sed 's/^/    /'
+  done
+  exit 1
+}
+running() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null && ! grep -q '^[^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
+stop() {
+  local pid=$1
+  [[ -n $pid ]] || return 0
+  running "$pid" && kill -TERM "$pid" 2>/dev/null
+  for _ in $(seq 20); do running "$pid" || return 0; sleep 0.05; done
+  kill -KILL "$pid" 2>/dev/null
+}
+trap 'stop "$server_pid"; stop "$client_pid"' EXIT
+trap 'exit 1' INT TERM HUP
+
+# Whether process $1 listens on TCP port $2 (/proc/net/tcp{,6}: state 0A).
+listens() {
+  local hex ino fd
+  hex=$(printf ':%04X' "$2")
+  for ino in $(awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' \
+                 /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+    for fd in /proc/"$1"/fd/*; do
+      [[ $(readlink "$fd" 2>/dev/null) == "socket:[$ino]" ]] && return 0
+    done
+  done
+  return 1
+}
+
+deadline=$((SECONDS + timeout))
+env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
+server_pid=$!
+until listens "$server_pid" "$port"; do
+  running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
+  ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
+  sleep 0.05
+done
+env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$workdir/client.log" 2>&1 < /dev/null &
+client_pid=$!
+while running "$server_pid" || running "$client_pid"; do
+  ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
+  sleep 0.05
+done
+wait "$server_pid"; server_rc=$?
+wait "$client_pid"; client_rc=$?
+((server_rc == 0)) || fail "the server's exit status is $server_rc"
+((client_rc == 0)) || fail "the client's exit status is $client_rc"
+# "Final:  <iterations>  <latency 50%> <avg> <overall>  <bw avg> <bw overall>  <rate avg> <rate overall>"
+final=$(grep -E '^Final:' "$workdir/client.log" | tail -n 1)
+[[ -n $final ]] || fail "the client printed no 'Final:' row"
+read -r _ got_iterations _ _ _ _ _ _ rate <<< "$final"
+[[ $got_iterations == "$iterations" ]] || fail "the client's Final row counts $got_iterations iterations, not $iterations"
+# The message rate: the bandwidth of 8-byte messages rounds to 0.00 MB/s.
+awk -v r="$rate" 'BEGIN { exit !(r + 0 > 0) }' || fail "the client's message rate is '$rate', not positive"
+if grep -E 'UCX +(ERROR|WARN)' "$workdir/server.log" "$workdir/client.log" > "$workdir/ucx_errors"; then
+  fail "UCX reported: $(head -n 1 "$workdir/ucx_errors")"
+fi
+echo "$me: $name: pass: $final"
