@@ -80,7 +80,11 @@ case $transport in rc) tls=rc_verbs,ud_verbs ;; ud) tls=ud_verbs ;; esac
 # UCX) takes a minute: ten do.
 iterations=100
 [[ $size_name == 1m ]] && iterations=10
-env_both=(LD_PRELOAD="$lib" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile"
+# shellcheck source=../preload_line.sh
+source "$(dirname "$0")/../preload_line.sh"
+# ucx_perftest is not ours: no leak reports from it (preload_line.sh).
+export ASAN_OPTIONS="$(foreign_asan_options "$lib")"
+env_both=(LD_PRELOAD="$(preload_line "$lib")" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile"
           UCX_NET_DEVICES=vfsim0:1 UCX_TLS="$tls")
 server=(ucx_perftest -p "$port")
 client=(ucx_perftest -p "$port" 127.0.0.1 -t "$test" -s "$size" -n "$iterations")
