@@ -18,7 +18,11 @@ namespace verbfault::sim {
 
 namespace {
 
-// A name and its value, for enumerations and flag lists.
+// A name and its value, for enumerations and flag lists. Each list is a
+// function's static, made on first use: a profile is read when the first
+// program call asks for the devices, which may come from another library's
+// constructor before libverbfault's own have run (libfabric's fi_info did:
+// every list was still empty).
 template <typename T>
 using Names = std::vector<std::pair<const char*, T>>;
 
@@ -84,26 +88,48 @@ const Names<unsigned>& port_cap_names() {
   return names;
 }
 
-const Names<ibv_mtu> kMtus = {{"256", IBV_MTU_256},
-                              {"512", IBV_MTU_512},
-                              {"1024", IBV_MTU_1024},
-                              {"2048", IBV_MTU_2048},
-                              {"4096", IBV_MTU_4096}};
-const Names<ibv_port_state> kStates = {{"down", IBV_PORT_DOWN},
-                                       {"init", IBV_PORT_INIT},
-                                       {"armed", IBV_PORT_ARMED},
-                                       {"active", IBV_PORT_ACTIVE}};
-const Names<uint8_t> kLinkLayers = {{"infiniband", IBV_LINK_LAYER_INFINIBAND},
-                                    {"ethernet", IBV_LINK_LAYER_ETHERNET}};
-const Names<ibv_atomic_cap> kAtomicCaps = {
-    {"none", IBV_ATOMIC_NONE}, {"hca", IBV_ATOMIC_HCA}, {"glob", IBV_ATOMIC_GLOB}};
-const Names<Rounding> kRoundings = {{"exact", Rounding::kExact},
-                                    {"power_of_two", Rounding::kPowerOfTwo},
-                                    {"power_of_two_minus_one", Rounding::kPowerOfTwoMinusOne}};
-const Names<GidAddress> kGidAddresses = {{"link_local", GidAddress::kLinkLocal},
-                                         {"ipv4", GidAddress::kIpv4}};
-const Names<ibv_gid_type> kGidTypes = {
-    {"ib", IBV_GID_TYPE_IB}, {"roce_v1", IBV_GID_TYPE_ROCE_V1}, {"roce_v2", IBV_GID_TYPE_ROCE_V2}};
+const Names<ibv_mtu>& mtus() {
+  static const Names<ibv_mtu> names = {{"256", IBV_MTU_256},
+                                       {"512", IBV_MTU_512},
+                                       {"1024", IBV_MTU_1024},
+                                       {"2048", IBV_MTU_2048},
+                                       {"4096", IBV_MTU_4096}};
+  return names;
+}
+const Names<ibv_port_state>& states() {
+  static const Names<ibv_port_state> names = {{"down", IBV_PORT_DOWN},
+                                              {"init", IBV_PORT_INIT},
+                                              {"armed", IBV_PORT_ARMED},
+                                              {"active", IBV_PORT_ACTIVE}};
+  return names;
+}
+const Names<uint8_t>& link_layers() {
+  static const Names<uint8_t> names = {{"infiniband", IBV_LINK_LAYER_INFINIBAND},
+                                       {"ethernet", IBV_LINK_LAYER_ETHERNET}};
+  return names;
+}
+const Names<ibv_atomic_cap>& atomic_caps() {
+  static const Names<ibv_atomic_cap> names = {
+      {"none", IBV_ATOMIC_NONE}, {"hca", IBV_ATOMIC_HCA}, {"glob", IBV_ATOMIC_GLOB}};
+  return names;
+}
+const Names<Rounding>& roundings() {
+  static const Names<Rounding> names = {{"exact", Rounding::kExact},
+                                        {"power_of_two", Rounding::kPowerOfTwo},
+                                        {"power_of_two_minus_one", Rounding::kPowerOfTwoMinusOne}};
+  return names;
+}
+const Names<GidAddress>& gid_addresses() {
+  static const Names<GidAddress> names = {{"link_local", GidAddress::kLinkLocal},
+                                          {"ipv4", GidAddress::kIpv4}};
+  return names;
+}
+const Names<ibv_gid_type>& gid_types() {
+  static const Names<ibv_gid_type> names = {{"ib", IBV_GID_TYPE_IB},
+                                            {"roce_v1", IBV_GID_TYPE_ROCE_V1},
+                                            {"roce_v2", IBV_GID_TYPE_ROCE_V2}};
+  return names;
+}
 
 template <typename T>
 std::string choices(const Names<T>& names) {
@@ -261,7 +287,7 @@ void read_device(Reader& r, const YAML::Node& node, const std::string& path, Dev
       {"max_res_rd_atom", false, num(d.max_res_rd_atom)},
       {"atomic_cap", true,
        [&](const YAML::Node& n, const std::string& k) {
-         r.choice(n, k, kAtomicCaps, d.atomic_cap);
+         r.choice(n, k, atomic_caps(), d.atomic_cap);
        }},
       {"max_ah", true, num(d.max_ah, 1)},
       {"max_mw", false, num(d.max_mw)},
@@ -285,14 +311,14 @@ void read_port(Reader& r, const YAML::Node& node, const std::string& path, Devic
   const Reader::Keys keys = {
       {"link_layer", true,
        [&](const YAML::Node& n, const std::string& k) {
-         r.choice(n, k, kLinkLayers, port.link_layer);
+         r.choice(n, k, link_layers(), port.link_layer);
        }},
       {"state", false,
-       [&](const YAML::Node& n, const std::string& k) { r.choice(n, k, kStates, port.state); }},
+       [&](const YAML::Node& n, const std::string& k) { r.choice(n, k, states(), port.state); }},
       {"max_mtu", true,
-       [&](const YAML::Node& n, const std::string& k) { r.choice(n, k, kMtus, port.max_mtu); }},
+       [&](const YAML::Node& n, const std::string& k) { r.choice(n, k, mtus(), port.max_mtu); }},
       {"active_mtu", true,
-       [&](const YAML::Node& n, const std::string& k) { r.choice(n, k, kMtus, port.active_mtu); }},
+       [&](const YAML::Node& n, const std::string& k) { r.choice(n, k, mtus(), port.active_mtu); }},
       {"gid_tbl_len", true, num(port.gid_tbl_len, 1, 4096)},
       {"pkey_tbl_len", false, num(port.pkey_tbl_len, 1, UINT16_MAX)},
       {"port_cap_flags", false,
@@ -329,10 +355,10 @@ void read_gids(Reader& r, const YAML::Node& node, const std::string& path, Devic
     r.mapping(node[i], at,
               {{"address", true,
                 [&](const YAML::Node& n, const std::string& k) {
-                  r.choice(n, k, kGidAddresses, spec.address);
+                  r.choice(n, k, gid_addresses(), spec.address);
                 }},
                {"type", true, [&](const YAML::Node& n, const std::string& k) {
-                  r.choice(n, k, kGidTypes, spec.type);
+                  r.choice(n, k, gid_types(), spec.type);
                 }}});
     p.gids.push_back(spec);
   }
@@ -403,14 +429,14 @@ ProfileRead read_profile(std::string_view text, const std::string& source) {
             r.mapping(n, k,
                       {{"cq", false,
                         [&](const YAML::Node& v, const std::string& key) {
-                          r.choice(v, key, kRoundings, p.cq_rounding);
+                          r.choice(v, key, roundings(), p.cq_rounding);
                         }},
                        {"qp_wr", false,
                         [&](const YAML::Node& v, const std::string& key) {
-                          r.choice(v, key, kRoundings, p.qp_wr_rounding);
+                          r.choice(v, key, roundings(), p.qp_wr_rounding);
                         }},
                        {"srq_wr", false, [&](const YAML::Node& v, const std::string& key) {
-                          r.choice(v, key, kRoundings, p.srq_wr_rounding);
+                          r.choice(v, key, roundings(), p.srq_wr_rounding);
                         }}});
           }}});
     if (!r.failed()) check(r, root, p);

@@ -113,4 +113,15 @@ TEST(SystemFiles, IbstatusShowsEveryPort) {
   EXPECT_TRUE(contains(r.output, "\tlink_layer:\t InfiniBand\n")) << r.output;
 }
 
+// libfabric asks for the devices from its constructor, before those of
+// libverbfault.so have run: the device profiles must be readable then
+// (their name tables were empty, and no device was available).
+TEST(SystemFiles, FiInfoFindsTheSimulatedDeviceFromAConstructor) {
+  ProcessResult r = run("", std::string(FI_INFO) + " -p verbs");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "domain: vfsim0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "domain: vfsim0-dgram\n")) << r.output;
+  EXPECT_FALSE(contains(r.output, "verbfault:")) << r.output;
+}
+
 }  // namespace
