@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs one program of a stack above verbs (UCX today) as two processes on
-# the simulated device vfsim0, joined in a local fabric, and checks the
-# client's result line (README.md).
+# Runs one program of a stack above verbs (UCX, Open MPI) as two or more
+# processes on the simulated device vfsim0, joined in a local fabric, and
+# checks the result line (README.md).
 #
-#   run_stack.sh [--lib PATH] [--port N] [--timeout S] [--workdir DIR] TEST
+#   run_stack.sh [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S]
+#                [--workdir DIR] TEST
 #   run_stack.sh --list
 #
 # TEST is ucx_<perftest test>_<size>_<transport>_<profile>, e.g.
@@ -12,6 +13,15 @@
 # the built-in profile ib or roce. UCX is told which device and transports
 # to use (UCX_NET_DEVICES=vfsim0:1, UCX_TLS): on one host it would
 # otherwise take shared memory. Nothing else is set.
+#
+# TEST mpi_<pml>_np<N>_<profile>: `mpirun -np N` of --mpi-program
+# (mpi_pingpong.c: 1 MiB there and back between ranks 0 and 1, then an
+# allreduce) with Open MPI's pml ucx (UCX as above), or pml ob1 with the
+# openib BTL (btl openib,self; btl_openib_allow_ib 1, as Open MPI 4.1 asks
+# on every InfiniBand port: without it openib declines IB devices). Each
+# rank gets LD_PRELOAD and VERBFAULT_FABRIC through mpirun -x. A pass:
+# mpirun exits 0 and rank 0's line says the bytes came back intact and the
+# sum is right.
 #
 # The server runs with LD_PRELOAD=<libverbfault.so>,
 # VERBFAULT_FABRIC=st-<TEST>-<pid of this script>, VERBFAULT_PROC=0; once
@@ -27,23 +37,29 @@ transports=(rc ud)
 profiles=(ib roce)
 ucx_tests=(tag_lat tag_bw ucp_put_bw ucp_get ucp_am_bw)
 sizes=(8 4k 1m)
+# Open MPI: pml, ranks, profile (ob1's openib reaches a RoCE port through
+# rdma_cm only, the next issue's).
+mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
+           mpi_ob1_np4_ib)
 
 list_tests() {
   local t s x p
   for t in "${ucx_tests[@]}"; do for s in "${sizes[@]}"; do for x in "${transports[@]}"; do
     for p in "${profiles[@]}"; do echo "ucx_${t}_${s}_${x}_${p}"; done
   done; done; done
+  printf '%s\n' "${mpi_tests[@]}"
 }
 
 usage() {
-  echo "usage: $0 [--lib PATH] [--port N] [--timeout S] [--workdir DIR] TEST | --list" >&2
+  echo "usage: $0 [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S] [--workdir DIR] TEST | --list" >&2
   exit 2
 }
 
-lib=""; port=""; timeout=60; workdir=""; name=""
+lib=""; mpi_program=""; port=""; timeout=60; workdir=""; name=""
 while (($#)); do
   case $1 in
     --lib) lib=${2-}; shift 2 || usage ;;
+    --mpi-program) mpi_program=${2-}; shift 2 || usage ;;
     --port) port=${2-}; shift 2 || usage ;;
     --timeout) timeout=${2-}; shift 2 || usage ;;
     --workdir) workdir=${2-}; shift 2 || usage ;;
@@ -69,30 +85,18 @@ for i in "${!all_tests[@]}"; do [[ ${all_tests[$i]} == "$name" ]] && index=$i; d
 mkdir -p "$workdir" || exit 1
 exec 2> "$workdir/run_stack.stderr"  # a side's death is reported in the verdict's words
 
-# ucx_<test>_<size>_<transport>_<profile>
-rest=${name#ucx_}
-profile=${rest##*_}; rest=${rest%_*}
-transport=${rest##*_}; rest=${rest%_*}
-size_name=${rest##*_}; test=${rest%_*}
-case $size_name in 8) size=8 ;; 4k) size=4096 ;; 1m) size=1048576 ;; esac
-case $transport in rc) tls=rc_verbs,ud_verbs ;; ud) tls=ud_verbs ;; esac
-# A megabyte a hundred times over UD (segments of the MTU, each acked by
-# UCX) takes a minute: ten do.
-iterations=100
-[[ $size_name == 1m ]] && iterations=10
 # shellcheck source=../preload_line.sh
 source "$(dirname "$0")/../preload_line.sh"
-# ucx_perftest is not ours: no leak reports from it (preload_line.sh).
+# The stacks' programs are not ours: no leak reports from them
+# (preload_line.sh).
 export ASAN_OPTIONS="$(foreign_asan_options "$lib")"
-env_both=(LD_PRELOAD="$(preload_line "$lib")" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile"
-          UCX_NET_DEVICES=vfsim0:1 UCX_TLS="$tls")
-server=(ucx_perftest -p "$port")
-client=(ucx_perftest -p "$port" 127.0.0.1 -t "$test" -s "$size" -n "$iterations")
+preload=$(preload_line "$lib")
 
-server_pid=""; client_pid=""; server_rc=""; client_rc=""
+server_pid=""; client_pid=""; server_rc=""; client_rc=""; mpirun_pid=""; mpirun_rc=""
 fail() {
   echo "$me: $name: FAIL: $*"
-  for role in server client; do
+  for role in server client mpirun; do
+    [[ -e $workdir/$role.log ]] || continue
     local rc_var=${role}_rc
     echo "--- $role (exit status ${!rc_var:-none: killed}), last 20 lines of $workdir/$role.log:"
     tail -n 20 "$workdir/$role.log" 2>/dev/null | sed 's/^/    /'
@@ -107,7 +111,7 @@ stop() {
   for _ in $(seq 20); do running "$pid" || return 0; sleep 0.05; done
   kill -KILL "$pid" 2>/dev/null
 }
-trap 'stop "$server_pid"; stop "$client_pid"' EXIT
+trap 'stop "$server_pid"; stop "$client_pid"; stop "$mpirun_pid"' EXIT
 trap 'exit 1' INT TERM HUP
 
 # Whether process $1 listens on TCP port $2 (/proc/net/tcp{,6}: state 0A).
@@ -123,32 +127,86 @@ listens() {
   return 1
 }
 
-deadline=$((SECONDS + timeout))
-env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
-server_pid=$!
-until listens "$server_pid" "$port"; do
-  running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
-  ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
-  sleep 0.05
-done
-env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$workdir/client.log" 2>&1 < /dev/null &
-client_pid=$!
-while running "$server_pid" || running "$client_pid"; do
-  ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
-  sleep 0.05
-done
-wait "$server_pid"; server_rc=$?
-wait "$client_pid"; client_rc=$?
-((server_rc == 0)) || fail "the server's exit status is $server_rc"
-((client_rc == 0)) || fail "the client's exit status is $client_rc"
-# "Final:  <iterations>  <latency 50%> <avg> <overall>  <bw avg> <bw overall>  <rate avg> <rate overall>"
-final=$(grep -E '^Final:' "$workdir/client.log" | tail -n 1)
-[[ -n $final ]] || fail "the client printed no 'Final:' row"
-read -r _ got_iterations _ _ _ _ _ _ rate <<< "$final"
-[[ $got_iterations == "$iterations" ]] || fail "the client's Final row counts $got_iterations iterations, not $iterations"
-# The message rate: the bandwidth of 8-byte messages rounds to 0.00 MB/s.
-awk -v r="$rate" 'BEGIN { exit !(r + 0 > 0) }' || fail "the client's message rate is '$rate', not positive"
-if grep -E 'UCX +(ERROR|WARN)' "$workdir/server.log" "$workdir/client.log" > "$workdir/ucx_errors"; then
-  fail "UCX reported: $(head -n 1 "$workdir/ucx_errors")"
-fi
-echo "$me: $name: pass: $final"
+run_ucx() {
+  # ucx_<test>_<size>_<transport>_<profile>
+  rest=${name#ucx_}
+  profile=${rest##*_}; rest=${rest%_*}
+  transport=${rest##*_}; rest=${rest%_*}
+  size_name=${rest##*_}; test=${rest%_*}
+  case $size_name in 8) size=8 ;; 4k) size=4096 ;; 1m) size=1048576 ;; esac
+  case $transport in rc) tls=rc_verbs,ud_verbs ;; ud) tls=ud_verbs ;; esac
+  # A megabyte a hundred times over UD (segments of the MTU, each acked by
+  # UCX) takes a minute: ten do.
+  iterations=100
+  [[ $size_name == 1m ]] && iterations=10
+  env_both=(LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile"
+            UCX_NET_DEVICES=vfsim0:1 UCX_TLS="$tls")
+  server=(ucx_perftest -p "$port")
+  client=(ucx_perftest -p "$port" 127.0.0.1 -t "$test" -s "$size" -n "$iterations")
+
+  deadline=$((SECONDS + timeout))
+  env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
+  server_pid=$!
+  until listens "$server_pid" "$port"; do
+    running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
+    ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
+    sleep 0.05
+  done
+  env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$workdir/client.log" 2>&1 < /dev/null &
+  client_pid=$!
+  while running "$server_pid" || running "$client_pid"; do
+    ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
+    sleep 0.05
+  done
+  wait "$server_pid"; server_rc=$?
+  wait "$client_pid"; client_rc=$?
+  ((server_rc == 0)) || fail "the server's exit status is $server_rc"
+  ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+  # "Final:  <iterations>  <latency 50%> <avg> <overall>  <bw avg> <bw overall>  <rate avg> <rate overall>"
+  final=$(grep -E '^Final:' "$workdir/client.log" | tail -n 1)
+  [[ -n $final ]] || fail "the client printed no 'Final:' row"
+  read -r _ got_iterations _ _ _ _ _ _ rate <<< "$final"
+  [[ $got_iterations == "$iterations" ]] || fail "the client's Final row counts $got_iterations iterations, not $iterations"
+  # The message rate: the bandwidth of 8-byte messages rounds to 0.00 MB/s.
+  awk -v r="$rate" 'BEGIN { exit !(r + 0 > 0) }' || fail "the client's message rate is '$rate', not positive"
+  if grep -E 'UCX +(ERROR|WARN)' "$workdir/server.log" "$workdir/client.log" > "$workdir/ucx_errors"; then
+    fail "UCX reported: $(head -n 1 "$workdir/ucx_errors")"
+  fi
+  echo "$me: $name: pass: $final"
+}
+
+# mpi_<pml>_np<ranks>_<profile>
+run_mpi() {
+  local rest=${name#mpi_} pml ranks profile pml_args line
+  pml=${rest%%_*}; rest=${rest#*_}
+  ranks=${rest%%_*}; ranks=${ranks#np}; profile=${rest#*_}
+  [[ -n $mpi_program && -x $mpi_program ]] || fail "--mpi-program '$mpi_program': not an executable (mpi_pingpong, built from mpi_pingpong.c)"
+  command -v mpirun > /dev/null || fail "mpirun is not installed (Debian: apt-get install openmpi-bin)"
+  case $pml in
+    ucx) pml_args=(--mca pml ucx -x UCX_NET_DEVICES=vfsim0:1 -x UCX_TLS=rc_verbs,ud_verbs,self) ;;
+    ob1) pml_args=(--mca pml ob1 --mca btl openib,self --mca btl_openib_allow_ib 1
+                   --mca btl_openib_warn_no_device_params_found 0) ;;
+  esac
+  local deadline=$((SECONDS + timeout))
+  mpirun --allow-run-as-root --oversubscribe -np "$ranks" -x LD_PRELOAD="$preload" \
+    -x VERBFAULT_FABRIC="st-$name-$$" -x VERBFAULT_SIM_PROFILE="$profile" -x ASAN_OPTIONS \
+    "${pml_args[@]}" "$mpi_program" > "$workdir/mpirun.log" 2>&1 < /dev/null &
+  mpirun_pid=$!
+  while running "$mpirun_pid"; do
+    ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
+    sleep 0.05
+  done
+  wait "$mpirun_pid"; mpirun_rc=$?
+  ((mpirun_rc == 0)) || fail "mpirun's exit status is $mpirun_rc"
+  line=$(grep -E '^mpi_pingpong: ' "$workdir/mpirun.log" | tail -n 1)
+  [[ -n $line ]] || fail "rank 0 printed no 'mpi_pingpong:' line"
+  local sum=$((ranks * (ranks + 1) / 2))
+  [[ $line == "mpi_pingpong: $ranks ranks, 1 MiB round trip intact, allreduce $sum (expected $sum)" ]] ||
+    fail "rank 0 says: $line"
+  echo "$me: $name: pass: $line"
+}
+
+case $name in
+  ucx_*) run_ucx ;;
+  mpi_*) run_mpi ;;
+esac
