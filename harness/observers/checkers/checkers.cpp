@@ -325,6 +325,10 @@ void Checkers::check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id,
 
 void Checkers::count_post(Host& host, const Object& qp) {
   ObjectChecks& c = of(qp);
+  if (!c.capacity_judged) {
+    c.capacity_judged = true;
+    judge_cq_capacity(host, qp);
+  }
   if (c.error_polled && ++c.posts_after_error == kPostsAfterError)
     report(host, "error.post_to_qp_in_err", qp,
            std::to_string(kPostsAfterError) +
@@ -396,14 +400,20 @@ void Checkers::outcome_reported(Host& host, const Object& qp, std::uint64_t wr_i
 
 // ---- objects ------------------------------------------------------------------------------
 
-void Checkers::qp_created(Host& host, const Object& qp, std::uint32_t max_send_wr,
+void Checkers::qp_created(Host&, const Object& qp, std::uint32_t max_send_wr,
                           std::uint32_t max_recv_wr, bool sq_sig_all) {
   ObjectChecks& c = of(qp);
   c.max_send_wr = max_send_wr;
   c.max_recv_wr = max_recv_wr;
   c.sq_sig_all = sq_sig_all;
-  // F16: every WR of every QP on a CQ may be outstanding at once.
+}
+
+void Checkers::judge_cq_capacity(Host& host, const Object& qp) {
+  // F16: every WR of every QP on a CQ may be outstanding at once. Judged
+  // when the QP posts its first WR: UCX, libfabric and Open MPI create QPs
+  // on a 1-entry CQ to probe a device's limits and destroy them unused.
   for (ibv_cq* cq : {qp.send_cq, qp.recv_cq}) {
+    if (cq == nullptr) continue;
     const Object* cq_record = nullptr;
     for (const Object* candidate : all(ObjectKind::cq))
       if (candidate->handle == cq) cq_record = candidate;

@@ -74,6 +74,7 @@ class Checkers {
   // ---- objects ----
   // A new object in `object.slot` (it stays in place until forget()).
   void object_added(const Object& object);
+  // A QP was created; the capacity of its CQs is judged at its first post.
   void qp_created(Host& host, const Object& qp, std::uint32_t max_send_wr,
                   std::uint32_t max_recv_wr, bool sq_sig_all);
   // Before the provider's destroy of a CQ, QP or SRQ.
@@ -151,6 +152,8 @@ class Checkers {
                       std::uint32_t opcode);
   // One more WR posted to `qp` (F18 counts the ones after an error).
   void count_post(Host& host, const Object& qp);
+  // F16 (resource.cq_too_small) for the CQs of `qp`.
+  void judge_cq_capacity(Host& host, const Object& qp);
   // The completions a simulated CQ holds, the harness's held ones included.
   std::size_t depth(const Host& host, const Object& cq) const;
 

@@ -31,6 +31,10 @@ struct ObjectChecks {
   std::uint32_t max_send_wr = 0;
   std::uint32_t max_recv_wr = 0;
   bool sq_sig_all = false;
+  // Whether its CQs' capacity was judged (at its first posted WR: a QP
+  // created and destroyed unused, as libraries probe a device's limits
+  // with, can never overflow anything).
+  bool capacity_judged = false;
   bool error_polled = false;            // one of its error completions was polled
   std::uint64_t posts_after_error = 0;  // posts since then, until a reset
   std::uint64_t unsignaled_run = 0;     // unsignaled sends in a row
