@@ -39,7 +39,7 @@ int ibv_get_device_index(ibv_device* device) {
 
 ibv_context* ibv_open_device(ibv_device* device) {
   thread_calls::verbs_point();
-  return interposer::calls::open_device(device);
+  return interposer::calls::open_device(device, __builtin_return_address(0));
 }
 
 ibv_context* ibv_import_device(int cmd_fd) {

@@ -10,7 +10,7 @@ extern "C" {
 
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
   thread_calls::verbs_point();
-  return interposer::calls::alloc_pd(context);
+  return interposer::calls::alloc_pd(context, __builtin_return_address(0));
 }
 
 int ibv_dealloc_pd(ibv_pd* pd) {

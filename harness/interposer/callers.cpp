@@ -2,6 +2,7 @@
 
 #include "run_lock.h"
 
+#include <dlfcn.h>
 #include <link.h>
 
 #include <algorithm>
@@ -135,6 +136,14 @@ extern "C" void __asan_init() __attribute__((weak));
 RuntimeCode asan_code{&__asan_init};
 
 }  // namespace
+
+bool called_from_connection_manager(const void* return_address) {
+  Dl_info info{};
+  if (return_address == nullptr || dladdr(return_address, &info) == 0 || info.dli_fname == nullptr)
+    return false;
+  const std::string_view path = info.dli_fname;
+  return path.substr(path.rfind('/') + 1).substr(0, 9) == "librdmacm";
+}
 
 bool called_from_address_sanitizer(const void* return_address) {
   return __asan_init != nullptr && asan_code.contains(return_address);

@@ -11,6 +11,10 @@ namespace verbfault::interposer {
 // them (a library loaded later).
 bool called_from_rdma_stack(const void* return_address);
 
+// Whether `return_address` lies in librdmacm (dladdr: asked on the slow
+// paths only, device opens and PD allocations).
+bool called_from_connection_manager(const void* return_address);
+
 // Whether `return_address` lies in the ThreadSanitizer runtime (libtsan),
 // in a build with -fsanitize=thread (VERBFAULT_TSAN); always false in any
 // other. TSan's interceptors find the functions they wrap with

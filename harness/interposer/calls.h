@@ -40,7 +40,7 @@ void free_device_list(ibv_device** list);
 const char* get_device_name(ibv_device* device);
 __be64 get_device_guid(ibv_device* device);
 int get_device_index(ibv_device* device);
-ibv_context* open_device(ibv_device* device);
+ibv_context* open_device(ibv_device* device, const void* caller);
 int close_device(ibv_context* context);
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
 int query_device(ibv_context* context, ibv_device_attr* attr);
@@ -60,7 +60,7 @@ ibv_context* import_device(int cmd_fd);
 ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle);
 
 // ---- resources (calls_resources.cpp) ----
-ibv_pd* alloc_pd(ibv_context* context);
+ibv_pd* alloc_pd(ibv_context* context, const void* caller);
 int dealloc_pd(ibv_pd* pd);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, int access);
 ibv_mr* reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access);

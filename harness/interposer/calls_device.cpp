@@ -28,10 +28,13 @@ int get_device_index(ibv_device* device) {
   return provider::get_device_index(device);
 }
 
-ibv_context* open_device(ibv_device* device) {
+ibv_context* open_device(ibv_device* device, const void* caller) {
   ibv_context* context = provider::open_device(device);
   // Every context the front door hands out is wrapped, simulated or real.
-  if (context != nullptr) interposer::opened(context, device->name);
+  if (context != nullptr) {
+    interposer::opened(context, device->name);
+    interposer::kept_by_library(context, caller);
+  }
   return context;
 }
 

@@ -8,10 +8,12 @@
 
 namespace verbfault::interposer::calls {
 
-ibv_pd* alloc_pd(ibv_context* context) {
+ibv_pd* alloc_pd(ibv_context* context, const void* caller) {
   if (int error = interposer::before_call(Verb::alloc_pd, context))
     return fail_create<ibv_pd>(error);
-  return created(provider::alloc_pd(context), ObjectKind::pd, context, "alloc_pd");
+  ibv_pd* pd = created(provider::alloc_pd(context), ObjectKind::pd, context, "alloc_pd");
+  interposer::kept_by_library(pd, caller);
+  return pd;
 }
 
 int dealloc_pd(ibv_pd* pd) {

@@ -80,6 +80,10 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
 // The SGE limits of a new QP or SRQ (what ibv_create_qp(3) left in cap):
 // the harness reads no more of a posted WR's sg_list than they allow.
 void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge);
+// A context or PD that the library which asked for it keeps until exit by
+// design (librdmacm's): `caller` is the return address of the exported
+// call; objects of any other caller are left alone.
+void kept_by_library(const void* handle, const void* caller);
 // A creation that failed (handle nullptr) is traced against the parent.
 void create_failed(const void* parent, std::string_view call, Fields args, int error);
 // A destroy call; the name is forgotten when it succeeded.

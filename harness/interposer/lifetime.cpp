@@ -2,6 +2,7 @@
 // stable name ("qp#3") when it is created, is traced with its calls, and is
 // forgotten by the registry, the engine and the checks when destroyed.
 #include "state.h"
+#include "callers.h"
 #include "hang_watchdog.h"
 #include "saved_ops.h"
 #include "trampolines.h"
@@ -131,6 +132,13 @@ void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t ma
     tracked->max_send_sge = max_send_sge;
     tracked->max_recv_sge = max_recv_sge;
   }
+}
+
+void kept_by_library(const void* handle, const void* caller) {
+  if (handle == nullptr || !called_from_connection_manager(caller)) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  if (Tracked* tracked = state.registry.find(handle)) tracked->kept_by_library = true;
 }
 
 void create_failed(const void* parent, std::string_view call, Fields args, int error) {

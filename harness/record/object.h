@@ -23,6 +23,10 @@ struct Object {
   const void* context_handle = nullptr;
   std::uint32_t context_slot = kNoSlot;
   bool simulated = false;  // on a simulated device (cause-level faults)
+  // Opened or allocated by librdmacm for its own use (a context of every
+  // device and a PD each, ucma_init_device), kept until the process ends
+  // by design: not the application's to release (resource.leak_at_exit).
+  bool kept_by_library = false;
   // QPs.
   ibv_qp_type qp_type{};
   std::uint32_t qp_num = 0;

@@ -124,4 +124,17 @@ TEST(SystemFiles, FiInfoFindsTheSimulatedDeviceFromAConstructor) {
   EXPECT_FALSE(contains(r.output, "verbfault:")) << r.output;
 }
 
+// Under `verbfault run` with its defaults: libfabric probes the device's
+// limits with QPs on a 1-entry CQ it destroys unused, and librdmacm keeps
+// a context and a PD of every device open until exit by design: neither
+// is a finding of the application's (issue 32).
+TEST(SystemFiles, FiInfoUnderVerbfaultRunHasNoFinding) {
+  ProcessResult r =
+      verbfault::testing::run_shell(std::string(VERBFAULT_CLI) + " run --library " +
+                                    VERBFAULT_LIBRARY + " -- " + FI_INFO + " -p verbs");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "domain: vfsim0\n")) << r.output;
+  EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+}
+
 }  // namespace

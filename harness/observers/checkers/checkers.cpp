@@ -496,6 +496,7 @@ void Checkers::exiting(Host& host) {
   for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
                           ObjectKind::mr, ObjectKind::pd, ObjectKind::channel, ObjectKind::context})
     for (const Object* object : all(kind)) {
+      if (object->kept_by_library) continue;  // librdmacm's own, kept by design
       if (!leaked.empty()) leaked += ", ";
       leaked += object->name();
       if (first == nullptr) first = object;
