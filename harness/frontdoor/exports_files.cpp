@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -224,6 +225,22 @@ char* __realpath_chk(const char* path, char* resolved, size_t resolved_size) {
 
 char* canonicalize_file_name(const char* path) {
   return system_files::realpath(path, nullptr, VERBFAULT_CALLER);
+}
+
+ssize_t getxattr(const char* path, const char* name, void* value, size_t size) {
+  return system_files::getxattr(path, name, value, size, true, VERBFAULT_CALLER);
+}
+
+ssize_t lgetxattr(const char* path, const char* name, void* value, size_t size) {
+  return system_files::getxattr(path, name, value, size, false, VERBFAULT_CALLER);
+}
+
+ssize_t listxattr(const char* path, char* list, size_t size) {
+  return system_files::listxattr(path, list, size, true, VERBFAULT_CALLER);
+}
+
+ssize_t llistxattr(const char* path, char* list, size_t size) {
+  return system_files::listxattr(path, list, size, false, VERBFAULT_CALLER);
 }
 
 DIR* opendir(const char* path) {

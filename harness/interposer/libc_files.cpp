@@ -22,6 +22,10 @@ FileFunctions resolve() {
   find(f.faccessat, "faccessat", "GLIBC_2.4");
   find(f.readlinkat, "readlinkat", "GLIBC_2.4");
   find(f.realpath, "realpath", "GLIBC_2.3");
+  find(f.getxattr, "getxattr", "GLIBC_2.3");
+  find(f.lgetxattr, "lgetxattr", "GLIBC_2.3");
+  find(f.listxattr, "listxattr", "GLIBC_2.3");
+  find(f.llistxattr, "llistxattr", "GLIBC_2.3");
   find(f.opendir, "opendir", "GLIBC_2.2.5");
   find(f.fdopendir, "fdopendir", "GLIBC_2.4");
   find(f.readdir, "readdir", "GLIBC_2.2.5");

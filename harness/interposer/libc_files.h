@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 namespace verbfault::interposer::libc {
@@ -21,6 +22,10 @@ struct FileFunctions {
   int (*faccessat)(int, const char*, int, int);
   ssize_t (*readlinkat)(int, const char*, char*, size_t);
   char* (*realpath)(const char*, char*);
+  ssize_t (*getxattr)(const char*, const char*, void*, size_t);
+  ssize_t (*lgetxattr)(const char*, const char*, void*, size_t);
+  ssize_t (*listxattr)(const char*, char*, size_t);
+  ssize_t (*llistxattr)(const char*, char*, size_t);
   DIR* (*opendir)(const char*);
   DIR* (*fdopendir)(int);
   dirent* (*readdir)(DIR*);

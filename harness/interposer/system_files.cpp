@@ -128,8 +128,21 @@ std::optional<std::string> served_path(int dirfd, const char* path, const void* 
     absolute = "/" + std::string(relative);
   }
   std::string normal = normalize(absolute);
-  if (!provider::system_path_prefix(normal) || sees_real_system(caller)) return std::nullopt;
+  // A path that only passes through a served directory ("/dev/infiniband/..",
+  // which ls -a stats) leaves it: the C library gets it without the served
+  // part, which the kernel could not walk.
+  const std::string through = normalize(absolute.substr(0, absolute.find("/..")));
+  if (!provider::system_path_prefix(normal) && !provider::system_path_prefix(through))
+    return std::nullopt;
+  if (sees_real_system(caller)) return std::nullopt;
   return normal;
+}
+
+// Whether `path` ends in "/" or "/.": the kernel then follows a last
+// symlink even for lstat(2) or O_NOFOLLOW (path_resolution(7)).
+bool names_a_directory(const char* path) {
+  const std::string_view p = path;
+  return p.ends_with('/') || p.ends_with("/.") || p == ".";
 }
 
 // What `path` is, its last symlink followed (or not), with the path it
@@ -419,9 +432,9 @@ std::optional<Resolved> served_directory(int dirfd, const char* path, const void
     *error = found.error;
     return found;
   }
-  if (found.node.kind == SystemNodeKind::kAbsent) return std::nullopt;
-  if (found.node.kind != SystemNodeKind::kDirectory) *error = ENOTDIR;
-  return found;
+  if (found.node.kind != SystemNodeKind::kAbsent && found.node.kind != SystemNodeKind::kDirectory)
+    *error = ENOTDIR;
+  return found;  // kAbsent: the C library's, at found.path
 }
 
 }  // namespace
@@ -430,7 +443,7 @@ std::optional<Resolved> served_directory(int dirfd, const char* path, const void
 
 int openat(int dirfd, const char* path, int flags, mode_t mode, const void* caller) {
   if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found = resolve(*target, (flags & O_NOFOLLOW) == 0);
+    const Resolved found = resolve(*target, (flags & O_NOFOLLOW) == 0 || names_a_directory(path));
     if (found.error != 0 || found.node.kind != SystemNodeKind::kAbsent)
       return open_node(found, flags);
     return real().openat(AT_FDCWD, found.path.c_str(), flags, mode);
@@ -462,7 +475,8 @@ FILE* fopen(const char* path, const char* mode, bool large_file, const void* cal
 
 int fstatat(int dirfd, const char* path, struct stat* out, int flags, const void* caller) {
   if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found = resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0);
+    const Resolved found =
+        resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0 || names_a_directory(path));
     if (found.error != 0) return fail(found.error);
     if (found.node.kind == SystemNodeKind::kAbsent ||
         (found.node.kind == SystemNodeKind::kDirectory && real_directory(found.path)))
@@ -476,7 +490,8 @@ int fstatat(int dirfd, const char* path, struct stat* out, int flags, const void
 int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* out,
           const void* caller) {
   if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found = resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0);
+    const Resolved found =
+        resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0 || names_a_directory(path));
     if (found.error != 0) return fail(found.error);
     if (found.node.kind == SystemNodeKind::kAbsent ||
         (found.node.kind == SystemNodeKind::kDirectory && real_directory(found.path)))
@@ -502,7 +517,8 @@ int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* o
 
 int faccessat(int dirfd, const char* path, int mode, int flags, const void* caller) {
   if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found = resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0);
+    const Resolved found =
+        resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0 || names_a_directory(path));
     if (found.error != 0) return fail(found.error);
     if (found.node.kind == SystemNodeKind::kAbsent)
       return real().faccessat(AT_FDCWD, found.path.c_str(), mode, flags);
@@ -518,7 +534,7 @@ int faccessat(int dirfd, const char* path, int mode, int flags, const void* call
 
 ssize_t readlinkat(int dirfd, const char* path, char* buffer, size_t size, const void* caller) {
   if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found = resolve(*target, false);
+    const Resolved found = resolve(*target, names_a_directory(path));
     if (found.error != 0) return fail(found.error);
     if (found.node.kind == SystemNodeKind::kAbsent)
       return real().readlinkat(AT_FDCWD, found.path.c_str(), buffer, size);
@@ -545,6 +561,29 @@ char* realpath(const char* path, char* resolved, const void* caller) {
   return real().realpath(path, resolved);
 }
 
+ssize_t getxattr(const char* path, const char* name, void* value, size_t size, bool follow,
+                 const void* caller) {
+  if (const std::optional<std::string> target = served_path(AT_FDCWD, path, caller)) {
+    const Resolved found = resolve(*target, follow || names_a_directory(path));
+    if (found.error != 0) return fail(found.error);
+    if (found.node.kind == SystemNodeKind::kAbsent)
+      return (follow ? real().getxattr : real().lgetxattr)(found.path.c_str(), name, value, size);
+    return fail(ENODATA);  // sysfs and devtmpfs nodes carry no extended attributes
+  }
+  return (follow ? real().getxattr : real().lgetxattr)(path, name, value, size);
+}
+
+ssize_t listxattr(const char* path, char* list, size_t size, bool follow, const void* caller) {
+  if (const std::optional<std::string> target = served_path(AT_FDCWD, path, caller)) {
+    const Resolved found = resolve(*target, follow || names_a_directory(path));
+    if (found.error != 0) return fail(found.error);
+    if (found.node.kind == SystemNodeKind::kAbsent)
+      return (follow ? real().listxattr : real().llistxattr)(found.path.c_str(), list, size);
+    return 0;  // none
+  }
+  return (follow ? real().listxattr : real().llistxattr)(path, list, size);
+}
+
 // ---- directories -------------------------------------------------------------
 
 DIR* opendir(const char* path, const void* caller) {
@@ -552,6 +591,7 @@ DIR* opendir(const char* path, const void* caller) {
   const std::optional<Resolved> dir = served_directory(AT_FDCWD, path, caller, &error);
   if (!dir) return real().opendir(path);
   if (error != 0) return errno = error, nullptr;
+  if (dir->node.kind == SystemNodeKind::kAbsent) return real().opendir(dir->path.c_str());
   auto* served_dir = new ServedDir;
   served_dir->entries = listing(*dir);
   {
@@ -648,6 +688,8 @@ int scandirat(int dirfd, const char* path, dirent*** list, int (*filter)(const d
   const std::optional<Resolved> dir = served_directory(dirfd, path, caller, &error);
   if (!dir) return real().scandirat(dirfd, path, list, filter, compare);
   if (error != 0) return fail(error);
+  if (dir->node.kind == SystemNodeKind::kAbsent)
+    return real().scandirat(AT_FDCWD, dir->path.c_str(), list, filter, compare);
   return scan(*dir, list, filter, compare);
 }
 
@@ -657,6 +699,8 @@ int scandirat64(int dirfd, const char* path, dirent64*** list, int (*filter)(con
   const std::optional<Resolved> dir = served_directory(dirfd, path, caller, &error);
   if (!dir) return real().scandirat64(dirfd, path, list, filter, compare);
   if (error != 0) return fail(error);
+  if (dir->node.kind == SystemNodeKind::kAbsent)
+    return real().scandirat64(AT_FDCWD, dir->path.c_str(), list, filter, compare);
   return scan(*dir, list, filter, compare);
 }
 
@@ -667,7 +711,7 @@ int chdir(const char* path, const void* caller) {
   const std::optional<Resolved> dir = served_directory(AT_FDCWD, path, caller, &error);
   if (dir) {
     if (error != 0) return fail(error);
-    if (!real_directory(dir->path)) {
+    if (dir->node.kind != SystemNodeKind::kAbsent && !real_directory(dir->path)) {
       set_served_cwd(dir->path);
       return 0;
     }

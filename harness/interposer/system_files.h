@@ -31,6 +31,11 @@ int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* o
 int faccessat(int dirfd, const char* path, int mode, int flags, const void* caller);
 ssize_t readlinkat(int dirfd, const char* path, char* buffer, size_t size, const void* caller);
 char* realpath(const char* path, char* resolved, const void* caller);
+// getxattr / lgetxattr (`follow` false), listxattr / llistxattr: a served
+// node has no extended attribute (ls -l asks for ACLs and SELinux labels).
+ssize_t getxattr(const char* path, const char* name, void* value, size_t size, bool follow,
+                 const void* caller);
+ssize_t listxattr(const char* path, char* list, size_t size, bool follow, const void* caller);
 
 // A served directory is a DIR of our own that only these functions read;
 // every other DIR goes to the C library.

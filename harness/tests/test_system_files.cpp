@@ -88,6 +88,25 @@ TEST(SystemFiles, RocePortsReadAsEthernetWithRoceV2Gids) {
       << r.output;
 }
 
+// ls -la stats "." and "..", asks for ACLs and SELinux labels (getxattr)
+// and follows a symlink named with a trailing slash, as path_resolution(7)
+// says: every one of them must answer as the kernel would.
+TEST(SystemFiles, LsListsTheDirectoriesWithoutAnError) {
+  ProcessResult r = run("",
+                        "sh -c 'ls -la /dev/infiniband /sys/class/infiniband/ "
+                        "/sys/class/infiniband/vfsim0/ && stat -c \"%F %n\" "
+                        "/sys/class/infiniband/vfsim0 /sys/class/infiniband/vfsim0/ "
+                        "/sys/class/infiniband/vfsim0/../vfsim0/fw_ver'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "ls: ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "?")) << r.output;
+  EXPECT_TRUE(contains(r.output, "symbolic link /sys/class/infiniband/vfsim0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "directory /sys/class/infiniband/vfsim0/\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "regular file /sys/class/infiniband/vfsim0/../vfsim0/fw_ver\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "board_id\n")) << r.output;
+}
+
 TEST(SystemFiles, NoSimulatedDeviceNoFiles) {
   ProcessResult r = run("VERBFAULT_SIM_DEVICES=0", "ls /sys/class/infiniband /dev/infiniband");
   EXPECT_NE(r.status, 0) << r.output;
