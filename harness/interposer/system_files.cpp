@@ -607,42 +607,66 @@ DIR* fdopendir(int fd) {
   return real().fdopendir(fd);
 }
 
-dirent* readdir(DIR* dir) {
+namespace {
+
+// The next entry of a served directory into `out`: false at the end
+// (readdir(3): errno untouched).
+template <class Dirent>
+bool next_entry(ServedDir& dir, Dirent* out) {
+  if (dir.next >= dir.entries.size()) return false;
+  fill_dirent(dir.entries[dir.next], dir.next, out);
+  ++dir.next;
+  return true;
+}
+
+// readdir and readdir64 (and their _r forms): one body for both layouts.
+template <class Dirent>
+Dirent* read_entry(DIR* dir, Dirent ServedDir::*slot, Dirent* (*real_read)(DIR*)) {
   ServedDir* served_dir = served(dir);
-  if (served_dir == nullptr) return real().readdir(dir);
-  if (served_dir->next >= served_dir->entries.size()) return nullptr;  // the end: errno untouched
-  fill_dirent(served_dir->entries[served_dir->next], served_dir->next, &served_dir->entry);
-  ++served_dir->next;
-  return &served_dir->entry;
+  if (served_dir == nullptr) return real_read(dir);
+  return next_entry(*served_dir, &(served_dir->*slot)) ? &(served_dir->*slot) : nullptr;
+}
+
+template <class Dirent>
+int read_entry_r(DIR* dir, Dirent* entry, Dirent** result,
+                 int (*real_read)(DIR*, Dirent*, Dirent**)) {
+  ServedDir* served_dir = served(dir);
+  if (served_dir == nullptr) return real_read(dir, entry, result);
+  *result = next_entry(*served_dir, entry) ? entry : nullptr;
+  return 0;
+}
+
+// scandirat and scandirat64.
+template <class Dirent>
+int scan_at(int dirfd, const char* path, Dirent*** list, int (*filter)(const Dirent*),
+            int (*compare)(const Dirent**, const Dirent**), const void* caller,
+            int (*real_scan)(int, const char*, Dirent***, int (*)(const Dirent*),
+                             int (*)(const Dirent**, const Dirent**))) {
+  int error = 0;
+  const std::optional<Resolved> dir = served_directory(dirfd, path, caller, &error);
+  if (!dir) return real_scan(dirfd, path, list, filter, compare);
+  if (error != 0) return fail(error);
+  if (dir->node.kind == SystemNodeKind::kAbsent)
+    return real_scan(AT_FDCWD, dir->path.c_str(), list, filter, compare);
+  return scan(*dir, list, filter, compare);
+}
+
+}  // namespace
+
+dirent* readdir(DIR* dir) {
+  return read_entry(dir, &ServedDir::entry, real().readdir);
 }
 
 dirent64* readdir64(DIR* dir) {
-  ServedDir* served_dir = served(dir);
-  if (served_dir == nullptr) return real().readdir64(dir);
-  if (served_dir->next >= served_dir->entries.size()) return nullptr;
-  fill_dirent(served_dir->entries[served_dir->next], served_dir->next, &served_dir->entry64);
-  ++served_dir->next;
-  return &served_dir->entry64;
+  return read_entry(dir, &ServedDir::entry64, real().readdir64);
 }
 
 int readdir_r(DIR* dir, dirent* entry, dirent** result) {
-  ServedDir* served_dir = served(dir);
-  if (served_dir == nullptr) return real().readdir_r(dir, entry, result);
-  if (served_dir->next >= served_dir->entries.size()) return *result = nullptr, 0;
-  fill_dirent(served_dir->entries[served_dir->next], served_dir->next, entry);
-  ++served_dir->next;
-  *result = entry;
-  return 0;
+  return read_entry_r(dir, entry, result, real().readdir_r);
 }
 
 int readdir64_r(DIR* dir, dirent64* entry, dirent64** result) {
-  ServedDir* served_dir = served(dir);
-  if (served_dir == nullptr) return real().readdir64_r(dir, entry, result);
-  if (served_dir->next >= served_dir->entries.size()) return *result = nullptr, 0;
-  fill_dirent(served_dir->entries[served_dir->next], served_dir->next, entry);
-  ++served_dir->next;
-  *result = entry;
-  return 0;
+  return read_entry_r(dir, entry, result, real().readdir64_r);
 }
 
 int closedir(DIR* dir) {
@@ -684,24 +708,12 @@ void seekdir(DIR* dir, long position) {
 
 int scandirat(int dirfd, const char* path, dirent*** list, int (*filter)(const dirent*),
               int (*compare)(const dirent**, const dirent**), const void* caller) {
-  int error = 0;
-  const std::optional<Resolved> dir = served_directory(dirfd, path, caller, &error);
-  if (!dir) return real().scandirat(dirfd, path, list, filter, compare);
-  if (error != 0) return fail(error);
-  if (dir->node.kind == SystemNodeKind::kAbsent)
-    return real().scandirat(AT_FDCWD, dir->path.c_str(), list, filter, compare);
-  return scan(*dir, list, filter, compare);
+  return scan_at(dirfd, path, list, filter, compare, caller, real().scandirat);
 }
 
 int scandirat64(int dirfd, const char* path, dirent64*** list, int (*filter)(const dirent64*),
                 int (*compare)(const dirent64**, const dirent64**), const void* caller) {
-  int error = 0;
-  const std::optional<Resolved> dir = served_directory(dirfd, path, caller, &error);
-  if (!dir) return real().scandirat64(dirfd, path, list, filter, compare);
-  if (error != 0) return fail(error);
-  if (dir->node.kind == SystemNodeKind::kAbsent)
-    return real().scandirat64(AT_FDCWD, dir->path.c_str(), list, filter, compare);
-  return scan(*dir, list, filter, compare);
+  return scan_at(dirfd, path, list, filter, compare, caller, real().scandirat64);
 }
 
 // ---- the working directory ---------------------------------------------------
