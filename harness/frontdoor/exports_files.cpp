@@ -8,6 +8,7 @@
 // exported itself, the fortified (__*_chk, __open_2) and pre-2.33 stat
 // (__xstat) ones included.
 #undef _FORTIFY_SOURCE
+#include "caller.h"
 #include "system_files.h"
 
 #include <dirent.h>
@@ -25,13 +26,6 @@
 
 using namespace verbfault::interposer;
 
-#ifdef VERBFAULT_ASAN_INIT_FIRST
-// The sanitized build: ASan's runtime first (exports_threads.cpp says why).
-extern "C" void __asan_init();
-#define VERBFAULT_CALLER (__asan_init(), __builtin_return_address(0))
-#else
-#define VERBFAULT_CALLER __builtin_return_address(0)
-#endif
 
 namespace {
 

@@ -5,6 +5,7 @@
 // binds to them when libverbfault.so is preloaded or linked first. Where
 // glibc 2.34 moved a function into libc under a new version, the old one
 // is exported too.
+#include "caller.h"
 #include "thread_calls.h"
 
 #include <sched.h>
@@ -12,19 +13,6 @@
 
 using namespace verbfault::interposer;
 
-#ifdef VERBFAULT_ASAN_INIT_FIRST
-// The sanitized build (cmake/Sanitizers.cmake), preloaded into a program
-// built without ASan: another library's constructor can call in here
-// before ASan's runtime has initialized (libnl-3's calls
-// pthread_rwlock_wrlock), and the interposer's instrumented code would
-// touch shadow memory not mapped yet (SIGSEGV). __asan_init() initializes
-// the runtime once and returns at once after; this file is built without
-// ASan so that these forwarders touch no shadow themselves.
-extern "C" void __asan_init();
-#define VERBFAULT_CALLER (__asan_init(), __builtin_return_address(0))
-#else
-#define VERBFAULT_CALLER __builtin_return_address(0)
-#endif
 
 extern "C" {
 
