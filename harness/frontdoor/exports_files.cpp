@@ -26,7 +26,6 @@
 
 using namespace verbfault::interposer;
 
-
 namespace {
 
 // open(2): the mode is an argument only when the file may be created.

@@ -13,7 +13,6 @@
 
 using namespace verbfault::interposer;
 
-
 extern "C" {
 
 int pthread_mutex_lock(pthread_mutex_t* mutex) {
