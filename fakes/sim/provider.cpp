@@ -273,6 +273,9 @@ struct Described {
 // `kind` with what `describe()` says; then either EBUSY (the object stays
 // alive) or, with the "wait" policy, a wait for the acks (another thread may
 // still give them). Returns 0 when the destroy may go on.
+// How long a destroy waits for another thread's acks (check_unacked_events).
+constexpr std::chrono::seconds kAckPatience{1};
+
 // Set by the harness (set_ack_possible); read without the lock.
 std::atomic<bool (*)()> ack_possible{nullptr};
 
@@ -292,9 +295,13 @@ int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describ
   }
   // libibverbs waits here: while another thread of the program may still
   // acknowledge, so does the device, undiagnosed (UCX's async thread acks
-  // QP_LAST_WQE_REACHED while its main thread destroys the QP); it fails
-  // only once no thread is left that could.
-  while (others_may_ack()) {
+  // QP_LAST_WQE_REACHED while its main thread destroys the QP), for up to
+  // a second of wall clock: "another thread" is the harness's guess from
+  // the thread count, which a thread of a sanitizer's runtime or of a
+  // library that never acks also makes. It fails once none could, or
+  // after that second.
+  const auto give_up = std::chrono::steady_clock::now() + kAckPatience;
+  while (others_may_ack() && std::chrono::steady_clock::now() < give_up) {
     Fabric::get().wakeup.wait_for(guard, std::chrono::milliseconds(10));
     if (settled()) return 0;
   }
