@@ -52,7 +52,7 @@ bool private_anonymous(const MapsLine& line) {
 }
 
 // Moves the pages at [at, at + size) onto a new mapping `fresh` of the same
-// size after copying them there: one mremap(2) replaces the old pages,
+// size that holds a copy of them: one mremap(2) replaces the old pages,
 // with no instant where the addresses are unmapped.
 //
 // The system call itself, not the C library's mremap: a program's memory
@@ -62,14 +62,34 @@ bool private_anonymous(const MapsLine& line) {
 // fifth argument, so that MREMAP_FIXED moved `fresh` to whatever address
 // a register held, unmapping what was there, while `at` kept its private
 // pages and the segment a stale copy (ucx_perftest put_bw bcopy: the
-// peer read zeros). The result must be `at` itself.
+// peer read zeros). The result must be `at` itself. The bytes are in
+// `fresh` already (copy_through_kernel).
 bool move_onto(void* fresh, void* at, std::size_t size) {
-  std::memcpy(fresh, at, size);
   const auto moved = reinterpret_cast<void*>(
       syscall(SYS_mremap, fresh, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, at));
   if (moved == at) return true;
   if (moved == MAP_FAILED) syscall(SYS_munmap, fresh, size);
   return false;
+}
+
+// The program's bytes at [at, at + size) into file `fd` from its start
+// (`to_file`), or the file's into `at`, copied by the kernel: the system
+// calls themselves, so that no sanitizer reads the program's memory on
+// the device's behalf. A registration may cover bytes outside any of the
+// program's objects (Open MPI's grdma rounds regions out to whole pages,
+// across heap redzones) or memory the program freed before it
+// deregistered it (UCX's memory pools); the device, as a NIC's DMA, may
+// touch both. True when every byte moved.
+bool copy_through_kernel(int fd, void* at, std::size_t size, bool to_file) {
+  for (std::size_t done = 0; done < size;) {
+    char* here = static_cast<char*>(at) + done;
+    const long n = to_file ? syscall(SYS_pwrite64, fd, here, size - done, done)
+                           : syscall(SYS_pread64, fd, here, size - done, done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 struct Segment {
@@ -90,8 +110,14 @@ void unshare(uintptr_t begin, const Segment& s) {
   });
   const std::size_t size = s.end - begin;
   if (still_there) {
+    // The bytes come from the segment's file (copy_through_kernel).
     void* fresh = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (fresh != MAP_FAILED) move_onto(fresh, reinterpret_cast<void*>(begin), size);
+    if (fresh != MAP_FAILED) {
+      if (copy_through_kernel(s.fd, fresh, size, /*to_file=*/false))
+        move_onto(fresh, reinterpret_cast<void*>(begin), size);
+      else
+        syscall(SYS_munmap, fresh, size);
+    }
   }
   ::close(s.fd);
 }
@@ -161,6 +187,11 @@ uint64_t share(void* addr, std::size_t length) {
   void* fresh = MAP_FAILED;
   if (ftruncate(fd, static_cast<off_t>(size)) == 0)
     fresh = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (fresh != MAP_FAILED &&
+      !copy_through_kernel(fd, reinterpret_cast<void*>(begin), size, /*to_file=*/true)) {
+    syscall(SYS_munmap, fresh, size);
+    fresh = MAP_FAILED;
+  }
   if (fresh == MAP_FAILED || !move_onto(fresh, reinterpret_cast<void*>(begin), size)) {
     ::close(fd);
     return 0;
