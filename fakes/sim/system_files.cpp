@@ -319,7 +319,9 @@ SystemNode node_at(std::string_view path) {
   }
   if (auto rest = below(path, kVerbsDevices)) {
     if (rest->empty()) return directory(uverbs_names());
-    const std::vector<std::string_view> parts = components("/" + std::string(*rest));
+    // The views point into `owned`, which must outlive them.
+    const std::string owned = "/" + std::string(*rest);
+    const std::vector<std::string_view> parts = components(owned);
     Device* device = device_of_uverbs(parts[0]);
     if (device == nullptr) return {};
     if (parts.size() == 1) return directory({"abi_version", "dev", "ibdev"});
