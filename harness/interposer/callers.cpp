@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 namespace verbfault::interposer {
@@ -137,12 +138,37 @@ RuntimeCode asan_code{&__asan_init};
 
 }  // namespace
 
-bool called_from_connection_manager(const void* return_address) {
+namespace {
+
+// The object `return_address` lies in (dladdr), or none.
+std::optional<Dl_info> object_of(const void* return_address) {
   Dl_info info{};
   if (return_address == nullptr || dladdr(return_address, &info) == 0 || info.dli_fname == nullptr)
-    return false;
-  const std::string_view path = info.dli_fname;
-  return path.substr(path.rfind('/') + 1).substr(0, 9) == "librdmacm";
+    return std::nullopt;
+  return info;
+}
+
+std::string_view base_name(std::string_view path) {
+  return path.substr(path.rfind('/') + 1);
+}
+
+}  // namespace
+
+bool called_from_connection_manager(const void* return_address) {
+  const std::optional<Dl_info> object = object_of(return_address);
+  return object && base_name(object->dli_fname).substr(0, 9) == "librdmacm";
+}
+
+bool called_from_verbs_library(const void* return_address) {
+  const std::optional<Dl_info> object = object_of(return_address);
+  if (!object) return false;
+  static const void* const own_base = [] {
+    return object_of(reinterpret_cast<const void*>(&called_from_verbs_library))->dli_fbase;
+  }();
+  if (object->dli_fbase == own_base) return true;
+  const std::string_view file = object->dli_fname;
+  return base_name(file).substr(0, 13) == "libibverbs.so" ||
+         file.find("/libibverbs/") != std::string_view::npos;
 }
 
 bool called_from_address_sanitizer(const void* return_address) {

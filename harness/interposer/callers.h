@@ -15,6 +15,13 @@ bool called_from_rdma_stack(const void* return_address);
 // paths only, device opens and PD allocations).
 bool called_from_connection_manager(const void* return_address);
 
+// Whether `return_address` lies in libverbfault itself or in libibverbs
+// and its providers: code that sees the real system only (the served
+// sysfs and /dev of system_files.h are the program's view; the real
+// libibverbs must not find a uverbs device without a kernel driver).
+// dladdr: asked for served paths only.
+bool called_from_verbs_library(const void* return_address);
+
 // Whether `return_address` lies in the ThreadSanitizer runtime (libtsan),
 // in a build with -fsanitize=thread (VERBFAULT_TSAN); always false in any
 // other. TSan's interceptors find the functions they wrap with

@@ -1,10 +1,10 @@
 #include "system_files.h"
 
+#include "callers.h"
 #include "libc_files.h"
 #include "run_lock.h"
 #include "system_view.h"
 
-#include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -79,24 +79,6 @@ bool may_be_served(std::string_view path) {
   return path.substr(0, 5) == "/sys/" || path.substr(0, 15) == "/dev/infiniband";
 }
 
-// Whether the calling code sees the real system only: libverbfault itself
-// (its device model, its journal) and libibverbs with its providers, whose
-// device discovery must not find a uverbs device without a kernel driver.
-bool sees_real_system(const void* caller) {
-  Dl_info info{};
-  if (caller == nullptr || dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return false;
-  static const void* const own_base = [] {
-    Dl_info self{};
-    dladdr(reinterpret_cast<const void*>(&sees_real_system), &self);
-    return self.dli_fbase;
-  }();
-  if (info.dli_fbase == own_base) return true;
-  const std::string_view file = info.dli_fname;
-  const std::string_view base = file.substr(file.rfind('/') + 1);
-  return base.substr(0, 13) == "libibverbs.so" ||
-         file.find("/libibverbs/") != std::string_view::npos;
-}
-
 // Whether directory descriptor `dirfd` is the root directory (hwloc reads
 // sysfs relative to a descriptor of "/").
 bool is_root(int dirfd) {
@@ -134,7 +116,7 @@ std::optional<std::string> served_path(int dirfd, const char* path, const void* 
   const std::string through = normalize(absolute.substr(0, absolute.find("/..")));
   if (!provider::system_path_prefix(normal) && !provider::system_path_prefix(through))
     return std::nullopt;
-  if (sees_real_system(caller)) return std::nullopt;
+  if (called_from_verbs_library(caller)) return std::nullopt;
   return normal;
 }
 
@@ -437,6 +419,20 @@ std::optional<Resolved> served_directory(int dirfd, const char* path, const void
   return found;  // kAbsent: the C library's, at found.path
 }
 
+// The one shape of the path calls: the C library's call (`real_call` of a
+// directory descriptor and a path) for a path nobody serves, or for one
+// that leaves the served tree once resolved; `served` for a served node.
+template <class Result, class Real, class Served>
+Result on_path(int dirfd, const char* path, bool follow, const void* caller, Real real_call,
+               Served served) {
+  const std::optional<std::string> target = served_path(dirfd, path, caller);
+  if (!target) return real_call(dirfd, path);
+  const Resolved found = resolve(*target, follow || names_a_directory(path));
+  if (found.error != 0) return fail(found.error);
+  if (found.node.kind == SystemNodeKind::kAbsent) return real_call(AT_FDCWD, found.path.c_str());
+  return served(found);
+}
+
 }  // namespace
 
 // ---- paths -----------------------------------------------------------------
@@ -474,77 +470,71 @@ FILE* fopen(const char* path, const char* mode, bool large_file, const void* cal
 }
 
 int fstatat(int dirfd, const char* path, struct stat* out, int flags, const void* caller) {
-  if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found =
-        resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0 || names_a_directory(path));
-    if (found.error != 0) return fail(found.error);
-    if (found.node.kind == SystemNodeKind::kAbsent ||
-        (found.node.kind == SystemNodeKind::kDirectory && real_directory(found.path)))
-      return real().fstatat(AT_FDCWD, found.path.c_str(), out, flags);
-    fill_stat(found, out);
-    return 0;
-  }
-  return real().fstatat(dirfd, path, out, flags);
+  const auto real_call = [&](int at, const char* p) { return real().fstatat(at, p, out, flags); };
+  return on_path<int>(
+      dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) == 0, caller, real_call,
+      [&](const Resolved& found) {
+        // A served directory that exists for real too: the kernel's.
+        if (found.node.kind == SystemNodeKind::kDirectory && real_directory(found.path))
+          return real_call(AT_FDCWD, found.path.c_str());
+        fill_stat(found, out);
+        return 0;
+      });
 }
 
 int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* out,
           const void* caller) {
-  if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found =
-        resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0 || names_a_directory(path));
-    if (found.error != 0) return fail(found.error);
-    if (found.node.kind == SystemNodeKind::kAbsent ||
-        (found.node.kind == SystemNodeKind::kDirectory && real_directory(found.path)))
-      return real().statx(AT_FDCWD, found.path.c_str(), flags, mask, out);
-    struct stat st {};
-    fill_stat(found, &st);
-    *out = {};
-    out->stx_mask = STATX_BASIC_STATS;
-    out->stx_blksize = static_cast<uint32_t>(st.st_blksize);
-    out->stx_nlink = static_cast<uint32_t>(st.st_nlink);
-    out->stx_mode = static_cast<uint16_t>(st.st_mode);
-    out->stx_ino = st.st_ino;
-    out->stx_size = static_cast<uint64_t>(st.st_size);
-    out->stx_blocks = static_cast<uint64_t>(st.st_blocks);
-    out->stx_rdev_major = major(st.st_rdev);
-    out->stx_rdev_minor = minor(st.st_rdev);
-    out->stx_dev_major = kFileSystemMajor;
-    out->stx_dev_minor = kFileSystemMinor;
-    return 0;
-  }
-  return real().statx(dirfd, path, flags, mask, out);
+  const auto real_call = [&](int at, const char* p) {
+    return real().statx(at, p, flags, mask, out);
+  };
+  return on_path<int>(
+      dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) == 0, caller, real_call,
+      [&](const Resolved& found) {
+        if (found.node.kind == SystemNodeKind::kDirectory && real_directory(found.path))
+          return real_call(AT_FDCWD, found.path.c_str());
+        struct stat st {};
+        fill_stat(found, &st);
+        *out = {};
+        out->stx_mask = STATX_BASIC_STATS;
+        out->stx_blksize = static_cast<uint32_t>(st.st_blksize);
+        out->stx_nlink = static_cast<uint32_t>(st.st_nlink);
+        out->stx_mode = static_cast<uint16_t>(st.st_mode);
+        out->stx_ino = st.st_ino;
+        out->stx_size = static_cast<uint64_t>(st.st_size);
+        out->stx_blocks = static_cast<uint64_t>(st.st_blocks);
+        out->stx_rdev_major = major(st.st_rdev);
+        out->stx_rdev_minor = minor(st.st_rdev);
+        out->stx_dev_major = kFileSystemMajor;
+        out->stx_dev_minor = kFileSystemMinor;
+        return 0;
+      });
 }
 
 int faccessat(int dirfd, const char* path, int mode, int flags, const void* caller) {
-  if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found =
-        resolve(*target, (flags & AT_SYMLINK_NOFOLLOW) == 0 || names_a_directory(path));
-    if (found.error != 0) return fail(found.error);
-    if (found.node.kind == SystemNodeKind::kAbsent)
-      return real().faccessat(AT_FDCWD, found.path.c_str(), mode, flags);
-    const SystemNodeKind kind = found.node.kind;
-    // The modes of attributes 0444, directories 0755, uverbs nodes 0666;
-    // nothing here can be written but a device node.
-    if ((mode & W_OK) && kind != SystemNodeKind::kCharDevice) return fail(EACCES);
-    if ((mode & X_OK) && kind != SystemNodeKind::kDirectory) return fail(EACCES);
-    return 0;
-  }
-  return real().faccessat(dirfd, path, mode, flags);
+  return on_path<int>(
+      dirfd, path, (flags & AT_SYMLINK_NOFOLLOW) == 0, caller,
+      [&](int at, const char* p) { return real().faccessat(at, p, mode, flags); },
+      [&](const Resolved& found) {
+        const SystemNodeKind kind = found.node.kind;
+        // The modes of attributes 0444, directories 0755, uverbs nodes 0666;
+        // nothing here can be written but a device node.
+        if ((mode & W_OK) && kind != SystemNodeKind::kCharDevice) return fail(EACCES);
+        if ((mode & X_OK) && kind != SystemNodeKind::kDirectory) return fail(EACCES);
+        return 0;
+      });
 }
 
 ssize_t readlinkat(int dirfd, const char* path, char* buffer, size_t size, const void* caller) {
-  if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
-    const Resolved found = resolve(*target, names_a_directory(path));
-    if (found.error != 0) return fail(found.error);
-    if (found.node.kind == SystemNodeKind::kAbsent)
-      return real().readlinkat(AT_FDCWD, found.path.c_str(), buffer, size);
-    if (found.node.kind != SystemNodeKind::kSymlink) return fail(EINVAL);
-    // readlink(2): no terminating NUL, truncated to the buffer.
-    const size_t n = std::min(size, found.node.text.size());
-    std::memcpy(buffer, found.node.text.data(), n);
-    return static_cast<ssize_t>(n);
-  }
-  return real().readlinkat(dirfd, path, buffer, size);
+  return on_path<ssize_t>(
+      dirfd, path, false, caller,
+      [&](int at, const char* p) { return real().readlinkat(at, p, buffer, size); },
+      [&](const Resolved& found) -> ssize_t {
+        if (found.node.kind != SystemNodeKind::kSymlink) return fail(EINVAL);
+        // readlink(2): no terminating NUL, truncated to the buffer.
+        const size_t n = std::min(size, found.node.text.size());
+        std::memcpy(buffer, found.node.text.data(), n);
+        return static_cast<ssize_t>(n);
+      });
 }
 
 char* realpath(const char* path, char* resolved, const void* caller) {
@@ -563,25 +553,22 @@ char* realpath(const char* path, char* resolved, const void* caller) {
 
 ssize_t getxattr(const char* path, const char* name, void* value, size_t size, bool follow,
                  const void* caller) {
-  if (const std::optional<std::string> target = served_path(AT_FDCWD, path, caller)) {
-    const Resolved found = resolve(*target, follow || names_a_directory(path));
-    if (found.error != 0) return fail(found.error);
-    if (found.node.kind == SystemNodeKind::kAbsent)
-      return (follow ? real().getxattr : real().lgetxattr)(found.path.c_str(), name, value, size);
-    return fail(ENODATA);  // sysfs and devtmpfs nodes carry no extended attributes
-  }
-  return (follow ? real().getxattr : real().lgetxattr)(path, name, value, size);
+  return on_path<ssize_t>(
+      AT_FDCWD, path, follow, caller,
+      [&](int, const char* p) {
+        return (follow ? real().getxattr : real().lgetxattr)(p, name, value, size);
+      },
+      // sysfs and devtmpfs nodes carry no extended attributes
+      [](const Resolved&) -> ssize_t { return fail(ENODATA); });
 }
 
 ssize_t listxattr(const char* path, char* list, size_t size, bool follow, const void* caller) {
-  if (const std::optional<std::string> target = served_path(AT_FDCWD, path, caller)) {
-    const Resolved found = resolve(*target, follow || names_a_directory(path));
-    if (found.error != 0) return fail(found.error);
-    if (found.node.kind == SystemNodeKind::kAbsent)
-      return (follow ? real().listxattr : real().llistxattr)(found.path.c_str(), list, size);
-    return 0;  // none
-  }
-  return (follow ? real().listxattr : real().llistxattr)(path, list, size);
+  return on_path<ssize_t>(
+      AT_FDCWD, path, follow, caller,
+      [&](int, const char* p) {
+        return (follow ? real().listxattr : real().llistxattr)(p, list, size);
+      },
+      [](const Resolved&) -> ssize_t { return 0; });  // none
 }
 
 // ---- directories -------------------------------------------------------------
