@@ -2,6 +2,7 @@
 
 #include "completion_queue.h"
 #include "fabric.h"
+#include "fabric_poll.h"
 #include "verbfault/sim/provider.h"
 
 #include <cerrno>
@@ -30,12 +31,12 @@ const ibv_wc& current(ibv_cq_ex* cq) {
 // Takes the next completion into ex_current: 0, ENOENT when the CQ is
 // empty, EIO when it is in error.
 int take_next(ibv_cq_ex* cq) {
-  auto guard = Fabric::enter();
-  Fabric& fabric = Fabric::get();
+  // As ibv_poll_cq (provider.cpp): deliveries from another process, the
+  // virtual clock, and an empty poll is no call the peers see.
+  auto guard = Fabric::enter(Fabric::Call::uncounted);
   CompletionQueue& q = queue(cq);
-  int polled = q.poll(1, &q.ex_current);
-  // An empty poll lets virtual time move on, as ibv_poll_cq does.
-  if (polled == 0 && fabric.advance_clock()) polled = q.poll(1, &q.ex_current);
+  const int polled = poll_from_fabric(guard, q, 1, &q.ex_current);
+  if (polled != 0) Fabric::get().count_call();
   if (polled < 0) return -polled;
   if (polled == 0) return ENOENT;
   cq->wr_id = q.ex_current.wr_id;

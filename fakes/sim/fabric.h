@@ -43,12 +43,16 @@ class Fabric {
   std::condition_variable wakeup;
 
   // A verbs call entering the device: takes `mutex` and starts a new step.
-  static std::unique_lock<std::mutex> enter() {
+  // `uncounted`: the call counts as one the peers see (count_call) only
+  // if it turns out to do something (a poll that returns a completion);
+  // the caller counts it then.
+  enum class Call { counted, uncounted };
+  static std::unique_lock<std::mutex> enter(Call call = Call::counted) {
     std::unique_lock guard(get().mutex);
     Fabric& fabric = get();
     fabric.next_step();
     fabric.stop_waiting();
-    fabric.count_call();
+    if (call == Call::counted) fabric.count_call();
     return guard;
   }
   // The service thread handling a frame (remote.cpp): not a verbs call.

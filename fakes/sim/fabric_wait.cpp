@@ -52,6 +52,14 @@ bool FabricWaiter::applies() {
   return true;
 }
 
+void FabricWaiter::idle_after_giving_up() {
+  Fabric& fabric = Fabric::get();
+  wire::Endpoint* endpoint = fabric.started_endpoint();
+  if (endpoint == nullptr) return;
+  const std::optional<uint64_t>& gave_up = fabric.gave_up_at_calls();
+  if (gave_up && *gave_up == endpoint->others_calls()) fabric.mark_waiting();
+}
+
 FabricWaiter::Look FabricWaiter::look() {
   Fabric& fabric = Fabric::get();
   wire::Endpoint* endpoint = fabric.started_endpoint();

@@ -51,6 +51,14 @@ class FabricWaiter {
   static bool applies();
   // Whether another member is on the fabric, or is still to join it.
   static bool on_shared_fabric();
+  // A poll that found nothing and did not wait because this process gave
+  // up on its peers: the process counts as waiting in its device until its
+  // next verbs call. Its empty polls are no progress a peer could wait for:
+  // a peer's own wait, which would otherwise see calls forever, can end at
+  // quiescence (else the two wait on each other, one in its device and the
+  // other spinning on empty polls until it hears from the first outside
+  // verbs, on a socket).
+  static void idle_after_giving_up();
 
   enum class Look { kActed, kNothingCan, kGaveUp, kWait };
   // Marks the process waiting and looks at the fabric: quiescent (acts,

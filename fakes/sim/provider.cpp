@@ -12,6 +12,7 @@
 #include "extended_cq.h"
 #include "extended_qp.h"
 #include "fabric.h"
+#include "fabric_poll.h"
 #include "fabric_wait.h"
 #include "fault_guard.h"
 #include "registration.h"
@@ -74,39 +75,13 @@ int failed_at(Wr* wr, Wr** bad_wr, int err) {
 
 // ---- fast paths: the ops the inline functions of verbs.h jump through ----
 
-// Makes the CQ's next held deliveries visible until one completion is
-// (an answer may complete into another CQ only); whether one is.
-bool reveal(CompletionQueue& cq) {
-  while (cq.size() == 0 && cq.has_held() && cq.reveal_next(cq.awaiting_answers())) {
-  }
-  return cq.size() > 0;
-}
-
-// What a poll waiting for another process waits for: something it can
-// reveal (an answer first while one is bound to come).
-bool revealable(CompletionQueue& cq) {
-  if (cq.size() > 0 || cq.in_error()) return true;
-  return cq.awaiting_answers() ? cq.has_held_answer() : cq.has_held();
-}
-
+// An empty poll is no call the peers see (Fabric::enter): a process
+// spinning on empty polls does nothing a peer's wait could wait for.
 int op_poll_cq(ibv_cq* verbs_cq, int n, ibv_wc* wc) {
   if (n < 0) return -EINVAL;
-  Lock guard = lock();
-  CompletionQueue* cq = CompletionQueue::from(verbs_cq);
-  int polled = cq->poll(n, wc);
-  if (polled != 0 || n == 0) return polled;
-  // Nothing visible: the next delivery from another process, waited for
-  // while one may come (fabric_wait.h). One delivery per poll, so that how
-  // many a poll returns does not depend on when frames arrived.
-  for (;;) {
-    if (reveal(*cq) || cq->in_error()) return cq->poll(n, wc);
-    if (!expects_deliveries(*cq) || !FabricWaiter::applies()) break;
-    const FabricWait how = wait_in_fabric(guard, [&] { return revealable(*cq); });
-    if (how == FabricWait::kReady) continue;
-    if (how == FabricWait::kNothingCan) return cq->poll(n, wc);
-    break;  // gave up: the wall clock decides, as with no peer
-  }
-  if (Fabric::get().advance_clock()) polled = cq->poll(n, wc);
+  Lock guard = Fabric::enter(Fabric::Call::uncounted);
+  const int polled = poll_from_fabric(guard, *CompletionQueue::from(verbs_cq), n, wc);
+  if (polled != 0) Fabric::get().count_call();
   return polled;
 }
 

@@ -174,8 +174,20 @@ ibv_comp_channel* channel_holding_for(State& state, int fd) {
 
 }  // namespace
 
+// Whether a delayed_completion rule exists: without one nothing is ever
+// held, and the waits below take no lock. (The scheduler asks with its
+// own lock held, for every fd wait at every scheduling point, while the
+// interposer's lock may be held for long by a poll that waits for another
+// process in the simulated device.) The rules are fixed before the first
+// verbs call, so reading them needs no lock.
+bool may_hold(const State& state) {
+  return state.engine.has_rules(engine::Site::completion,
+                                engine::FaultEngine::kind_bit(FaultKind::delayed_completion));
+}
+
 bool holds_for_waiter(int fd) {
   State& state = State::get();
+  if (!may_hold(state)) return false;
   std::lock_guard lock(state.mutex);
   const ibv_comp_channel* channel = channel_holding_for(state, fd);
   if (channel == nullptr) return false;
@@ -188,6 +200,7 @@ bool holds_for_waiter(int fd) {
 
 void release_held_for_waiter(int fd) {
   State& state = State::get();
+  if (!may_hold(state)) return;
   ibv_comp_channel* channel = nullptr;
   {
     std::lock_guard lock(state.mutex);

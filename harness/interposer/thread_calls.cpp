@@ -255,6 +255,7 @@ void* start_scheduled(void* raw) {
 int lock_scheduled(pthread_mutex_t* mutex, const char* call,
                    std::uint64_t deadline = scheduler::kNoDeadline) {
   for (;;) {
+    const std::uint64_t releases = sched().outside_releases();
     const int result = libc::real().mutex_trylock(mutex);
     if (result != EBUSY) return result;
     // An error-checking mutex the thread holds: EDEADLK, as
@@ -267,6 +268,7 @@ int lock_scheduled(pthread_mutex_t* mutex, const char* call,
     wait.object = mutex;
     wait.deadline_ns = deadline;
     wait.call = call;
+    wait.outside_releases = releases;
     if (!sched().block(wait)) return ETIMEDOUT;
   }
 }
@@ -317,6 +319,7 @@ int mutex_lock_until(pthread_mutex_t* mutex, clockid_t clock, const timespec& ab
 
 int wait_on_cond(pthread_cond_t* cond, pthread_mutex_t* mutex, std::uint64_t deadline,
                  const char* call) {
+  const std::uint64_t releases = sched().outside_releases();
   int result = libc::real().mutex_unlock(mutex);
   if (result != 0) return result;
   unlocked(mutex);
@@ -325,6 +328,7 @@ int wait_on_cond(pthread_cond_t* cond, pthread_mutex_t* mutex, std::uint64_t dea
   wait.object = cond;
   wait.deadline_ns = deadline;
   wait.call = call;
+  wait.outside_releases = releases;
   const bool woken = sched().block(wait);
   result = lock_scheduled(mutex, call);
   if (result != 0) return result;
@@ -364,6 +368,7 @@ bool shared_between_processes(const sem_t* sem) {
 int rwlock_scheduled(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*),
                      std::uint64_t deadline, const char* call) {
   for (;;) {
+    const std::uint64_t releases = sched().outside_releases();
     const int result = try_lock(rwlock);
     if (result != EBUSY) return result;
     // Held for writing by the calling thread: EDEADLK, as glibc's rdlock
@@ -374,6 +379,7 @@ int rwlock_scheduled(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*
     wait.object = rwlock;
     wait.deadline_ns = deadline;
     wait.call = call;
+    wait.outside_releases = releases;
     if (!sched().block(wait)) return ETIMEDOUT;
   }
 }
@@ -394,6 +400,7 @@ int rwlock_until(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*), c
 // deadline passes (-1, ETIMEDOUT).
 int sem_wait_scheduled(sem_t* sem, std::uint64_t deadline, const char* call) {
   for (;;) {
+    const std::uint64_t releases = sched().outside_releases();
     if (libc::real().sem_trywait(sem) == 0) return 0;
     if (errno != EAGAIN) return -1;
     Wait wait;
@@ -401,6 +408,7 @@ int sem_wait_scheduled(sem_t* sem, std::uint64_t deadline, const char* call) {
     wait.object = sem;
     wait.deadline_ns = deadline;
     wait.call = call;
+    wait.outside_releases = releases;
     if (!sched().block(wait)) {
       errno = ETIMEDOUT;
       return -1;
@@ -463,13 +471,19 @@ std::uint64_t ns_of_timeout(const timespec* timeout) {
   return timeout == nullptr ? scheduler::kNoDeadline : ns_of(*timeout);
 }
 
-// Whether a wait on `watched` is modelled (one is a verbs event fd); fills
-// `wait` then with `waited` (the fds whose readability ends it), whether one
-// is fed from outside, and the name of the first event fd.
+// Whether a wait on `watched` is modelled (it only reads, at most
+// kMaxWaitFds fds); fills `wait` then with `waited` (the fds whose
+// readability ends it), whether one is fed from outside, and the name of
+// the first verbs event fd. A wait on none of them (a socket, a pipe, an
+// eventfd: an event loop's or a library's progress thread, UCX's async
+// thread) is modelled too, as fed from outside: blocked in the kernel it
+// would hold the baton until the watchdog released it, and every other
+// thread would wait the escape time; in the scheduler the others run, and
+// the scheduler waits for the fds in real time only when nobody can.
 bool model(Wait& wait, const FdList& watched, const FdList& waited, const char* call) {
   if (!watched.read_only || !watched.fits() || !waited.fits() || watched.count == 0) return false;
-  const HarnessWorld::EventFds found = world.event_fds(watched.fds, watched.count);
-  if (!found.any) return false;
+  HarnessWorld::EventFds found = world.event_fds(watched.fds, watched.count);
+  if (!found.any) found.external = true;
   wait.kind = WaitKind::fd;
   for (std::size_t i = 0; i < waited.count; ++i) wait.add_fd(waited.fds[i]);
   wait.external = found.external;
@@ -710,7 +724,11 @@ int mutex_trylock(pthread_mutex_t* mutex, const void* caller) {
 
 int mutex_unlock(pthread_mutex_t* mutex, const void* caller) {
   const int result = libc::for_caller(caller).mutex_unlock(mutex);
-  if (result != 0 || !scheduled(caller)) return result;
+  if (result != 0) return result;
+  if (!scheduled(caller)) {
+    scheduler::Scheduler::note_release_outside(mutex);
+    return result;
+  }
   unlocked(mutex);
   sched().point();
   return 0;
@@ -733,7 +751,10 @@ int cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec*
 
 int cond_signal(pthread_cond_t* cond, const void* caller) {
   const int result = libc::for_caller(caller).cond_signal(cond);  // a waiter outside the schedule
-  if (!scheduled(caller)) return result;
+  if (!scheduled(caller)) {
+    scheduler::Scheduler::note_release_outside(cond);
+    return result;
+  }
   sched().wake_one(WaitKind::cond, cond);
   sched().point();
   return result;
@@ -741,7 +762,10 @@ int cond_signal(pthread_cond_t* cond, const void* caller) {
 
 int cond_broadcast(pthread_cond_t* cond, const void* caller) {
   const int result = libc::for_caller(caller).cond_broadcast(cond);
-  if (!scheduled(caller)) return result;
+  if (!scheduled(caller)) {
+    scheduler::Scheduler::note_release_outside(cond);
+    return result;
+  }
   sched().wake_all(WaitKind::cond, cond);
   sched().point();
   return result;
@@ -951,7 +975,11 @@ int rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock, const timespec
 
 int rwlock_unlock(pthread_rwlock_t* rwlock, const void* caller) {
   const int result = libc::for_caller(caller).rwlock_unlock(rwlock);
-  if (result != 0 || !scheduled(caller) || shared_between_processes(rwlock)) return result;
+  if (result != 0 || shared_between_processes(rwlock)) return result;
+  if (!scheduled(caller)) {
+    scheduler::Scheduler::note_release_outside(rwlock);
+    return result;
+  }
   // A reader's unlock may leave others reading: every waiter tries again,
   // and those that still cannot take it wait again.
   sched().wake_all(WaitKind::rwlock, rwlock);
@@ -992,7 +1020,11 @@ int sem_clockwait(sem_t* sem, clockid_t clock, const timespec* abstime, const vo
 
 int sem_post(sem_t* sem, const void* caller) {
   const int result = libc::for_caller(caller).sem_post(sem);
-  if (result != 0 || !scheduled(caller) || shared_between_processes(sem)) return result;
+  if (result != 0 || shared_between_processes(sem)) return result;
+  if (!scheduled(caller)) {
+    scheduler::Scheduler::note_release_outside(sem);
+    return result;
+  }
   // One more unit: the earliest waiter tries again (sem_post(3): "another
   // process or thread blocked in a sem_wait(3) call will be woken up").
   sched().wake_one(WaitKind::semaphore, sem);

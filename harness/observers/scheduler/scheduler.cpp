@@ -168,9 +168,19 @@ std::optional<Options> parse_threads(const std::string& text) {
   return options;
 }
 
+namespace {
+// The scheduler once start() ran (never reset: running() says whether it
+// still schedules): what a call that must not create it asks.
+std::atomic<Scheduler*> g_started{nullptr};
+}  // namespace
+
 Scheduler& scheduler() {
   static Scheduler* instance = new Scheduler();  // never destroyed: threads outlive exit
   return *instance;
+}
+
+void Scheduler::note_release_outside(const void* object) {
+  if (Scheduler* started = g_started.load(std::memory_order_acquire)) started->released_outside(object);
 }
 
 void Scheduler::update_solo() {
@@ -228,6 +238,7 @@ void Scheduler::start(const Options& options, World& world) {
   watched_since_ns_ = 0;
   t_self = &main;
   running_.store(true, std::memory_order_relaxed);
+  g_started.store(this, std::memory_order_release);
 }
 
 bool Scheduler::manages_this_thread() {
@@ -278,7 +289,56 @@ bool Scheduler::any_fd_readable(const Wait& wait) {
   return false;
 }
 
+void Scheduler::released_outside(const void* object) {
+  if (!running()) return;
+  outside_releases_.fetch_add(1, std::memory_order_seq_cst);
+  // Nobody blocked on a lock-like object: nothing to record (a waiter that
+  // blocks later saw the count move, Wait::outside_releases).
+  if (lock_waiters_.load(std::memory_order_seq_cst) == 0) return;
+  for (std::atomic<const void*>& slot : outside_released_) {
+    const void* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, object, std::memory_order_acq_rel) || empty == object)
+      return;
+  }
+  outside_overflow_.store(true, std::memory_order_release);
+}
+
+bool Scheduler::take_outside_releases() {
+  if (lock_waiters_.load(std::memory_order_relaxed) == 0) return false;
+  const bool all = outside_overflow_.exchange(false, std::memory_order_acq_rel);
+  const void* released[kOutsideSlots];
+  std::size_t count = 0;
+  for (std::atomic<const void*>& slot : outside_released_)
+    if (const void* object = slot.exchange(nullptr, std::memory_order_acq_rel)) released[count++] = object;
+  if (!all && count == 0) return false;
+  bool woke = false;
+  for (Thread& thread : threads_) {
+    if (thread.status != Status::blocked || !lock_like(thread.wait.kind)) continue;
+    if (!all && std::find(released, released + count, thread.wait.object) == released + count)
+      continue;
+    thread.status = Status::runnable;
+    thread.woken = true;
+    woke = true;
+  }
+  return woke;
+}
+
+bool Scheduler::wait_for_outside_release() {
+  if (lock_waiters_.load(std::memory_order_relaxed) == 0) return false;
+  const std::uint64_t seen = outside_releases();
+  for (std::uint64_t waited_ns = 0; waited_ns < options_.escape_ns; waited_ns += 1'000'000) {
+    lock_.unlock();
+    const timespec millisecond{0, 1'000'000};
+    syscall(SYS_nanosleep, &millisecond, nullptr);
+    lock_.lock();
+    if (outside_releases() != seen) return true;
+  }
+  return false;
+}
+
 void Scheduler::refresh_waiters() {
+  take_outside_releases();
+  std::uint32_t lock_waiters = 0;
   for (Thread& thread : threads_) {
     if (thread.status != Status::blocked) continue;
     if (thread.wait.kind == WaitKind::fd && any_fd_readable(thread.wait)) {
@@ -288,8 +348,13 @@ void Scheduler::refresh_waiters() {
                thread.wait.deadline_ns <= now_ns_.load(std::memory_order_relaxed)) {
       thread.status = Status::runnable;
       thread.woken = false;
+    } else {
+      lock_waiters += lock_like(thread.wait.kind);
     }
   }
+  // Recounted at every decision (a wake of any kind may have ended a
+  // lock-like wait); block() adds its own before it blocks.
+  lock_waiters_.store(lock_waiters, std::memory_order_seq_cst);
 }
 
 Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
@@ -324,17 +389,24 @@ bool Scheduler::unblock_by_time() {
     if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
   // A real device's events (and a socket's bytes) come in real time: wait
   // for them (the run is as deterministic as the world outside). While a
-  // deadline is due on the virtual clock, no longer than the escape time:
-  // a socket may never speak, and the sleeper must still wake.
+  // deadline is due on the virtual clock, as long in real time as the
+  // virtual clock has to go to it, and no longer than the escape time: a
+  // socket may never speak, and the sleeper must still wake when it asked
+  // to (an event loop that polls its socket with a 1 ms timeout between
+  // polls of its CQ waits 1 ms, as it would on a real machine).
   std::vector<int> external;
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked && thread.wait.kind == WaitKind::fd &&
         thread.wait.external)
       external.insert(external.end(), thread.wait.fds, thread.wait.fds + thread.wait.fd_count);
   if (!external.empty()) {
+    std::uint64_t timeout_ns = kNoDeadline;
+    if (next != kNoDeadline) {
+      const std::uint64_t now = now_ns_.load(std::memory_order_relaxed);
+      timeout_ns = std::min(options_.escape_ns, next > now ? next - now : 0);
+    }
     lock_.unlock();
-    const bool readable =
-        world_->wait_external(external, next == kNoDeadline ? kNoDeadline : options_.escape_ns);
+    const bool readable = world_->wait_external(external, timeout_ns);
     lock_.lock();
     if (readable || next == kNoDeadline) return true;
   }
@@ -350,7 +422,8 @@ Scheduler::Thread* Scheduler::next_to_run(Thread* self, bool yielding) {
     if (!unblock_by_time()) {
       // An escaped thread may still wake the others when it comes back.
       if (any_escaped()) return nullptr;
-      report_deadlock();
+      // A lock held outside the schedule is released in real time.
+      if (!wait_for_outside_release()) report_deadlock();
     }
     refresh_waiters();
     next = choose(self, false);
@@ -429,6 +502,16 @@ bool Scheduler::block(const Wait& wait) {
   auto* self = static_cast<Thread*>(t_self);
   if (self == nullptr || !running() || t_inside) return true;
   lock_.lock();
+  if (lock_like(wait.kind)) {
+    lock_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    // Released outside the schedule since the caller tried the lock: it
+    // tries again at once (released_outside saw no waiter to record).
+    if (outside_releases() != wait.outside_releases) {
+      lock_waiters_.fetch_sub(1, std::memory_order_relaxed);
+      lock_.unlock();
+      return true;
+    }
+  }
   steps_.fetch_add(1, std::memory_order_relaxed);
   const bool holding = rejoin(*self);
   self->status = Status::blocked;

@@ -103,6 +103,10 @@ struct Wait {
   // be made where the world cannot be asked); empty: World::fd_name of
   // the first fd.
   char fd_name[40] = {};
+  // mutex, rwlock, semaphore, cond: Scheduler::outside_releases() read
+  // before the lock was tried (a release outside the schedule since then
+  // ends the block at once).
+  std::uint64_t outside_releases = 0;
 
   // Adds `fd` to the fds of the wait; false when it holds kMaxWaitFds.
   bool add_fd(int fd) {
@@ -165,6 +169,22 @@ class Scheduler {
   // to run; the caller keeps running.
   void wake_one(WaitKind kind, const void* object);
   void wake_all(WaitKind kind, const void* object);
+
+  // A mutex, rwlock or semaphore released, or a condition signalled, by a
+  // call outside the schedule (the harness's own code with its lock held,
+  // whose allocation entered UCX's memory hooks; a thread the scheduler
+  // does not manage): the threads blocked on `object` try again at the
+  // next decision. Lock-free and allocation-free: the caller may hold any
+  // lock. A lock-like wait reads outside_releases() before it tries the
+  // lock (Wait::outside_releases), so a release between its try and its
+  // block is not lost.
+  void released_outside(const void* object);
+  // released_outside on the process's scheduler if it runs; creates
+  // nothing (asked from every unlock, inside an allocation too).
+  static void note_release_outside(const void* object);
+  std::uint64_t outside_releases() const {
+    return outside_releases_.load(std::memory_order_seq_cst);
+  }
 
   // pthread_create: the parent reserves the child's id before creating it,
   // then tells its handle (or that creation failed).
@@ -267,6 +287,18 @@ class Scheduler {
   // whether it holds the baton now (nobody held it) or must wait its turn.
   bool rejoin(Thread& self);
   bool any_escaped() const;
+  // With lock_ held: the threads blocked on objects released outside the
+  // schedule become runnable; whether any did.
+  bool take_outside_releases();
+  // With lock_ held, when nothing can run: waits (lock_ released) up to the
+  // escape time for a release outside the schedule when a thread waits on
+  // a lock-like object, which a holder outside the schedule may release;
+  // whether one came.
+  bool wait_for_outside_release();
+  static bool lock_like(WaitKind kind) {
+    return kind == WaitKind::mutex || kind == WaitKind::rwlock || kind == WaitKind::semaphore ||
+           kind == WaitKind::cond;
+  }
   // With lock_ held, after a thread was added, ended or the baton moved.
   void update_solo();
   // What thread `tid` is doing, from /proc/self/task/<tid>/syscall.
@@ -319,6 +351,15 @@ class Scheduler {
   // The thread holding the baton (nullptr: nobody, while only escaped
   // threads can make progress).
   Thread* holder_ = nullptr;
+  // Releases outside the schedule (released_outside): a count, the
+  // threads blocked on a lock-like object (written under lock_), and the
+  // objects released since the last decision (a slot is claimed by CAS;
+  // all full: every lock-like waiter tries again).
+  static constexpr std::size_t kOutsideSlots = 16;
+  std::atomic<std::uint64_t> outside_releases_{0};
+  std::atomic<std::uint32_t> lock_waiters_{0};
+  std::atomic<const void*> outside_released_[kOutsideSlots] = {};
+  std::atomic<bool> outside_overflow_{false};
   // The watchdog's view: steps_ when it last saw them change, and when.
   std::uint64_t watched_steps_ = 0;
   std::uint64_t watched_since_ns_ = 0;

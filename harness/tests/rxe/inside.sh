@@ -22,15 +22,18 @@ ok() { echo "ok      $*"; }
 bad() { echo "FAILED  $*"; failed=1; }
 
 # run_hang MODE EXPECTED_STATUS EXPECTED_TEXT [OPTIONS...]
+# Each run ends within 60 s (--timeout, unless the options give one), so a
+# run the watchdog missed fails alone instead of eating the VM's time.
 run_hang() {
-  local mode=$1 expected=$2 text=$3 output status
+  local mode=$1 expected=$2 text=$3 output status limit=(--timeout 60) begin=$SECONDS
   shift 3
-  output=$("$verbfault" run --seed 7 --hang-after 2 "$@" -- "$hang_program" "$mode" 2>&1)
+  case " $* " in *" --timeout "*) limit=() ;; esac
+  output=$("$verbfault" run --seed 7 --hang-after 2 "${limit[@]}" "$@" -- "$hang_program" "$mode" 2>&1)
   status=$?
   if [ "$status" -eq "$expected" ] && grep -qF -- "$text" <<<"$output"; then
-    ok "hang_program $mode $*: exit $status, '$text'"
+    ok "hang_program $mode $*: exit $status, '$text' ($((SECONDS - begin)) s)"
   else
-    bad "hang_program $mode $*: exit $status (expected $expected with '$text')"
+    bad "hang_program $mode $*: exit $status (expected $expected with '$text', $((SECONDS - begin)) s)"
     sed 's/^/        /' <<<"$output"
   fi
 }

@@ -30,7 +30,7 @@ for program in "$build"/scenarios/field_failures/field_failure_F[0-9][0-9]; do
 done
 start=$(date +%s)
 status=0
-"$vm" -q -t 480 "${shares[@]}" -C "$out" "${libraries[@]}" \
+"$vm" -q -t 600 "${shares[@]}" -C "$out" "${libraries[@]}" \
   -c "bash '$source/harness/tests/rxe/inside.sh' '$source' '$build' '$out' > '$out/console.txt' 2>&1; echo \$? > '$out/guest-status'" \
   >"$out/vm.log" 2>&1 || status=$?
 cat "$out/console.txt" 2>/dev/null || true
