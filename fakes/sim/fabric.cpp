@@ -78,6 +78,15 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   for (int i = 0; i < n; ++i)
     devices_.push_back(std::make_unique<Device>(
         i, membership_.member, std::move(selection.profiles[static_cast<size_t>(i)])));
+  // Until its first verbs call (enter() clears it) the process does nothing
+  // on the fabric, and counts as waiting in its device: a process that
+  // joined only to show its devices (mpirun, whose hwloc reads the served
+  // /sys/class/infiniband) never makes one, and must not keep the others'
+  // fabric from ever being quiescent.
+  if (membership_.endpoint != nullptr) {
+    membership_.endpoint->set_waiting(true);
+    marked_waiting_ = true;
+  }
   // A child made by fork(2) is not the member its parent is: it drops its
   // copies of the wire's descriptors (so that peers see the parent gone
   // when the parent goes, not when the last child does) and has no fabric

@@ -130,7 +130,9 @@ class Fabric {
   void stop_waiting() {
     if (!marked_waiting_) return;
     marked_waiting_ = false;
-    if (wire::Endpoint* endpoint = started_endpoint()) endpoint->set_waiting(false);
+    // The wire as joined, its service thread started or not: the mark the
+    // constructor set comes before the thread starts.
+    if (wire::Endpoint* endpoint = membership_.endpoint.get()) endpoint->set_waiting(false);
   }
   // Members this process has exchanged frames with and that are not known
   // to be gone: while there is one, work may arrive without any verbs call

@@ -25,11 +25,25 @@ constexpr auto kGrace = std::chrono::milliseconds(250);
 constexpr auto kLongestNap = std::chrono::microseconds(1000);
 
 std::atomic<bool (*)()> wait_permission{nullptr};
+// The waits in progress (FabricWaiter's lifetime).
+std::atomic<int> waits_in_progress{0};
 
 }  // namespace
 
 void set_wait_permission(bool (*may_wait)()) {
   wait_permission.store(may_wait, std::memory_order_release);
+}
+
+FabricWaiter::FabricWaiter() {
+  waits_in_progress.fetch_add(1, std::memory_order_relaxed);
+}
+
+FabricWaiter::~FabricWaiter() {
+  waits_in_progress.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool FabricWaiter::in_progress() {
+  return waits_in_progress.load(std::memory_order_relaxed) > 0;
 }
 
 bool FabricWaiter::on_shared_fabric() {

@@ -45,6 +45,13 @@ enum class FabricWait { kReady, kNothingCan, kGaveUp };
 // One wait's state; see wait_in_fabric.
 class FabricWaiter {
  public:
+  // Counts the waits in progress (in_progress()).
+  FabricWaiter();
+  ~FabricWaiter();
+  FabricWaiter(const FabricWaiter&) = delete;
+  FabricWaiter& operator=(const FabricWaiter&) = delete;
+  // Whether a thread of the process is in a wait; lock-free.
+  static bool in_progress();
   // Whether a wait applies at all: this process is on a fabric with its
   // service thread running, another member is or is expected to be there,
   // and the calling thread may wait.

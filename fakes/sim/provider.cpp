@@ -345,6 +345,10 @@ bool advance_clock() {
   return advanced;
 }
 
+bool waiting_for_another_process() {
+  return FabricWaiter::in_progress();
+}
+
 bool shares_fabric() {
   if (!Fabric::exists()) return false;
   Lock guard(Fabric::get().mutex);

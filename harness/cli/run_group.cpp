@@ -49,6 +49,9 @@ std::map<pid_t, Said> read_summary(const std::string& file) {
   return said;
 }
 
+// The ranks a launcher's job may have on one fabric (wire::kMaxMembers).
+constexpr std::size_t kMaxRankTraces = 64;
+
 std::string program_name(const Command& command) {
   return fs::path(command.front()).filename().string();
 }
@@ -60,15 +63,6 @@ std::string hex(std::uint64_t value) {
 }
 
 }  // namespace
-
-std::string process_trace_path(const std::string& trace, std::size_t index) {
-  std::error_code error;
-  if (fs::exists(trace, error) && !fs::is_regular_file(trace, error)) return trace;
-  const fs::path path(trace);
-  return (path.parent_path() /
-          (path.stem().string() + "." + std::to_string(index) + path.extension().string()))
-      .string();
-}
 
 std::uint64_t combined_trace_hash(const std::vector<std::uint64_t>& hashes) {
   std::uint64_t h = hashes.size();
@@ -85,6 +79,16 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   const std::string summary =
       several ? (fs::temp_directory_path() / ("verbfault-" + tag + ".summary")).string() : "";
   if (several) fs::remove(summary);
+  // A single command may be a parallel launcher (mpirun -np N): each rank
+  // writes its own trace, process_trace_path(T, rank) (interposer/
+  // config.cpp); those of an earlier run under the same name go first, so
+  // that the ones found after the run are this run's.
+  if (!several && run.trace)
+    for (std::size_t rank = 0; rank < kMaxRankTraces; ++rank) {
+      std::error_code ignored;
+      const std::string path = process_trace_path(*run.trace, rank);
+      if (path != *run.trace && fs::is_regular_file(path, ignored)) fs::remove(path, ignored);
+    }
 
   CommandsEnd end;
   std::vector<GroupMember> members;
@@ -149,6 +153,18 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   if (!several) {
     end.status = unharnessed ? kExitUsage : ends.front().status;
     if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
+    // The ranks' traces, after the launcher's, in rank order (a rank's is
+    // named by its process index, VERBFAULT_PROC + 1 + rank).
+    for (std::size_t rank = 0; run.trace && rank < kMaxRankTraces; ++rank) {
+      std::error_code ignored;
+      const std::string path = process_trace_path(*run.trace, rank);
+      if (path == *run.trace || !fs::is_regular_file(path, ignored)) continue;
+      if (!recover_journal(path, ends.front().status, "process " + std::to_string(rank)))
+        end.status = kExitUsage;
+      end.traces.push_back(path);
+      std::fprintf(stderr, "verbfault: process %zu (a rank %s started): trace %s\n", rank,
+                   members[0].name.c_str(), path.c_str());
+    }
     return end;
   }
 

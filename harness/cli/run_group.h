@@ -31,6 +31,7 @@
 
 #include "command_list.h"
 #include "process_group.h"
+#include "trace_path.h"
 
 #include <cstdint>
 #include <map>
@@ -40,11 +41,7 @@
 
 namespace verbfault::cli {
 
-// The trace of process `index` of a run traced to `trace`: `.<index>`
-// inserted before the extension ("out/trace.jsonl" -> "out/trace.1.jsonl",
-// "out/trace" -> "out/trace.1"). A trace that is not a file to create (a
-// device such as /dev/null) is every process's as it is.
-std::string process_trace_path(const std::string& trace, std::size_t index);
+using record::process_trace_path;
 
 // The run's trace hash: hash_0, hash_1 ... folded in process order, h = n
 // (the number of processes), then per hash h = splitmix64(h ^ hash_i)

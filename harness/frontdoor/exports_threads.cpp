@@ -29,6 +29,18 @@ verbfault_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   return thread_calls::mutex_trylock(mutex, VERBFAULT_CALLER);
 }
 
+__attribute__((symver("pthread_spin_lock@@GLIBC_2.34"),
+               symver("pthread_spin_lock@GLIBC_2.2.5"))) int
+verbfault_pthread_spin_lock(pthread_spinlock_t* lock) {
+  return thread_calls::spin_lock(lock, VERBFAULT_CALLER);
+}
+
+__attribute__((symver("pthread_spin_trylock@@GLIBC_2.34"),
+               symver("pthread_spin_trylock@GLIBC_2.2.5"))) int
+verbfault_pthread_spin_trylock(pthread_spinlock_t* lock) {
+  return thread_calls::spin_trylock(lock, VERBFAULT_CALLER);
+}
+
 // Only the condition variables of glibc 2.3.2 and later: the 2.2.5 ones
 // have another layout, and stay glibc's.
 __attribute__((symver("pthread_cond_wait@@GLIBC_2.3.2"))) int verbfault_pthread_cond_wait(

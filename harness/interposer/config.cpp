@@ -1,5 +1,8 @@
 #include "config.h"
 
+#include "launch.h"
+#include "trace_path.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -109,6 +112,19 @@ Config config_from_environment() {
   if (auto hang_after = variable("VERBFAULT_HANG_AFTER"))
     config.hang_after_ns = checkers::parse_hang_after(*hang_after, "VERBFAULT_HANG_AFTER");
   config.process = process_identity(variable("VERBFAULT_PROC"));
+  // A rank of a parallel launcher's job (`verbfault run -- mpirun -np N`):
+  // process index VERBFAULT_PROC + 1 + rank, as its simulated device's
+  // member index (sim/fabric_membership.cpp: the launcher is VERBFAULT_PROC),
+  // and a trace of its own beside the launcher's (record::process_trace_path
+  // of that index), which `verbfault run` collects.
+  std::string rank_error;
+  const std::optional<provider::LaunchedRank> rank = provider::launcher_rank(rank_error);
+  if (!rank_error.empty()) throw std::runtime_error(rank_error);
+  if (rank) {
+    const std::uint32_t index = config.process.index.value_or(0) + 1 + rank->rank;
+    config.process.index = index;
+    if (config.trace_path) config.trace_path = record::process_trace_path(*config.trace_path, index);
+  }
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {
     // A plan needs a seed; one drawn here is printed so the run replays.

@@ -53,6 +53,8 @@ void through_tsan(Functions& f) {
   intercepted(f.mutex_trylock, "pthread_mutex_trylock");
   intercepted(f.mutex_unlock, "pthread_mutex_unlock");
   intercepted(f.mutex_timedlock, "pthread_mutex_timedlock");
+  intercepted(f.spin_lock, "pthread_spin_lock");
+  intercepted(f.spin_trylock, "pthread_spin_trylock");
   intercepted(f.cond_wait, "pthread_cond_wait");
   intercepted(f.cond_timedwait, "pthread_cond_timedwait");
   intercepted(f.cond_signal, "pthread_cond_signal");
@@ -83,6 +85,8 @@ Functions resolve() {
   find(f.mutex_unlock, "pthread_mutex_unlock", "GLIBC_2.2.5");
   find(f.mutex_timedlock, "pthread_mutex_timedlock", "GLIBC_2.34");
   find(f.mutex_clocklock, "pthread_mutex_clocklock", "GLIBC_2.34");
+  find(f.spin_lock, "pthread_spin_lock", "GLIBC_2.34");
+  find(f.spin_trylock, "pthread_spin_trylock", "GLIBC_2.34");
   find(f.cond_wait, "pthread_cond_wait", "GLIBC_2.3.2");
   find(f.cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2");
   find(f.cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");

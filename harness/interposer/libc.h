@@ -21,6 +21,8 @@ struct Functions {
   int (*mutex_unlock)(pthread_mutex_t*);
   int (*mutex_timedlock)(pthread_mutex_t*, const timespec*);
   int (*mutex_clocklock)(pthread_mutex_t*, clockid_t, const timespec*);
+  int (*spin_lock)(pthread_spinlock_t*);
+  int (*spin_trylock)(pthread_spinlock_t*);
   int (*cond_wait)(pthread_cond_t*, pthread_mutex_t*);
   int (*cond_timedwait)(pthread_cond_t*, pthread_mutex_t*, const timespec*);
   int (*cond_signal)(pthread_cond_t*);

@@ -91,6 +91,7 @@ class HarnessWorld final : public scheduler::World {
     return name_of(*owner);
   }
   bool advance_device() override { return provider::advance_device_clock(); }
+  bool holder_waits_in_device() override { return provider::waiting_for_another_process(); }
   [[noreturn]] void deadlock(const std::string& report) override {
     std::fprintf(stderr,
                  "verbfault: %s\nverbfault: the program can never make progress; "
@@ -484,6 +485,7 @@ bool model(Wait& wait, const FdList& watched, const FdList& waited, const char* 
   if (!watched.read_only || !watched.fits() || !waited.fits() || watched.count == 0) return false;
   HarnessWorld::EventFds found = world.event_fds(watched.fds, watched.count);
   if (!found.any) found.external = true;
+  wait.outside_only = !found.any;
   wait.kind = WaitKind::fd;
   for (std::size_t i = 0; i < waited.count; ++i) wait.add_fd(waited.fds[i]);
   wait.external = found.external;
@@ -719,6 +721,23 @@ int mutex_trylock(pthread_mutex_t* mutex, const void* caller) {
   sched().point();
   const int result = libc::for_caller(caller).mutex_trylock(mutex);
   if (result == EBUSY) sched().point(/*yielding=*/true);  // a spin on trylock lets others run
+  return result;
+}
+
+int spin_lock(pthread_spinlock_t* lock, const void* caller) {
+  if (!scheduled(caller)) return libc::for_caller(caller).spin_lock(lock);
+  sched().point();
+  int result;
+  while ((result = libc::for_caller(caller).spin_trylock(lock)) == EBUSY)
+    sched().point(/*yielding=*/true);
+  return result;
+}
+
+int spin_trylock(pthread_spinlock_t* lock, const void* caller) {
+  if (!scheduled(caller)) return libc::for_caller(caller).spin_trylock(lock);
+  sched().point();
+  const int result = libc::for_caller(caller).spin_trylock(lock);
+  if (result == EBUSY) sched().point(/*yielding=*/true);
   return result;
 }
 

@@ -51,6 +51,12 @@ bool wait_readable_for(int fd, std::uint64_t timeout_ns, const char* call, const
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller);
 int mutex_trylock(pthread_mutex_t* mutex, const void* caller);
+// pthread_spin_lock spins at scheduling points, each a yield: the holder,
+// which may be waiting for its turn, runs (UCX's spin locks, held by its
+// async thread, kept its main thread spinning until the watchdog released
+// it). pthread_spin_unlock needs nothing: the spinners are runnable.
+int spin_lock(pthread_spinlock_t* lock, const void* caller);
+int spin_trylock(pthread_spinlock_t* lock, const void* caller);
 int mutex_unlock(pthread_mutex_t* mutex, const void* caller);
 int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const void* caller);
 int cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,

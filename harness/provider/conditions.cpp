@@ -57,6 +57,10 @@ bool shares_fabric() {
   return sim::shares_fabric();
 }
 
+bool waiting_for_another_process() {
+  return sim::waiting_for_another_process();
+}
+
 bool timing_notes_pending() {
   return sim::timing_notes_pending();
 }

@@ -28,6 +28,9 @@ bool advance_device_clock();
 // Whether the simulated device shares its local fabric with another
 // process: its event fds may become readable from outside the process.
 bool shares_fabric();
+// Whether a thread waits in the simulated device for another process (a
+// wait with a grace period of its own).
+bool waiting_for_another_process();
 // Where the wall clock decided something in the simulated device (a wait
 // for another process that gave up): whether notes wait (one load), and
 // taking them, oldest first.

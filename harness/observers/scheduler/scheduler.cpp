@@ -653,6 +653,15 @@ void Scheduler::after_fork_in_child() {
   start(options, *world);
 }
 
+bool Scheduler::fds_readable_now(const Wait& wait) {
+  // By the system call, not poll(), which the front door exports; the
+  // World is not asked (it takes the interposer's lock).
+  pollfd polled[kMaxWaitFds];
+  for (std::size_t i = 0; i < wait.fd_count; ++i) polled[i] = {wait.fds[i], POLLIN, 0};
+  const timespec now{0, 0};
+  return syscall(SYS_ppoll, polled, wait.fd_count, &now, nullptr, 0) != 0;
+}
+
 bool Scheduler::others_idle(bool bounded) {
   if (!running()) return false;
   std::unique_lock lock(lock_, std::defer_lock);
@@ -672,17 +681,13 @@ bool Scheduler::others_idle(bool bounded) {
   const void* self = t_self;
   for (const Thread& thread : threads_) {
     if (&thread == self || thread.status == Status::finished) continue;
-    if (thread.status != Status::blocked || thread.wait.deadline_ns != kNoDeadline) return false;
+    if (thread.status != Status::blocked || thread.wait.deadline_ns != kNoDeadline ||
+        thread.wait.outside_only)
+      return false;
     // Called by the checks under the interposer's lock: the fds themselves
     // are asked, not the world (which takes that lock); by the system call,
     // not poll(), which the front door exports.
-    if (thread.wait.kind == WaitKind::fd) {
-      pollfd polled[kMaxWaitFds];
-      for (std::size_t i = 0; i < thread.wait.fd_count; ++i)
-        polled[i] = {thread.wait.fds[i], POLLIN, 0};
-      const timespec now{0, 0};
-      if (syscall(SYS_ppoll, polled, thread.wait.fd_count, &now, nullptr, 0) != 0) return false;
-    }
+    if (thread.wait.kind == WaitKind::fd && fds_readable_now(thread.wait)) return false;
   }
   return true;
 }
@@ -702,16 +707,23 @@ std::optional<Escape> Scheduler::watch(std::uint64_t wall_ns) {
       wall_ns - watched_since_ns_ < options_.escape_ns)
     return std::nullopt;
   // Release the holder only if its wait holds another thread back: one that
-  // could run, or whose wait virtual time or the device could end. A lone
-  // thread reading a socket keeps the run deterministic.
+  // could run, whose wait virtual time or the device could end, or whose
+  // fd is readable now (a progress thread blocked on its sockets holds
+  // nothing back until one speaks). A lone thread reading a socket keeps
+  // the run deterministic.
   bool others_could_move = false;
   for (const Thread& thread : threads_)
     if (&thread != holder_ &&
         (thread.status == Status::runnable ||
          (thread.status == Status::blocked &&
-          (thread.wait.deadline_ns != kNoDeadline || thread.wait.kind == WaitKind::fd))))
+          (thread.wait.deadline_ns != kNoDeadline ||
+           (thread.wait.kind == WaitKind::fd && fds_readable_now(thread.wait))))))
       others_could_move = true;
   if (!others_could_move) return std::nullopt;
+  // In a poll that waits for another process: that wait ends by itself,
+  // within its grace period, and says so in the trace if the wall clock
+  // decided; it was allowed only while the others were idle.
+  if (world_->holder_waits_in_device()) return std::nullopt;
   Thread& stuck = *holder_;
   Escape escape{stuck.id, activity_of(stuck.tid)};
   stuck.status = Status::escaped;
@@ -740,7 +752,8 @@ std::size_t Scheduler::waiting_threads(pid_t* tids, std::size_t max) {
   std::unique_lock lock(lock_);
   std::size_t count = 0;
   for (const Thread& thread : threads_)
-    if (thread.status == Status::blocked && count < max) tids[count++] = thread.tid;
+    if (thread.status == Status::blocked && !thread.wait.outside_only && count < max)
+      tids[count++] = thread.tid;
   return count;
 }
 

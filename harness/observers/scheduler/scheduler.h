@@ -99,6 +99,11 @@ struct Wait {
   // real provider's channel, a socket): the wait may end in real time, and
   // is never a deadlock. Said by the waiter, who knows what the fds are.
   bool external = false;
+  // fd: none of the fds is a verbs event fd (a socket, a pipe, an eventfd:
+  // an event loop's or a library's progress thread). The program's own
+  // business: the liveness checks neither judge it (waiting_threads) nor
+  // count it idle (others_idle), as when it blocked in the kernel.
+  bool outside_only = false;
   // fd: what it waits on ("channel#0"), named by the waiter (a report may
   // be made where the world cannot be asked); empty: World::fd_name of
   // the first fd.
@@ -131,6 +136,11 @@ class World {
   // Moves the device's own clock to its next deadline (a retry, a timer),
   // where it may raise completions and events; false when none is pending.
   virtual bool advance_device() = 0;
+  // Whether the running thread waits in the simulated device for another
+  // process: a wait with a grace period of its own (sim/fabric_wait.h),
+  // which the watchdog does not cut short. Asked under the scheduler's
+  // lock: must take no lock of the harness.
+  virtual bool holder_waits_in_device() { return false; }
   // Every thread waits and nothing can wake any: report and end the run.
   [[noreturn]] virtual void deadlock(const std::string& report) = 0;
 };
@@ -252,7 +262,8 @@ class Scheduler {
     std::string what;  // the wait, as a deadlock report says it
   };
   std::vector<Seen> seen();
-  // The kernel ids of the threads blocked in a modelled wait, into
+  // The kernel ids of the threads blocked in a modelled wait the liveness
+  // checks judge (not one on outside fds only, Wait::outside_only), into
   // `tids` (at most `max`); their number. Allocates nothing.
   std::size_t waiting_threads(pid_t* tids, std::size_t max);
 
@@ -307,6 +318,9 @@ class Scheduler {
   bool unblock_by_time();
   void refresh_waiters();
   bool any_fd_readable(const Wait& wait);
+  // Whether one of an fd wait's fds is readable (or in error) now, asking
+  // the kernel only.
+  static bool fds_readable_now(const Wait& wait);
   [[noreturn]] void report_deadlock();
   // `ask_world` false: an fd the waiter did not name is said by number (the
   // World names it under the interposer's lock, which a caller holding

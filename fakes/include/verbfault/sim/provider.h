@@ -56,6 +56,10 @@ bool advance_clock();
 // fabric: then the device's channels may become readable with no thread of
 // this process acting (a frame arrives), as a real device's do.
 bool shares_fabric();
+// Whether a thread of this process waits in the device for another process
+// of the local fabric (sim/fabric_wait.h; a wait bounded by its own grace
+// period): the thread scheduler's watchdog leaves it alone. Lock-free.
+bool waiting_for_another_process();
 // Whether the calling thread may block in the device waiting for another
 // process of the local fabric (sim/fabric_wait.h): the harness says no
 // while another application thread could run. Unset: yes.
