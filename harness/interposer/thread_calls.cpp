@@ -565,7 +565,7 @@ void epoll_members(int epfd, FdList& watched, FdList& waited) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  char text[4096];
+  char text[16384];  // a "tfd:" line per member, about 80 bytes each
   ssize_t size = -1;
   if (fd >= 0) {
     size = libc::real().read(fd, text, sizeof text - 1);

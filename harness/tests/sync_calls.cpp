@@ -14,6 +14,11 @@
 //   sync_calls timed      timed waits that end on the virtual clock:
 //                         pthread_mutex_timedlock, sem_timedwait, rwlocks,
 //                         and the EINVAL cases, as glibc has them
+//   sync_calls spin       two threads post and reap under a pthread spin
+//                         lock (UCX's kind), polling while they hold it
+//   sync_calls pipe       a worker posts, reaps and writes a byte to a pipe
+//                         per request; an event loop waits for the pipe in
+//                         poll(2) (no verbs fd among its fds)
 //   sync_calls deadlock   two threads take two rwlocks in opposite order
 //   sync_calls forever    the event loop polls with no timeout, and nobody
 //                         posts
@@ -445,6 +450,64 @@ bool timed_mode() {
   return run_threads(2, timed_role) && !failed;
 }
 
+// ---- spin -------------------------------------------------------------------
+
+pthread_spinlock_t spin;
+int spun = 0;  // under spin
+
+// Each holds the spin lock across its polls (scheduling points): the other
+// spins on it meanwhile, at scheduling points of its own.
+void* spin_role(void* raw) {
+  const int half = static_cast<int>(*static_cast<long*>(raw));
+  for (int r = half; r < kWrites; r += 2) {
+    pthread_spin_lock(&spin);
+    const bool ok = post_write(r) && reap_one();
+    ++spun;
+    pthread_spin_unlock(&spin);
+    if (!ok) return &failed;
+  }
+  return nullptr;
+}
+
+bool spin_mode() {
+  if (pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE) != 0) return false;
+  return run_threads(2, spin_role) && !failed && spun == kWrites && landed();
+}
+
+// ---- pipe -------------------------------------------------------------------
+
+int pipe_fds[2];
+
+void* pipe_worker(void*) {
+  for (int r = 0; r < kWrites; ++r) {
+    if (!post_write(r) || !reap_one() || write(pipe_fds[1], "x", 1) != 1) return &failed;
+  }
+  return nullptr;
+}
+
+// Waits for a byte per request in poll(2) with no timeout: a wait on a
+// pipe alone, which the scheduler models as fed from outside the process.
+void* pipe_loop(void*) {
+  for (int r = 0; r < kWrites; ++r) {
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    char byte;
+    if (poll(&p, 1, -1) != 1 || read(pipe_fds[0], &byte, 1) != 1) return &failed;
+  }
+  return nullptr;
+}
+
+void* pipe_role(void* raw) {
+  return *static_cast<long*>(raw) == 0 ? pipe_loop(nullptr) : pipe_worker(nullptr);
+}
+
+bool pipe_mode() {
+  if (pipe(pipe_fds) != 0) return false;
+  const bool ok = run_threads(2, pipe_role) && !failed && landed();
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  return ok;
+}
+
 // ---- deadlock ---------------------------------------------------------------
 
 pthread_rwlock_t first = PTHREAD_RWLOCK_INITIALIZER;
@@ -497,6 +560,10 @@ int main(int argc, char** argv) {
     ok = event_mode(Waiter::select);
   else if (mode == "timed")
     ok = timed_mode();
+  else if (mode == "spin")
+    ok = spin_mode();
+  else if (mode == "pipe")
+    ok = pipe_mode();
   else if (mode == "deadlock")
     ok = deadlock_mode();
   else if (mode == "forever")

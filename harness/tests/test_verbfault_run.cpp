@@ -524,6 +524,19 @@ TEST(VerbfaultRun, AnEventLoopInSelectReplaysBySeed) {
   sync_calls_by_seed("select");
 }
 
+// pthread_spin_lock spins at scheduling points: the holder, descheduled in
+// a poll, runs again (a spin in the C library would hold the baton until
+// the watchdog released it: "not deterministic").
+TEST(VerbfaultRun, ThreadsSpinningOnASpinLockReplayBySeed) {
+  sync_calls_by_seed("spin");
+}
+
+// A wait on a pipe alone (no verbs fd) is the scheduler's too: the worker
+// that writes it runs meanwhile, and nobody leaves the schedule.
+TEST(VerbfaultRun, AnEventLoopWaitingOnAPipeReplaysBySeed) {
+  sync_calls_by_seed("pipe");
+}
+
 // pthread_mutex_timedlock and sem_timedwait time out on the virtual clock:
 // after exactly the time asked (plus the quanta of the clock reads), the
 // same every run, in no time of the wall clock.

@@ -4,8 +4,8 @@
 # checks the result line (README.md).
 #
 #   run_stack.sh [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S]
-#                [--workdir DIR] TEST
-#   run_stack.sh --list
+#                [--workdir DIR] [--verbfault CLI] TEST
+#   run_stack.sh --list | --list-harness
 #
 # TEST is ucx_<perftest test>_<size>_<transport>_<profile>, e.g.
 # ucx_ucp_put_bw_4k_rc_roce: ucx_perftest -t ucp_put_bw -s 4096 over UCX's
@@ -22,6 +22,13 @@
 # rank gets LD_PRELOAD and VERBFAULT_FABRIC through mpirun -x. A pass:
 # mpirun exits 0 and rank 0's line says the bytes came back intact and the
 # sum is right.
+#
+# --verbfault CLI: the same programs under `CLI run --seed 1 --trace
+# <workdir>/trace.jsonl` with its default settings (the thread scheduler,
+# every check, the hang watchdog): the UCX pair as one run of two commands
+# (server ::: client), mpirun as the run's one command (its ranks are the
+# run's processes 1..N). A pass also asks the run to exit 0 and to report
+# no check's finding. --list-harness names the cases run so in ctest.
 #
 # The server runs with LD_PRELOAD=<libverbfault.so>,
 # VERBFAULT_FABRIC=st-<TEST>-<pid of this script>, VERBFAULT_PROC=0; once
@@ -42,6 +49,15 @@ sizes=(8 4k 1m)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
+# The cases ctest also runs under `verbfault run`: every UCX test at 4 KiB
+# over both transports on ib, a megabyte and a small message on roce, and
+# Open MPI with each pml.
+harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx_tag_bw_4k_ud_ib
+               ucx_ucp_put_bw_4k_rc_ib ucx_ucp_put_bw_4k_ud_ib ucx_ucp_get_4k_rc_ib
+               ucx_ucp_get_4k_ud_ib ucx_ucp_am_bw_4k_rc_ib ucx_ucp_am_bw_4k_ud_ib
+               ucx_ucp_put_bw_1m_rc_roce ucx_tag_lat_8_ud_roce mpi_ucx_np2_ib mpi_ucx_np4_roce
+               mpi_ob1_np2_ib)
+
 list_tests() {
   local t s x p
   for t in "${ucx_tests[@]}"; do for s in "${sizes[@]}"; do for x in "${transports[@]}"; do
@@ -51,13 +67,15 @@ list_tests() {
 }
 
 usage() {
-  echo "usage: $0 [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S] [--workdir DIR] TEST | --list" >&2
+  echo "usage: $0 [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S] [--workdir DIR] [--verbfault CLI] TEST | --list | --list-harness" >&2
   exit 2
 }
 
-lib=""; mpi_program=""; port=""; timeout=60; workdir=""; name=""
+lib=""; mpi_program=""; port=""; timeout=60; workdir=""; name=""; verbfault=""
 while (($#)); do
   case $1 in
+    --verbfault) verbfault=${2-}; shift 2 || usage ;;
+    --list-harness) printf '%s\n' "${harness_tests[@]}"; exit 0 ;;
     --lib) lib=${2-}; shift 2 || usage ;;
     --mpi-program) mpi_program=${2-}; shift 2 || usage ;;
     --port) port=${2-}; shift 2 || usage ;;
@@ -79,6 +97,7 @@ for i in "${!all_tests[@]}"; do [[ ${all_tests[$i]} == "$name" ]] && index=$i; d
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || { echo "$me: --timeout '$timeout': expected seconds" >&2; exit 2; }
 [[ -n $lib ]] || lib=$(cd "$(dirname "$0")/../.." && pwd)/build/harness/libverbfault.so
 [[ -f $lib ]] || { echo "$me: --lib '$lib': no such file" >&2; exit 2; }
+[[ -z $verbfault || -x $verbfault ]] || { echo "$me: --verbfault '$verbfault': not an executable" >&2; exit 2; }
 [[ -n $port ]] || port=$((20000 + index))
 [[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65536)) || { echo "$me: --port '$port': expected 1..65535" >&2; exit 2; }
 [[ -n $workdir ]] || workdir=$(mktemp -d "${TMPDIR:-/tmp}/st-$name.XXXXXX") || exit 1
@@ -93,9 +112,10 @@ export ASAN_OPTIONS="$(foreign_asan_options "$lib")"
 preload=$(preload_line "$lib")
 
 server_pid=""; client_pid=""; server_rc=""; client_rc=""; mpirun_pid=""; mpirun_rc=""
+verbfault_pid=""; verbfault_rc=""
 fail() {
   echo "$me: $name: FAIL: $*"
-  for role in server client mpirun; do
+  for role in server client mpirun verbfault; do
     [[ -e $workdir/$role.log ]] || continue
     local rc_var=${role}_rc
     echo "--- $role (exit status ${!rc_var:-none: killed}), last 20 lines of $workdir/$role.log:"
@@ -111,7 +131,7 @@ stop() {
   for _ in $(seq 20); do running "$pid" || return 0; sleep 0.05; done
   kill -KILL "$pid" 2>/dev/null
 }
-trap 'stop "$server_pid"; stop "$client_pid"; stop "$mpirun_pid"' EXIT
+trap 'stop "$server_pid"; stop "$client_pid"; stop "$mpirun_pid"; stop "$verbfault_pid"' EXIT
 trap 'exit 1' INT TERM HUP
 
 # Whether process $1 listens on TCP port $2 (/proc/net/tcp{,6}: state 0A).
@@ -125,6 +145,25 @@ listens() {
     done
   done
   return 1
+}
+
+# Under --verbfault: runs `verbfault run` with the arguments given, its
+# output in $workdir/verbfault.log, within the time limit; a pass needs
+# exit status 0 and no check's finding (the result line is the caller's).
+run_harnessed() {
+  local deadline=$((SECONDS + timeout))
+  "$verbfault" run --library "$lib" --seed 1 --trace "$workdir/trace.jsonl" "$@" \
+    > "$workdir/verbfault.log" 2>&1 < /dev/null &
+  verbfault_pid=$!
+  while running "$verbfault_pid"; do
+    ((SECONDS < deadline)) || fail "still running under verbfault run after ${timeout} s: a hang"
+    sleep 0.05
+  done
+  wait "$verbfault_pid"; verbfault_rc=$?
+  local finding
+  finding=$(grep -m 1 -E '^verbfault: check ' "$workdir/verbfault.log")
+  [[ -z $finding ]] || fail "a finding under verbfault run: $finding"
+  ((verbfault_rc == 0)) || fail "verbfault run's exit status is $verbfault_rc"
 }
 
 run_ucx() {
@@ -144,6 +183,14 @@ run_ucx() {
   server=(ucx_perftest -p "$port")
   client=(ucx_perftest -p "$port" 127.0.0.1 -t "$test" -s "$size" -n "$iterations")
 
+  if [[ -n $verbfault ]]; then
+    # verbfault run starts the client once the server listens, each with
+    # its own VERBFAULT_PROC, fabric and trace.
+    export VERBFAULT_SIM_PROFILE="$profile" UCX_NET_DEVICES=vfsim0:1 UCX_TLS="$tls"
+    run_harnessed -- "${server[@]}" ::: "${client[@]}"
+    check_ucx_result "$workdir/verbfault.log" "$workdir/verbfault.log"
+    return
+  fi
   deadline=$((SECONDS + timeout))
   env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
   server_pid=$!
@@ -162,14 +209,20 @@ run_ucx() {
   wait "$client_pid"; client_rc=$?
   ((server_rc == 0)) || fail "the server's exit status is $server_rc"
   ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+  check_ucx_result "$workdir/client.log" "$workdir/server.log"
+}
+
+# The client's result in CLIENT_LOG (and no UCX error in either log).
+check_ucx_result() {
+  local client_log=$1 server_log=$2 final got_iterations rate
   # "Final:  <iterations>  <latency 50%> <avg> <overall>  <bw avg> <bw overall>  <rate avg> <rate overall>"
-  final=$(grep -E '^Final:' "$workdir/client.log" | tail -n 1)
+  final=$(grep -E '^Final:' "$client_log" | tail -n 1)
   [[ -n $final ]] || fail "the client printed no 'Final:' row"
   read -r _ got_iterations _ _ _ _ _ _ rate <<< "$final"
   [[ $got_iterations == "$iterations" ]] || fail "the client's Final row counts $got_iterations iterations, not $iterations"
   # The message rate: the bandwidth of 8-byte messages rounds to 0.00 MB/s.
   awk -v r="$rate" 'BEGIN { exit !(r + 0 > 0) }' || fail "the client's message rate is '$rate', not positive"
-  if grep -E 'UCX +(ERROR|WARN)' "$workdir/server.log" "$workdir/client.log" > "$workdir/ucx_errors"; then
+  if grep -E 'UCX +(ERROR|WARN)' "$server_log" "$client_log" > "$workdir/ucx_errors"; then
     fail "UCX reported: $(head -n 1 "$workdir/ucx_errors")"
   fi
   echo "$me: $name: pass: $final"
@@ -193,6 +246,16 @@ run_mpi() {
   # harness in the process (seen with the normal libverbfault too); it
   # passes with the patcher off.
   if [[ $pml == ob1 && $preload != "$lib" ]]; then pml_args+=(--mca memory ^patcher); fi
+  local log=$workdir/mpirun.log
+  if [[ -n $verbfault ]]; then
+    # mpirun is the run's one command; its ranks inherit the harness.
+    export VERBFAULT_SIM_PROFILE="$profile"
+    run_harnessed -- mpirun --allow-run-as-root --oversubscribe -np "$ranks" "${pml_args[@]}" \
+      "$mpi_program"
+    log=$workdir/verbfault.log
+    check_mpi_result "$log" "$ranks"
+    return
+  fi
   local deadline=$((SECONDS + timeout))
   mpirun --allow-run-as-root --oversubscribe -np "$ranks" -x LD_PRELOAD="$preload" \
     -x VERBFAULT_FABRIC="st-$name-$$" -x VERBFAULT_SIM_PROFILE="$profile" -x ASAN_OPTIONS \
@@ -204,7 +267,13 @@ run_mpi() {
   done
   wait "$mpirun_pid"; mpirun_rc=$?
   ((mpirun_rc == 0)) || fail "mpirun's exit status is $mpirun_rc"
-  line=$(grep -E '^mpi_pingpong: ' "$workdir/mpirun.log" | tail -n 1)
+  check_mpi_result "$log" "$ranks"
+}
+
+# Rank 0's line in LOG, for RANKS ranks.
+check_mpi_result() {
+  local log=$1 ranks=$2 line
+  line=$(grep -E '^mpi_pingpong: ' "$log" | tail -n 1)
   [[ -n $line ]] || fail "rank 0 printed no 'mpi_pingpong:' line"
   local sum=$((ranks * (ranks + 1) / 2))
   [[ $line == "mpi_pingpong: $ranks ranks, 1 MiB round trip intact, allreduce $sum (expected $sum)" ]] ||

@@ -284,6 +284,8 @@ void Scheduler::wait_for_turn(Thread& self) {
 }
 
 bool Scheduler::any_fd_readable(const Wait& wait) {
+  // Outside fds only: the kernel alone says, in one call.
+  if (wait.outside_only) return fds_readable_now(wait);
   for (std::size_t i = 0; i < wait.fd_count; ++i)
     if (world_->fd_readable(wait.fds[i])) return true;
   return false;

@@ -81,10 +81,11 @@ std::optional<Options> parse_threads(const std::string& text);
 // report says of it.
 enum class WaitKind : std::uint8_t { mutex, cond, join, semaphore, rwlock, fd, sleep };
 
-// The fds one wait may name: a poll(2) or select(2) of a few fds (an event
-// loop's channel, its async fd, a pipe or two). A call with more passes
-// through to the C library (thread_calls.cpp), so a Wait stays a fixed size.
-inline constexpr std::size_t kMaxWaitFds = 8;
+// The fds one wait may name: a poll(2), select(2) or epoll set of an event
+// loop (a channel, an async fd, sockets, the pipes of a launcher's
+// children: mpirun -np 4 polls about 14). A call with more passes through
+// to the C library (thread_calls.cpp), so a Wait stays a fixed size.
+inline constexpr std::size_t kMaxWaitFds = 64;
 
 struct Wait {
   WaitKind kind = WaitKind::sleep;
