@@ -101,7 +101,7 @@ Context* Context::from(ibv_context* c) {
 void Context::raise(const ibv_async_event& event) {
   async_events_.push_back(event);
   async_fd_.set_ready(true);
-  Fabric::get().wakeup.notify_all();
+  Fabric::get().notify_waiters();
 }
 
 ibv_async_event Context::take_async_event() {

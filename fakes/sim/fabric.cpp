@@ -1,5 +1,7 @@
 #include "fabric.h"
 
+#include "device_nap.h"
+
 #include "fabric_address.h"
 #include "memory_region.h"
 #include "profile_selection.h"
@@ -39,6 +41,11 @@ int configured_device_count() {
 }
 
 }  // namespace
+
+void Fabric::notify_waiters() {
+  wakeup.notify_all();
+  wake_napping_threads();
+}
 
 Fabric& Fabric::get() {
   // Never destroyed: verbs calls from atexit handlers and other static

@@ -40,7 +40,12 @@ class Fabric {
   static bool set_initial_freedom_seed(std::optional<std::uint64_t> seed);
 
   std::mutex mutex;
+  // Threads waiting in the device sleep in device_nap.h's timers; a few
+  // waits that need no interruption (a destroy waiting for acks) on this.
+  // Notify through notify_waiters(), which reaches both.
   std::condition_variable wakeup;
+  // Under `mutex`: something a waiting thread may wait for happened.
+  void notify_waiters();
 
   // A verbs call entering the device: takes `mutex` and starts a new step.
   // `uncounted`: the call counts as one the peers see (count_call) only

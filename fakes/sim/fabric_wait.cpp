@@ -2,6 +2,7 @@
 
 #include "completion_queue.h"
 #include "context.h"
+#include "device_nap.h"
 #include "fabric.h"
 #include "queue_pair.h"
 #include "remote.h"
@@ -89,7 +90,7 @@ FabricWaiter::Look FabricWaiter::look() {
     if (endpoint->another_settling()) return Look::kWait;
     return Look::kNothingCan;
   }
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = wire::RealClock::now();
   const uint64_t peer_calls = endpoint->others_calls();
   if (fabric.activity() != activity_seen_ || peer_calls != peer_calls_seen_) {
     activity_seen_ = fabric.activity();
@@ -113,11 +114,12 @@ FabricWaiter::Look FabricWaiter::look() {
   return Look::kGaveUp;
 }
 
-void FabricWaiter::sleep(std::unique_lock<std::mutex>& guard) {
+bool FabricWaiter::sleep(std::unique_lock<std::mutex>& guard) {
   // A frame wakes the sleeper at once (remote.cpp notifies); quiescence
   // raises no signal, so it is looked for between naps that grow to 1 ms.
-  Fabric::get().wakeup.wait_for(guard, nap_);
+  const Nap nap = nap_in_device(guard, nap_);
   nap_ = std::min(nap_ * 2, std::chrono::duration_cast<std::chrono::microseconds>(kLongestNap));
+  return nap == Nap::kInterrupted;
 }
 
 FabricWait FabricWaiter::finish(FabricWait how) {

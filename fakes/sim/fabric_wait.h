@@ -26,6 +26,8 @@
 //   once, as on hardware.
 #pragma once
 
+#include "wire/real_clock.h"
+
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -40,7 +42,9 @@ class CompletionQueue;
 // by the harness (the thread scheduler knows); unset, yes.
 void set_wait_permission(bool (*may_wait)());
 
-enum class FabricWait { kReady, kNothingCan, kGaveUp };
+// kInterrupted: a signal handler without SA_RESTART ran while the thread
+// slept (device_nap.h); only an interruptible wait returns it.
+enum class FabricWait { kReady, kNothingCan, kGaveUp, kInterrupted };
 
 // One wait's state; see wait_in_fabric.
 class FabricWaiter {
@@ -71,12 +75,13 @@ class FabricWaiter {
   // Marks the process waiting and looks at the fabric: quiescent (acts,
   // or nothing can), past the grace period, or wait on.
   Look look();
-  // Sleeps on Fabric::wakeup for a while (released by any frame).
-  void sleep(std::unique_lock<std::mutex>& guard);
+  // Sleeps a while (released by any frame); whether a signal handler
+  // without SA_RESTART interrupted it.
+  bool sleep(std::unique_lock<std::mutex>& guard);
   FabricWait finish(FabricWait how);
 
  private:
-  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+  wire::RealClock::time_point since_ = wire::RealClock::now();
   uint64_t activity_seen_ = ~uint64_t{0};
   uint64_t peer_calls_seen_ = ~uint64_t{0};
   std::chrono::microseconds nap_{20};
@@ -84,9 +89,11 @@ class FabricWaiter {
 
 // Waits under Fabric::mutex (held by `guard`, released while asleep) until
 // `ready()` or the fabric says nothing can come; see above. Call only when
-// FabricWaiter::applies().
+// FabricWaiter::applies(). `interruptible`: a signal ends the wait
+// (kInterrupted), as it ends read(2) of a channel's fd; a poll is not.
 template <class Ready>
-FabricWait wait_in_fabric(std::unique_lock<std::mutex>& guard, Ready ready) {
+FabricWait wait_in_fabric(std::unique_lock<std::mutex>& guard, Ready ready,
+                          bool interruptible = false) {
   FabricWaiter waiter;
   for (;;) {
     if (ready()) return waiter.finish(FabricWait::kReady);
@@ -98,7 +105,7 @@ FabricWait wait_in_fabric(std::unique_lock<std::mutex>& guard, Ready ready) {
       case FabricWaiter::Look::kGaveUp:
         return waiter.finish(FabricWait::kGaveUp);
       case FabricWaiter::Look::kWait:
-        waiter.sleep(guard);
+        if (waiter.sleep(guard) && interruptible) return waiter.finish(FabricWait::kInterrupted);
     }
   }
 }

@@ -9,6 +9,7 @@
 #include "completion_queue.h"
 #include "context.h"
 #include "device.h"
+#include "device_nap.h"
 #include "extended_cq.h"
 #include "extended_qp.h"
 #include "fabric.h"
@@ -21,6 +22,7 @@
 #include "memory_window.h"
 #include "network_header.h"
 #include "printf_string.h"
+#include "wire/real_clock.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
@@ -193,17 +195,23 @@ int wait_for(Lock& guard, bool nonblocking, Ready ready) {
   if (!with_peers && !ready()) fabric.advance_clock();
   if (ready()) return 0;
   if (nonblocking) return EAGAIN;
+  // A signal handler without SA_RESTART ends the wait with EINTR, as it
+  // ends the read(2) of a real channel's fd (device_nap.h).
   while (with_peers && FabricWaiter::applies()) {
-    const FabricWait how = wait_in_fabric(guard, ready);
+    const FabricWait how = wait_in_fabric(guard, ready, /*interruptible=*/true);
     if (how == FabricWait::kReady) return 0;
+    if (how == FabricWait::kInterrupted) return EINTR;
     if (how == FabricWait::kGaveUp) break;
     // Nothing can come now: still waiting, for the peers to see.
     fabric.mark_waiting();
-    if (fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready)) return 0;
+    if (nap_in_device(guard, std::chrono::milliseconds(1)) == Nap::kInterrupted) return EINTR;
+    if (ready()) return 0;
   }
-  while (!fabric.wakeup.wait_for(guard, std::chrono::milliseconds(1), ready))
+  for (;;) {
+    if (nap_in_device(guard, std::chrono::milliseconds(1)) == Nap::kInterrupted) return EINTR;
+    if (ready()) return 0;
     fabric.advance_clock();
-  return 0;
+  }
 }
 
 // Diagnostics so far. Guarded by Fabric::mutex.
@@ -275,9 +283,11 @@ int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describ
   // the thread count, which a thread of a sanitizer's runtime or of a
   // library that never acks also makes. It fails once none could, or
   // after that second.
-  const auto give_up = std::chrono::steady_clock::now() + kAckPatience;
-  while (others_may_ack() && std::chrono::steady_clock::now() < give_up) {
-    Fabric::get().wakeup.wait_for(guard, std::chrono::milliseconds(10));
+  const auto give_up = wire::RealClock::now() + kAckPatience;
+  while (others_may_ack() && wire::RealClock::now() < give_up) {
+    // Not Fabric::wakeup.wait_for: its deadline is read on steady_clock,
+    // the program's virtual clock under the harness (real_clock.h).
+    nap_in_device(guard, std::chrono::milliseconds(10));
     if (settled()) return 0;
   }
   const Described d = describe();
@@ -334,14 +344,14 @@ bool advance_clock() {
     FabricWaiter waiter;
     const FabricWaiter::Look look = waiter.look();
     if (look == FabricWaiter::Look::kActed) {
-      fabric.wakeup.notify_all();
+      fabric.notify_waiters();
       return true;
     }
     if (look != FabricWaiter::Look::kGaveUp) return false;
     waiter.finish(FabricWait::kGaveUp);
   }
   const bool advanced = fabric.advance_clock();
-  if (advanced) fabric.wakeup.notify_all();
+  if (advanced) fabric.notify_waiters();
   return advanced;
 }
 
@@ -1205,7 +1215,7 @@ void ack_async_event(ibv_async_event* event) {
       break;
     }
   }
-  Fabric::get().wakeup.notify_all();
+  Fabric::get().notify_waiters();
 }
 
 }  // namespace verbfault::sim

@@ -320,7 +320,7 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   // Whatever the frame did (a delivery, an event, a QP in ERR), threads
   // waiting in the device look again, and this member is not quiescent
   // until they have (wire::Endpoint::set_waiting).
-  fabric.wakeup.notify_all();
+  fabric.notify_waiters();
 }
 
 void on_peer_gone(uint32_t member) {
@@ -355,7 +355,7 @@ void on_peer_gone(uint32_t member) {
     lost.response = Response::kNoAnswer;
     deliver_answer(*qp, std::move(lost));
   }
-  fabric.wakeup.notify_all();
+  fabric.notify_waiters();
 }
 
 bool retry_held() {

@@ -2,6 +2,8 @@
 // ibv_req_notify_cq(3), ibv_get_cq_event(3) and ibv_ack_cq_events(3).
 #include "channel_fixture.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -126,6 +128,67 @@ TEST_F(Channel, BlockingGetIsWokenByACompletionFromAnotherThread) {
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(cq, cq_a_);
   EXPECT_EQ(context, &tag_a_);
+  if (rc == 0) ibv_ack_cq_events(cq, 1);
+}
+
+// A signal handler interrupts a blocking ibv_get_cq_event as it interrupts
+// the read(2) of a real channel's fd (signal(7)): without SA_RESTART the
+// call fails with EINTR (qperf's timed loops end on SIGALRM so); with
+// SA_RESTART it goes on waiting.
+void on_usr1(int) {}
+
+// Installs on_usr1 for SIGUSR1 with `flags` for the test's life.
+struct Usr1Handler {
+  explicit Usr1Handler(int flags) {
+    struct sigaction action {};
+    action.sa_handler = on_usr1;
+    action.sa_flags = flags;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR1, &action, &saved);
+  }
+  ~Usr1Handler() { sigaction(SIGUSR1, &saved, nullptr); }
+  struct sigaction saved {};
+};
+
+TEST_F(Channel, ASignalWithoutRestartEndsABlockingGetWithEintr) {
+  Usr1Handler handler(0);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  std::atomic<bool> returned{false};
+  int rc = -2, error = 0;
+  std::thread waiter([&] {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    rc = ibv_get_cq_event(channel_, &cq, &context);
+    error = errno;
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_FALSE(returned);
+  pthread_kill(waiter.native_handle(), SIGUSR1);
+  waiter.join();  // not interrupted: hangs here until the ctest timeout
+  EXPECT_EQ(rc, -1);
+  EXPECT_EQ(error, EINTR);
+}
+
+TEST_F(Channel, ASignalWithRestartLeavesABlockingGetWaiting) {
+  Usr1Handler handler(SA_RESTART);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  std::atomic<bool> returned{false};
+  int rc = -2;
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  std::thread waiter([&] {
+    rc = ibv_get_cq_event(channel_, &cq, &context);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  pthread_kill(waiter.native_handle(), SIGUSR1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(returned) << "restarted, as read(2) is under SA_RESTART";
+  ASSERT_EQ(write_a_to_b(1), 0);
+  waiter.join();
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(cq, cq_a_);
   if (rc == 0) ibv_ack_cq_events(cq, 1);
 }
 

@@ -110,7 +110,8 @@ CommandLineParser::Options::Options() {
       ->check(verbfault::cli::seconds(false));
   run->add_option("--peer-grace", options.peer_grace_seconds,
                   "with several commands: seconds the others may still run once one failed "
-                  "(nonzero exit or signal) before they are ended (default 5)")
+                  "(nonzero exit or signal), or once the last one ended (a server that serves "
+                  "until killed), before they are ended (default 5)")
       ->check(verbfault::cli::seconds(true));
   run->add_option("--start-wait", written.start_wait_text,
                   "with several commands: seconds each may take to listen on a socket (or end) "

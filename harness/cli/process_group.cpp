@@ -224,10 +224,23 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
       m.kill_at = after(Clock::now(), kKillDelaySeconds);
     }
   };
-  // A failure with others still running starts the grace (once).
+  // A failure with others still running starts the grace (once); so does
+  // the end of the last command, the final client, when servers started
+  // before it still run (a server such as qperf's serves until killed).
   auto failed = [&](std::size_t index) {
     const MemberEnd& end = state[index].end;
     if (end.status != 0 && end.by == MemberEnd::By::itself) ending = true;
+    if (end.status == 0 && end.by == MemberEnd::By::itself && index + 1 == state.size() &&
+        !grace_at && running() > 0 && state.size() > 1) {
+      grace_at = after(Clock::now(), options.peer_grace_seconds);
+      const std::size_t others = running();
+      std::fprintf(stderr,
+                   "verbfault: process %zu (%s), the last started, ended; ending the %zu "
+                   "other%s still running in %g s (--peer-grace) unless %s before\n",
+                   index, members[index].name.c_str(), others, others == 1 ? "" : "s",
+                   options.peer_grace_seconds, others == 1 ? "it ends" : "they end");
+      return;
+    }
     if (end.status == 0 || end.by != MemberEnd::By::itself || grace_at || running() == 0) return;
     grace_at = after(Clock::now(), options.peer_grace_seconds);
     const std::size_t others = running();

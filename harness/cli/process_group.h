@@ -22,8 +22,11 @@
 //   * the peer grace: when a process fails (a nonzero exit status, or a
 //     signal) while others still run, those get `peer_grace_seconds` to
 //     end on their own: an RDMA peer usually waits forever for the one
-//     that crashed. A process that exits 0 starts no grace: a server may
-//     take a while to finish after its client is done.
+//     that crashed. A process that exits 0 starts no grace (a server may
+//     take a while to finish after its client is done), except the last
+//     command (the final client): the servers started before it that
+//     still run get the grace then, since some serve until killed (qperf);
+//     ended so, they do not make the run's status.
 //   * the timeout, over the whole group from the first start.
 // Ending a process is SIGTERM (the harness writes its trace and end-of-run
 // line there), then SIGKILL kKillDelaySeconds later if it is still alive.

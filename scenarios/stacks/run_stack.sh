@@ -14,6 +14,16 @@
 # to use (UCX_NET_DEVICES=vfsim0:1, UCX_TLS): on one host it would
 # otherwise take shared memory. Nothing else is set.
 #
+# TEST qperf_<test>: `qperf -t 1 <test>` against a qperf server, on the
+# profile ib (qperf addresses its peer by LID): every test qperf lists for
+# an InfiniBand device. A pass: both started, the client exits 0 and its
+# result line has a positive number; the server, which serves until
+# killed, is ended then. qperf frees its PD before the MR on it (rd_close:
+# ibv_dealloc_pd, then ibv_dereg_mr), which fails with EBUSY on every
+# provider: under --verbfault that resource.destroy_order finding (on pd#0,
+# then context#0 at ibv_close_device) is expected of each side and checked,
+# and no other.
+#
 # TEST mpi_<pml>_np<N>_<profile>: `mpirun -np N` of --mpi-program
 # (mpi_pingpong.c: 1 MiB there and back between ranks 0 and 1, then an
 # allreduce) with Open MPI's pml ucx (UCX as above), or pml ob1 with the
@@ -46,6 +56,10 @@ ucx_tests=(tag_lat tag_bw ucp_put_bw ucp_get ucp_am_bw)
 sizes=(8 4k 1m)
 # Open MPI: pml, ranks, profile (ob1's openib reaches a RoCE port through
 # rdma_cm only, the next issue's).
+qperf_tests=(rc_bi_bw rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw
+             rc_rdma_write_lat rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr
+             ver_rc_compare_swap ver_rc_fetch_add uc_bi_bw uc_bw uc_lat uc_rdma_write_bw
+             uc_rdma_write_lat uc_rdma_write_poll_lat ud_bi_bw ud_bw ud_lat)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
@@ -57,6 +71,11 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                ucx_ucp_get_4k_ud_ib ucx_ucp_am_bw_4k_rc_ib ucx_ucp_am_bw_4k_ud_ib
                ucx_ucp_put_bw_1m_rc_roce ucx_tag_lat_8_ud_roce mpi_ucx_np2_ib mpi_ucx_np4_roce
                mpi_ob1_np2_ib)
+# Not yet under the harness: qperf. Its tests end on SIGALRM (a handler
+# without SA_RESTART) and expect the blocked ibv_get_cq_event to return
+# EINTR; the device's own wait does (bare, every case passes), but a wait
+# in the thread scheduler does not yet, and a side stays blocked (--verbfault
+# runs a qperf case all the same, expecting its destroy-order defect).
 
 list_tests() {
   local t s x p
@@ -64,6 +83,7 @@ list_tests() {
     for p in "${profiles[@]}"; do echo "ucx_${t}_${s}_${x}_${p}"; done
   done; done; done
   printf '%s\n' "${mpi_tests[@]}"
+  printf 'qperf_%s\n' "${qperf_tests[@]}"
 }
 
 usage() {
@@ -161,9 +181,15 @@ run_harnessed() {
   done
   wait "$verbfault_pid"; verbfault_rc=$?
   local finding
-  finding=$(grep -m 1 -E '^verbfault: check ' "$workdir/verbfault.log")
+  finding=$(grep -E '^verbfault: check ' "$workdir/verbfault.log" |
+            grep -m 1 -vE "${allowed_findings:-^$}")
   [[ -z $finding ]] || fail "a finding under verbfault run: $finding"
-  ((verbfault_rc == 0)) || fail "verbfault run's exit status is $verbfault_rc"
+  # A run with findings ends with verbfault's status for them (121).
+  if [[ -n ${allowed_findings:-} ]] && grep -qE "$allowed_findings" "$workdir/verbfault.log"; then
+    ((verbfault_rc == 121)) || fail "verbfault run's exit status is $verbfault_rc, not 121 for its findings"
+  else
+    ((verbfault_rc == 0)) || fail "verbfault run's exit status is $verbfault_rc"
+  fi
 }
 
 run_ucx() {
@@ -281,7 +307,52 @@ check_mpi_result() {
   echo "$me: $name: pass: $line"
 }
 
+# qperf_<test>
+run_qperf() {
+  local test=${name#qperf_} line number
+  command -v qperf > /dev/null || fail "qperf is not installed (Debian: apt-get install qperf)"
+  local server=(qperf -lp "$port") client=(qperf -lp "$port" 127.0.0.1 -t 1 "$test")
+  local log=$workdir/client.log
+  if [[ -n $verbfault ]]; then
+    export VERBFAULT_SIM_PROFILE=ib
+    # The run ends the server once the client ended (--peer-grace).
+    allowed_findings='^verbfault: check resource\.destroy_order on (pd|context)#0 '
+    run_harnessed --peer-grace 1 -- "${server[@]}" ::: "${client[@]}"
+    log=$workdir/verbfault.log
+    local count
+    count=$(grep -cE "$allowed_findings" "$log")
+    ((count == 4)) || fail "expected qperf's own destroy-order defect on each side (4 findings), found $count"
+  else
+    local deadline=$((SECONDS + timeout))
+    env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE=ib VERBFAULT_PROC=0 \
+      "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
+    server_pid=$!
+    until listens "$server_pid" "$port"; do
+      running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
+      ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
+      sleep 0.05
+    done
+    env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE=ib VERBFAULT_PROC=1 \
+      "${client[@]}" > "$log" 2>&1 < /dev/null &
+    client_pid=$!
+    while running "$client_pid"; do
+      ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
+      sleep 0.05
+    done
+    wait "$client_pid"; client_rc=$?
+    ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+  fi
+  # "    latency  =  175 us", "    bw  =  1.22 GB/sec", "    msg_rate  =  30.4 K/sec",
+  # "    send_bw  =  1.73 GB/sec     recv_bw  =  1.09 GB/sec": the first number.
+  line=$(grep -E '^ +(latency|bw|msg_rate|send_bw) +=' "$log" | tail -n 1)
+  [[ -n $line ]] || fail "the client printed no result line"
+  number=$(awk '{ print $3 }' <<< "$line")
+  awk -v n="$number" 'BEGIN { exit !(n + 0 > 0) }' || fail "the client's result is '$line', not positive"
+  echo "$me: $name: pass: $test: $(tr -s ' ' <<< "$line")"
+}
+
 case $name in
   ucx_*) run_ucx ;;
   mpi_*) run_mpi ;;
+  qperf_*) run_qperf ;;
 esac

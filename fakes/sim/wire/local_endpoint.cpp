@@ -233,7 +233,7 @@ void LocalEndpoint::flush_to(uint64_t members) {
 }
 
 void LocalEndpoint::drain(std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const auto deadline = RealClock::now() + limit;
   for (Peer& peer : peers_) {
     std::lock_guard lock(peer.mutex);
     if (peer.out && peer.out->has_queued()) peer.out->drain(deadline);

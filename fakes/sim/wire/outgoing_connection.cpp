@@ -56,10 +56,9 @@ bool OutgoingConnection::flush() {
   return !broken_;
 }
 
-bool OutgoingConnection::drain(std::chrono::steady_clock::time_point deadline) {
+bool OutgoingConnection::drain(RealClock::time_point deadline) {
   while (flush() && !queue_.empty()) {
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - RealClock::now());
     if (left.count() <= 0) return false;
     pollfd writable{fd_.get(), POLLOUT, 0};
     if (poll(&writable, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return false;

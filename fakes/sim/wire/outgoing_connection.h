@@ -10,6 +10,7 @@
 #include "byte_queue.h"
 #include "frame_format.h"
 #include "owned_fds.h"
+#include "real_clock.h"
 
 #include <chrono>
 #include <cstdint>
@@ -38,7 +39,7 @@ class OutgoingConnection {
   // Writes queued bytes, waiting (poll(2)) for the socket to take them,
   // until none is left, the connection breaks, or `deadline` passes. True
   // when none is left.
-  bool drain(std::chrono::steady_clock::time_point deadline);
+  bool drain(RealClock::time_point deadline);
   // Queues a frame without writing anything (flush() writes it): false
   // when the connection is broken.
   bool enqueue(std::span<const std::span<const uint8_t>> parts, uint64_t length);

@@ -383,6 +383,15 @@ Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
   return best;
 }
 
+std::uint64_t Scheduler::real_now_ns() {
+  // The system call: clock_gettime is the front door's export, which
+  // answers the program's virtual time.
+  timespec now{};
+  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
 bool Scheduler::unblock_by_time() {
   // The device's next deadline first: its retries run on its own clock.
   if (world_->advance_device()) return true;
@@ -392,25 +401,36 @@ bool Scheduler::unblock_by_time() {
   // A real device's events (and a socket's bytes) come in real time: wait
   // for them (the run is as deterministic as the world outside). While a
   // deadline is due on the virtual clock, as long in real time as the
-  // virtual clock has to go to it, and no longer than the escape time: a
-  // socket may never speak, and the sleeper must still wake when it asked
-  // to (an event loop that polls its socket with a 1 ms timeout between
-  // polls of its CQ waits 1 ms, as it would on a real machine).
+  // virtual clock has to go to it: the world outside answers in real time,
+  // so a timeout on it must pass in real time too (qperf gives its peer
+  // seconds to send its node information; an event loop that polls its
+  // socket with a 1 ms timeout between polls of its CQ waits 1 ms), and a
+  // socket that never speaks still lets the sleeper wake when it asked.
   std::vector<int> external;
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked && thread.wait.kind == WaitKind::fd &&
         thread.wait.external)
       external.insert(external.end(), thread.wait.fds, thread.wait.fds + thread.wait.fd_count);
   if (!external.empty()) {
-    std::uint64_t timeout_ns = kNoDeadline;
-    if (next != kNoDeadline) {
-      const std::uint64_t now = now_ns_.load(std::memory_order_relaxed);
-      timeout_ns = std::min(options_.escape_ns, next > now ? next - now : 0);
+    // The real time waited counts from the first such wait at this virtual
+    // instant: the World may return early (with another process on the
+    // fabric it looks for quiescence every ms), and the deadline is due
+    // only once the whole of it has passed in real time.
+    const std::uint64_t now = now_ns_.load(std::memory_order_relaxed);
+    if (outside_wait_at_ != now || outside_wait_since_ns_ == 0) {
+      outside_wait_at_ = now;
+      outside_wait_since_ns_ = real_now_ns();
     }
-    lock_.unlock();
-    const bool readable = world_->wait_external(external, timeout_ns);
-    lock_.lock();
-    if (readable || next == kNoDeadline) return true;
+    const std::uint64_t due = next == kNoDeadline ? kNoDeadline : (next > now ? next - now : 0);
+    const std::uint64_t waited = real_now_ns() - outside_wait_since_ns_;
+    if (due == kNoDeadline || waited < due) {
+      lock_.unlock();
+      const bool readable =
+          world_->wait_external(external, due == kNoDeadline ? kNoDeadline : due - waited);
+      lock_.lock();
+      if (readable || due == kNoDeadline) return true;
+      if (real_now_ns() - outside_wait_since_ns_ < due) return true;  // early: not yet due
+    }
   }
   if (next == kNoDeadline) return false;
   advance_clock_to(next);

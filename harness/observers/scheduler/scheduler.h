@@ -317,6 +317,7 @@ class Scheduler {
   static std::string activity_of(pid_t tid);
   // Nobody can run: let virtual time or the device move. False: deadlock.
   bool unblock_by_time();
+  static std::uint64_t real_now_ns();
   void refresh_waiters();
   bool any_fd_readable(const Wait& wait);
   // Whether one of an fd wait's fds is readable (or in error) now, asking
@@ -375,6 +376,10 @@ class Scheduler {
   std::atomic<std::uint32_t> lock_waiters_{0};
   std::atomic<const void*> outside_released_[kOutsideSlots] = {};
   std::atomic<bool> outside_overflow_{false};
+  // A wait for outside fds while a deadline is due (unblock_by_time): the
+  // virtual instant it began at, and when in real time (CLOCK_MONOTONIC).
+  std::uint64_t outside_wait_at_ = 0;
+  std::uint64_t outside_wait_since_ns_ = 0;
   // The watchdog's view: steps_ when it last saw them change, and when.
   std::uint64_t watched_steps_ = 0;
   std::uint64_t watched_since_ns_ = 0;
