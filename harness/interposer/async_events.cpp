@@ -95,10 +95,17 @@ int get_async_event(ibv_context* context, ibv_async_event* event) {
     // The hang watchdog sees the thread wait here (hang_watchdog.h).
     const hang::Blocked blocked("ibv_get_async_event", waited_on);
     // Under the thread scheduler the wait is the scheduler's.
+    thread_calls::Readable readable = thread_calls::Readable::ready;
     if (context != nullptr)
-      while (!thread_calls::wait_readable(context->async_fd, "ibv_get_async_event")) {
+      while ((readable = thread_calls::wait_readable(context->async_fd, "ibv_get_async_event")) ==
+             thread_calls::Readable::held) {
       }
-    result = next_async_event(state0, context, event);
+    if (readable == thread_calls::Readable::interrupted) {
+      errno = EINTR;  // as libibverbs' read(2) of the async fd fails
+      result = -1;
+    } else {
+      result = next_async_event(state0, context, event);
+    }
   }
   if (!g_active) return result;
   const int error = errno;

@@ -231,9 +231,16 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       const hang::Blocked blocked("ibv_get_cq_event", waited_on);
       // Under the thread scheduler the wait is the scheduler's, so that the
       // other threads run meanwhile.
-      if (channel != nullptr && !thread_calls::wait_readable(channel->fd, "ibv_get_cq_event"))
-        continue;
-      got = next_wrapped_cq_event(state, channel, cq, cq_context, injected);
+      const thread_calls::Readable readable =
+          channel != nullptr ? thread_calls::wait_readable(channel->fd, "ibv_get_cq_event")
+                             : thread_calls::Readable::ready;
+      if (readable == thread_calls::Readable::held) continue;
+      if (readable == thread_calls::Readable::interrupted) {
+        errno = EINTR;  // as libibverbs' read(2) of the channel's fd fails
+        got = -1;
+      } else {
+        got = next_wrapped_cq_event(state, channel, cq, cq_context, injected);
+      }
     }
     if (got != 0) {
       const int error = errno;

@@ -12,6 +12,9 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -67,7 +70,8 @@ class HarnessWorld final : public scheduler::World {
     // on their CQ's channel (completion_events.cpp): such a wait ends.
     return poll_readable(fd) || holds_for_waiter(fd);
   }
-  bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) override {
+  Outside wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns,
+                        bool interruptible) override {
     std::vector<pollfd> polled;
     for (int fd : fds) polled.push_back({fd, POLLIN, 0});
     int timeout_ms = timeout_ns == scheduler::kNoDeadline
@@ -77,11 +81,33 @@ class HarnessWorld final : public scheduler::World {
     // The simulated device of a process with peers acts at quiescence
     // (sim/fabric_wait.h), which raises no fd: look again every ms.
     if (provider::shares_fabric()) timeout_ms = timeout_ms < 0 ? 1 : std::min(timeout_ms, 1);
+    if (interruptible) return wait_interruptibly(polled, timeout_ms);
     int result;
     while ((result = libc::real().poll(polled.data(), polled.size(), timeout_ms)) < 0 &&
            errno == EINTR) {
     }
-    return result > 0;
+    return result > 0 ? Outside::readable : Outside::quiet;
+  }
+  // For a thread whose own wait is read(2)-like: poll(2) fails with EINTR
+  // for every handler, SA_RESTART or not (signal(7)), so the fds are
+  // looked at every ms and the thread sleeps in read(2) of a timer between
+  // looks, which the kernel restarts or fails as it would the real read.
+  static Outside wait_interruptibly(std::vector<pollfd>& polled, int timeout_ms) {
+    thread_local const int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    for (int waited_ms = 0;; ++waited_ms) {
+      if (libc::real().poll(polled.data(), polled.size(), 0) > 0) return Outside::readable;
+      if (timeout_ms >= 0 && waited_ms >= timeout_ms) return Outside::quiet;
+      if (timer < 0) {
+        libc::real().poll(polled.data(), polled.size(), 1);
+        continue;
+      }
+      itimerspec millisecond{};
+      millisecond.it_value.tv_nsec = 1'000'000;
+      timerfd_settime(timer, 0, &millisecond, nullptr);
+      std::uint64_t expirations = 0;
+      if (syscall(SYS_read, timer, &expirations, sizeof expirations) < 0 && errno == EINTR)
+        return Outside::interrupted;
+    }
   }
   std::string fd_name(int fd) override {
     State& state = State::get();
@@ -669,22 +695,24 @@ void polled(bool empty) {
   if (sched().running()) t_last_poll_empty = empty;
 }
 
-bool wait_readable(int fd, const char* call) {
-  if (!scheduler::Scheduler::manages_this_thread()) return true;
+Readable wait_readable(int fd, const char* call) {
+  if (!scheduler::Scheduler::manages_this_thread()) return Readable::ready;
   const int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || (flags & O_NONBLOCK) != 0) return true;  // the call itself says EAGAIN
-  if (HarnessWorld::poll_readable(fd)) return true;
+  if (flags < 0 || (flags & O_NONBLOCK) != 0) return Readable::ready;  // the call says EAGAIN
+  if (HarnessWorld::poll_readable(fd)) return Readable::ready;
   Wait wait;
   wait.kind = WaitKind::fd;
   wait.add_fd(fd);
   wait.call = call;
+  wait.interruptible = true;
   // Named here, where the registry can be asked: a report may be made
   // under the interposer's lock.
   const HarnessWorld::EventFds found = world.event_fds(&fd, 1);
   wait.external = found.external;
   std::snprintf(wait.fd_name, sizeof wait.fd_name, "%s", found.name);
   sched().block(wait);
-  return HarnessWorld::poll_readable(fd);
+  if (scheduler::Scheduler::interrupted()) return Readable::interrupted;
+  return HarnessWorld::poll_readable(fd) ? Readable::ready : Readable::held;
 }
 
 bool wait_readable_for(int fd, std::uint64_t timeout_ns, const char* call, const char* what) {
@@ -1162,8 +1190,15 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
   // scheduled thread: 615 ns, 240 ns without the scheduler).
   if (scheduled(caller) && !HarnessWorld::poll_readable(fd)) {
     const int flags = fcntl(fd, F_GETFL);
-    if (flags >= 0 && (flags & O_NONBLOCK) == 0 && world.event_fds(&fd, 1).any)
-      while (!wait_readable(fd, "read")) release_held_for_waiter(fd);
+    if (flags >= 0 && (flags & O_NONBLOCK) == 0 && world.event_fds(&fd, 1).any) {
+      Readable readable;
+      while ((readable = wait_readable(fd, "read")) == Readable::held)
+        release_held_for_waiter(fd);
+      if (readable == Readable::interrupted) {
+        errno = EINTR;
+        return -1;
+      }
+    }
   }
   return libc::for_caller(caller).read(fd, buffer, count);
 }

@@ -38,11 +38,14 @@ void verbs_point();
 void polled(bool empty);
 // Before a verbs call reads `fd` and blocks while it is empty
 // (ibv_get_cq_event, ibv_get_async_event): a scheduled thread waits in
-// the scheduler, not in the kernel. True when the read will not block (or
-// the thread is not scheduled, or the fd is non-blocking); false when the
-// wait ended for completions the harness held back (release them, check,
-// and wait again).
-bool wait_readable(int fd, const char* call);
+// the scheduler, not in the kernel. `ready` when the read will not block
+// (or the thread is not scheduled, or the fd is non-blocking); `held` when
+// the wait ended for completions the harness held back (release them,
+// check, and wait again); `interrupted` when a signal handler without
+// SA_RESTART ended it, as it ends a real read(2): the call fails with
+// EINTR.
+enum class Readable { ready, held, interrupted };
+Readable wait_readable(int fd, const char* call);
 // Waits up to `timeout_ns` for `fd` (a channel's, or the provider's fd
 // behind it) to be readable; whether it is. A scheduled thread waits in the scheduler
 // on the virtual clock (the others run meanwhile, and may be what makes it

@@ -19,6 +19,14 @@
 //   sync_calls pipe       a worker posts, reaps and writes a byte to a pipe
 //                         per request; an event loop waits for the pipe in
 //                         poll(2) (no verbs fd among its fds)
+//   sync_calls alarm      the main thread blocks in ibv_get_cq_event while
+//                         a real-time SIGALRM comes every 20 ms (its handler
+//                         without SA_RESTART): the call fails with EINTR,
+//                         as a read(2) of the fd would; then a worker posts
+//                         and the next call returns its event
+//   sync_calls alarm_restart  the same with SA_RESTART, the handler writing
+//                         the pipe the worker waits on: the blocked call
+//                         goes on to the worker's event
 //   sync_calls deadlock   two threads take two rwlocks in opposite order
 //   sync_calls forever    the event loop polls with no timeout, and nobody
 //                         posts
@@ -36,6 +44,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <time.h>
@@ -508,6 +518,70 @@ bool pipe_mode() {
   return ok;
 }
 
+// ---- alarm ------------------------------------------------------------------
+
+int alarm_pipe[2];
+
+bool alarm_wakes_worker = false;  // set before the timer starts
+
+// Without SA_RESTART the worker posts once the call was interrupted.
+void on_alarm_go() {
+  const char byte = 'x';
+  (void)!write(alarm_pipe[1], &byte, 1);
+}
+
+void on_alarm(int) {
+  const char byte = 'x';
+  if (alarm_wakes_worker) (void)!write(alarm_pipe[1], &byte, 1);
+}
+
+// Waits for the alarm's byte (SIGALRM blocked here: it is the main
+// thread's), then posts a write whose completion raises the event.
+void* alarm_worker(void*) {
+  sigset_t alarm_only;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  pthread_sigmask(SIG_BLOCK, &alarm_only, nullptr);
+  pollfd p{alarm_pipe[0], POLLIN, 0};
+  char byte;
+  if (poll(&p, 1, -1) != 1 || read(alarm_pipe[0], &byte, 1) != 1) return &failed;
+  return post_write(0) ? nullptr : &failed;
+}
+
+bool alarm_mode(bool restart) {
+  if (pipe(alarm_pipe) != 0) return false;
+  struct sigaction action {};
+  action.sa_handler = on_alarm;
+  action.sa_flags = restart ? SA_RESTART : 0;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGALRM, &action, nullptr) != 0 || ibv_req_notify_cq(verbs.cq, 0) != 0)
+    return false;
+  alarm_wakes_worker = restart;
+  pthread_t worker;
+  if (pthread_create(&worker, nullptr, alarm_worker, nullptr) != 0) return false;
+  // Every 20 ms: one that comes before the call blocks interrupts nothing,
+  // as before a real read(2) (a loaded machine).
+  itimerval every_20ms{};
+  every_20ms.it_value.tv_usec = 20'000;
+  every_20ms.it_interval.tv_usec = 20'000;
+  setitimer(ITIMER_REAL, &every_20ms, nullptr);
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  int first = ibv_get_cq_event(verbs.channel, &cq, &context);
+  const int first_errno = errno;
+  const itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  if (!restart) on_alarm_go();
+  std::printf("sync_calls: the first ibv_get_cq_event returned %d (%s)\n", first,
+              first == 0 ? "an event" : std::strerror(first_errno));
+  int got = first;
+  if (first != 0) got = ibv_get_cq_event(verbs.channel, &cq, &context);  // the worker's event
+  if (got == 0) ibv_ack_cq_events(cq, 1);
+  pthread_join(worker, nullptr);
+  const bool expected = restart ? first == 0 : (first == -1 && first_errno == EINTR);
+  return expected && got == 0 && reap_one() && !failed;
+}
+
 // ---- deadlock ---------------------------------------------------------------
 
 pthread_rwlock_t first = PTHREAD_RWLOCK_INITIALIZER;
@@ -560,6 +634,10 @@ int main(int argc, char** argv) {
     ok = event_mode(Waiter::select);
   else if (mode == "timed")
     ok = timed_mode();
+  else if (mode == "alarm")
+    ok = alarm_mode(false);
+  else if (mode == "alarm_restart")
+    ok = alarm_mode(true);
   else if (mode == "spin")
     ok = spin_mode();
   else if (mode == "pipe")

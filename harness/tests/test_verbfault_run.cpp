@@ -531,6 +531,28 @@ TEST(VerbfaultRun, ThreadsSpinningOnASpinLockReplayBySeed) {
   sync_calls_by_seed("spin");
 }
 
+// A thread blocked in ibv_get_cq_event in the scheduler is interrupted as
+// a read(2) of the channel's fd would be: SIGALRM's handler without
+// SA_RESTART fails the call with EINTR (qperf's timed loops end so), with
+// SA_RESTART the call goes on waiting and returns the next event.
+TEST(VerbfaultRun, ASignalWithoutRestartEndsABlockedGetCqEventWithEintr) {
+  for (int seed : {1, 2}) {
+    ProcessResult r = run_shell(
+        verbfault_run("--seed " + std::to_string(seed), std::string(SYNC_CALLS) + " alarm"));
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "the first ibv_get_cq_event returned -1 (Interrupted system call)"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "sync_calls alarm: OK")) << r.output;
+  }
+}
+
+TEST(VerbfaultRun, ASignalWithRestartLeavesABlockedGetCqEventWaiting) {
+  ProcessResult r = run_shell(verbfault_run("--seed 1", std::string(SYNC_CALLS) + " alarm_restart"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "the first ibv_get_cq_event returned 0 (an event)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "sync_calls alarm_restart: OK")) << r.output;
+}
+
 // A wait on a pipe alone (no verbs fd) is the scheduler's too: the worker
 // that writes it runs meanwhile, and nobody leaves the schedule.
 TEST(VerbfaultRun, AnEventLoopWaitingOnAPipeReplaysBySeed) {

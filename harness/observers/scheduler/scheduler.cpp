@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <linux/futex.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@ namespace {
 #define VERBFAULT_TLS __attribute__((tls_model("initial-exec"))) thread_local
 // The thread's place in the schedule (nullptr: not scheduled).
 VERBFAULT_TLS void* t_self = nullptr;
+// Whether the thread's last block ended by a signal (Scheduler::interrupted).
+VERBFAULT_TLS bool t_interrupted = false;
 // The thread holds the scheduler's lock, or waits for its turn.
 VERBFAULT_TLS bool t_inside = false;
 
@@ -41,10 +44,14 @@ std::uint64_t draw(std::uint64_t seed, std::uint64_t counter, std::uint64_t stre
   return engine::draw(seed, /*rule=*/0, /*object_key=*/0, counter, stream);
 }
 
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
-  // EINTR (a signal) and EAGAIN (the word changed) both mean: look again.
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+// Whether a signal handler without SA_RESTART interrupted the wait: the
+// kernel restarts FUTEX_WAIT without a timeout for a handler with
+// SA_RESTART (-ERESTARTSYS) and fails it with EINTR otherwise. EAGAIN (the
+// word changed) and a wake both mean: look again.
+bool futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+                 nullptr, nullptr, 0) < 0 &&
+         errno == EINTR;
 }
 
 void futex_wake(std::atomic<std::uint32_t>& word) {
@@ -214,6 +221,7 @@ void Scheduler::start(const Options& options, World& world) {
   std::unique_lock lock(lock_);
   options_ = options;
   world_ = &world;
+  if (kick_fd_ < 0) kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   solo_.store(false, std::memory_order_relaxed);
   holder_ = nullptr;
   threads_.clear();
@@ -279,8 +287,30 @@ void Scheduler::hand_to(Thread& next) {
 
 void Scheduler::wait_for_turn(Thread& self) {
   t_inside = true;  // a signal handler that runs meanwhile is not scheduled
-  while (self.go.exchange(0, std::memory_order_acquire) == 0) futex_wait(self.go, 0);
+  while (self.go.exchange(0, std::memory_order_acquire) == 0)
+    if (futex_wait(self.go, 0) && self.wait.interruptible) {
+      lock_.lock();
+      interrupt(self);
+      lock_.unlock();
+    }
   t_inside = false;
+}
+
+void Scheduler::interrupt(Thread& thread) {
+  if (thread.status != Status::blocked || !thread.wait.interruptible) return;
+  thread.status = Status::runnable;
+  thread.woken = false;
+  thread.interrupted = true;
+  // The thread deciding while nobody runs may be waiting for outside fds:
+  // it looks again.
+  if (kick_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    (void)!::write(kick_fd_, &one, sizeof one);
+  }
+}
+
+bool Scheduler::interrupted() {
+  return t_interrupted;
 }
 
 bool Scheduler::any_fd_readable(const Wait& wait) {
@@ -392,7 +422,7 @@ std::uint64_t Scheduler::real_now_ns() {
          static_cast<std::uint64_t>(now.tv_nsec);
 }
 
-bool Scheduler::unblock_by_time() {
+bool Scheduler::unblock_by_time(Thread* self) {
   // The device's next deadline first: its retries run on its own clock.
   if (world_->advance_device()) return true;
   std::uint64_t next = kNoDeadline;
@@ -411,6 +441,11 @@ bool Scheduler::unblock_by_time() {
     if (thread.status == Status::blocked && thread.wait.kind == WaitKind::fd &&
         thread.wait.external)
       external.insert(external.end(), thread.wait.fds, thread.wait.fds + thread.wait.fd_count);
+  if (!external.empty() && kick_fd_ >= 0) {
+    std::uint64_t kicks = 0;
+    (void)!::read(kick_fd_, &kicks, sizeof kicks);  // non-blocking: the kicks so far are seen
+    external.push_back(kick_fd_);
+  }
   if (!external.empty()) {
     // The real time waited counts from the first such wait at this virtual
     // instant: the World may return early (with another process on the
@@ -424,11 +459,14 @@ bool Scheduler::unblock_by_time() {
     const std::uint64_t due = next == kNoDeadline ? kNoDeadline : (next > now ? next - now : 0);
     const std::uint64_t waited = real_now_ns() - outside_wait_since_ns_;
     if (due == kNoDeadline || waited < due) {
+      const bool interruptible = self != nullptr && self->status == Status::blocked &&
+                                 self->wait.interruptible;
       lock_.unlock();
-      const bool readable =
-          world_->wait_external(external, due == kNoDeadline ? kNoDeadline : due - waited);
+      const World::Outside outside = world_->wait_external(
+          external, due == kNoDeadline ? kNoDeadline : due - waited, interruptible);
       lock_.lock();
-      if (readable || due == kNoDeadline) return true;
+      if (outside == World::Outside::interrupted && self != nullptr) interrupt(*self);
+      if (outside != World::Outside::quiet || due == kNoDeadline) return true;
       if (real_now_ns() - outside_wait_since_ns_ < due) return true;  // early: not yet due
     }
   }
@@ -441,7 +479,7 @@ Scheduler::Thread* Scheduler::next_to_run(Thread* self, bool yielding) {
   refresh_waiters();
   Thread* next = choose(self, yielding);
   while (next == nullptr) {
-    if (!unblock_by_time()) {
+    if (!unblock_by_time(self)) {
       // An escaped thread may still wake the others when it comes back.
       if (any_escaped()) return nullptr;
       // A lock held outside the schedule is released in real time.
@@ -521,6 +559,7 @@ void Scheduler::point(bool yielding) {
 }
 
 bool Scheduler::block(const Wait& wait) {
+  t_interrupted = false;
   auto* self = static_cast<Thread*>(t_self);
   if (self == nullptr || !running() || t_inside) return true;
   lock_.lock();
@@ -546,6 +585,9 @@ bool Scheduler::block(const Wait& wait) {
     lock_.unlock();
     wait_for_turn(*self);
   }
+  // Written by interrupt() under lock_ before self got its turn back.
+  t_interrupted = self->interrupted;
+  self->interrupted = false;
   return self->woken;
 }
 

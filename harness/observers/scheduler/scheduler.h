@@ -105,6 +105,11 @@ struct Wait {
   // business: the liveness checks neither judge it (waiting_threads) nor
   // count it idle (others_idle), as when it blocked in the kernel.
   bool outside_only = false;
+  // fd: a wait read(2) would make (ibv_get_cq_event, ibv_get_async_event, a
+  // read of a channel's fd): a signal handler without SA_RESTART ends it,
+  // as it ends the read of a real fd (signal(7)); the thread runs again and
+  // Scheduler::interrupted() says so. With SA_RESTART it goes on waiting.
+  bool interruptible = false;
   // fd: what it waits on ("channel#0"), named by the waiter (a report may
   // be made where the world cannot be asked); empty: World::fd_name of
   // the first fd.
@@ -130,8 +135,12 @@ class World {
   // the harness holds something back that a wait on it releases.
   virtual bool fd_readable(int fd) = 0;
   // Blocks (in real time) until one of `fds` is readable, or `timeout_ns`
-  // of real time passed (kNoDeadline: no limit); whether one is.
-  virtual bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) = 0;
+  // of real time passed (kNoDeadline: no limit). `interruptible`: the
+  // calling thread's own wait is (Wait::interruptible), and a signal
+  // handler without SA_RESTART ends this wait too.
+  enum class Outside : std::uint8_t { readable, quiet, interrupted };
+  virtual Outside wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns,
+                                bool interruptible) = 0;
   // What `fd` is, for a report ("channel#0").
   virtual std::string fd_name(int fd) = 0;
   // Moves the device's own clock to its next deadline (a retry, a timer),
@@ -176,6 +185,9 @@ class Scheduler {
   // Blocks the calling thread until a wake names what it waits for, or
   // its deadline passes on the virtual clock (returns false then).
   bool block(const Wait& wait);
+  // Whether the calling thread's last block ended by a signal handler
+  // without SA_RESTART (an interruptible wait).
+  static bool interrupted();
   // Makes the earliest waiter (wake_one) or every waiter on `object` able
   // to run; the caller keeps running.
   void wake_one(WaitKind kind, const void* object);
@@ -284,6 +296,7 @@ class Scheduler {
     std::int64_t priority = 0;
     pthread_t handle{};
     bool has_handle = false;
+    bool interrupted = false;  // its interruptible wait ended by a signal
   };
 
   Thread& add_thread();
@@ -316,7 +329,10 @@ class Scheduler {
   // What thread `tid` is doing, from /proc/self/task/<tid>/syscall.
   static std::string activity_of(pid_t tid);
   // Nobody can run: let virtual time or the device move. False: deadlock.
-  bool unblock_by_time();
+  // `self`: the thread deciding, when it is blocked itself.
+  bool unblock_by_time(Thread* self);
+  // With lock_ held: a blocked thread's interruptible wait ends (a signal).
+  void interrupt(Thread& thread);
   static std::uint64_t real_now_ns();
   void refresh_waiters();
   bool any_fd_readable(const Wait& wait);
@@ -328,7 +344,9 @@ class Scheduler {
   // World names it under the interposer's lock, which a caller holding
   // only the scheduler's must not wait for).
   std::string describe_wait(const Thread& thread, bool ask_world = true);
-  static void wait_for_turn(Thread& self);
+  // Waits for self's turn; a signal that interrupts an interruptible wait
+  // makes self runnable (interrupt()) and it waits on for its turn.
+  void wait_for_turn(Thread& self);
   static void hand_to(Thread& next);
 
   // RunLock that marks its holder (a thread-local flag): a signal handler
@@ -380,6 +398,9 @@ class Scheduler {
   // virtual instant it began at, and when in real time (CLOCK_MONOTONIC).
   std::uint64_t outside_wait_at_ = 0;
   std::uint64_t outside_wait_since_ns_ = 0;
+  // An eventfd among the fds of every wait for outside fds: interrupt()
+  // writes it, so that the thread deciding while nobody runs looks again.
+  int kick_fd_ = -1;
   // The watchdog's view: steps_ when it last saw them change, and when.
   std::uint64_t watched_steps_ = 0;
   std::uint64_t watched_since_ns_ = 0;

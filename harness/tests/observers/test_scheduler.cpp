@@ -24,7 +24,9 @@ namespace {
 class QuietWorld : public World {
  public:
   bool fd_readable(int) override { return false; }
-  bool wait_external(const std::vector<int>&, std::uint64_t) override { return false; }
+  Outside wait_external(const std::vector<int>&, std::uint64_t, bool) override {
+    return Outside::quiet;
+  }
   std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
   bool advance_device() override { return false; }
   [[noreturn]] void deadlock(const std::string& report) override {
@@ -213,11 +215,11 @@ class PipeWorld : public QuietWorld {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) > 0;
   }
-  bool wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns) override {
+  Outside wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns, bool) override {
     timeouts.push_back(timeout_ns);
-    if (timeout_ns != kNoDeadline || outside_fd < 0) return false;
+    if (timeout_ns != kNoDeadline || outside_fd < 0) return Outside::quiet;
     EXPECT_EQ(write(outside_fd, "x", 1), 1);
-    return fd_readable(fds.front());
+    return fd_readable(fds.front()) ? Outside::readable : Outside::quiet;
   }
   int outside_fd = -1;
   std::vector<std::uint64_t> timeouts;
