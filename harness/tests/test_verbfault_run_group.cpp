@@ -199,6 +199,35 @@ TEST(VerbfaultRunGroup, EachProcessWritesItsOwnTraceAndTheRunItsHash) {
       << again.output;
 }
 
+// A parallel launcher as the run's one command (a shell standing for
+// mpirun): each rank (OMPI_COMM_WORLD_RANK) is process VERBFAULT_PROC + 1 +
+// rank, with a trace of its own that the run names.
+TEST(VerbfaultRunGroup, EachRankOfALauncherIsAProcessWithItsOwnTrace) {
+  const std::string dir = scratch_dir("ranks");
+  const std::string ranks = "'for r in 0 1; do OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 " +
+                            kProbe + " & done; wait'";
+  ProcessResult r = run_shell("VERBFAULT_FABRIC=private " +
+                              run_group("--seed 5 --trace " + dir + "/trace.jsonl", "sh -c " + ranks));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* index : {"1", "2"}) {
+    const std::string trace = dir + "/trace." + index + ".jsonl";
+    EXPECT_TRUE(contains(read_file(trace), "\"call\":\"alloc_pd\"")) << trace;
+    EXPECT_TRUE(contains(r.output, std::string("verbfault: process ") + index +
+                                       " (a rank sh started): trace " + trace + "\n"))
+        << r.output;
+  }
+  EXPECT_FALSE(contains(read_file(dir + "/trace.jsonl"), "alloc_pd")) << "the launcher's own";
+}
+
+TEST(VerbfaultRunGroup, AMalformedRankVariableStopsTheRankWithOneLine) {
+  ProcessResult r = run_shell("VERBFAULT_FABRIC=private OMPI_COMM_WORLD_RANK=first " +
+                              run_group("--seed 1", kProbe));
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(contains(r.output, "OMPI_COMM_WORLD_RANK='first' is invalid: expected a rank number"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "fabric=")) << "the program must not run\n" << r.output;
+}
+
 // A SIGKILLed process leaves its journal: recovered into its own trace.
 TEST(VerbfaultRunGroup, AKilledProcessesJournalIsRecoveredIntoItsTrace) {
   const std::string dir = scratch_dir("killed");
