@@ -114,12 +114,19 @@ FabricWaiter::Look FabricWaiter::look() {
   return Look::kGaveUp;
 }
 
-bool FabricWaiter::sleep(std::unique_lock<std::mutex>& guard) {
+bool FabricWaiter::sleep(std::unique_lock<std::mutex>& guard, bool interruptible) {
   // A frame wakes the sleeper at once (remote.cpp notifies); quiescence
   // raises no signal, so it is looked for between naps that grow to 1 ms.
-  const Nap nap = nap_in_device(guard, nap_);
+  const auto nap = nap_;
   nap_ = std::min(nap_ * 2, std::chrono::duration_cast<std::chrono::microseconds>(kLongestNap));
-  return nap == Nap::kInterrupted;
+  if (interruptible) return nap_in_device(guard, nap) == Nap::kInterrupted;
+  // The deadline on the real clock, as steady_clock's time point: the
+  // condition waits with pthread_cond_clockwait(CLOCK_MONOTONIC) until
+  // it, while steady_clock::now() itself is the program's virtual clock
+  // under the harness (wire/real_clock.h).
+  Fabric::get().wakeup.wait_until(
+      guard, std::chrono::steady_clock::time_point(wire::RealClock::now().time_since_epoch() + nap));
+  return false;
 }
 
 FabricWait FabricWaiter::finish(FabricWait how) {

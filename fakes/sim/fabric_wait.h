@@ -76,8 +76,10 @@ class FabricWaiter {
   // or nothing can), past the grace period, or wait on.
   Look look();
   // Sleeps a while (released by any frame); whether a signal handler
-  // without SA_RESTART interrupted it.
-  bool sleep(std::unique_lock<std::mutex>& guard);
+  // without SA_RESTART interrupted it (only an `interruptible` sleep is:
+  // it sleeps in device_nap.h's read(2) of a timer, the others on
+  // Fabric::wakeup, whose wake is a futex's).
+  bool sleep(std::unique_lock<std::mutex>& guard, bool interruptible);
   FabricWait finish(FabricWait how);
 
  private:
@@ -105,7 +107,7 @@ FabricWait wait_in_fabric(std::unique_lock<std::mutex>& guard, Ready ready,
       case FabricWaiter::Look::kGaveUp:
         return waiter.finish(FabricWait::kGaveUp);
       case FabricWaiter::Look::kWait:
-        if (waiter.sleep(guard) && interruptible) return waiter.finish(FabricWait::kInterrupted);
+        if (waiter.sleep(guard, interruptible)) return waiter.finish(FabricWait::kInterrupted);
     }
   }
 }

@@ -276,11 +276,21 @@ void* start_scheduled(void* raw) {
   return result;
 }
 
+// A scheduled thread trying a lock-like object, and blocking on it while
+// it cannot take it (Scheduler::begin_lock_wait).
+struct LockWait {
+  LockWait() { sched().begin_lock_wait(); }
+  ~LockWait() { sched().end_lock_wait(); }
+  LockWait(const LockWait&) = delete;
+  LockWait& operator=(const LockWait&) = delete;
+};
+
 // Takes `mutex` for a scheduled thread: a held mutex blocks the thread in
 // the scheduler, never in the kernel. With a deadline on the virtual clock
 // (pthread_mutex_timedlock): ETIMEDOUT once it passed.
 int lock_scheduled(pthread_mutex_t* mutex, const char* call,
                    std::uint64_t deadline = scheduler::kNoDeadline) {
+  const LockWait intent;
   for (;;) {
     const std::uint64_t releases = sched().outside_releases();
     const int result = libc::real().mutex_trylock(mutex);
@@ -346,6 +356,7 @@ int mutex_lock_until(pthread_mutex_t* mutex, clockid_t clock, const timespec& ab
 
 int wait_on_cond(pthread_cond_t* cond, pthread_mutex_t* mutex, std::uint64_t deadline,
                  const char* call) {
+  const LockWait intent;
   const std::uint64_t releases = sched().outside_releases();
   int result = libc::real().mutex_unlock(mutex);
   if (result != 0) return result;
@@ -394,6 +405,7 @@ bool shared_between_processes(const sem_t* sem) {
 // too.
 int rwlock_scheduled(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*),
                      std::uint64_t deadline, const char* call) {
+  const LockWait intent;
   for (;;) {
     const std::uint64_t releases = sched().outside_releases();
     const int result = try_lock(rwlock);
@@ -426,6 +438,7 @@ int rwlock_until(pthread_rwlock_t* rwlock, int (*try_lock)(pthread_rwlock_t*), c
 // in the scheduler until a sem_post wakes it (sem_wait(3)), or the
 // deadline passes (-1, ETIMEDOUT).
 int sem_wait_scheduled(sem_t* sem, std::uint64_t deadline, const char* call) {
+  const LockWait intent;
   for (;;) {
     const std::uint64_t releases = sched().outside_releases();
     if (libc::real().sem_trywait(sem) == 0) return 0;

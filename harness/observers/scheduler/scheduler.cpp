@@ -322,7 +322,10 @@ bool Scheduler::any_fd_readable(const Wait& wait) {
 }
 
 void Scheduler::released_outside(const void* object) {
-  if (!running()) return;
+  // No scheduled thread tries or waits for a lock-like object: none to
+  // wake. (One that begins later tries the lock after this release: the
+  // two seq_cst operations order the release before its try.)
+  if (lock_intents_.load(std::memory_order_seq_cst) == 0 || !running()) return;
   outside_releases_.fetch_add(1, std::memory_order_seq_cst);
   // Nobody blocked on a lock-like object: nothing to record (a waiter that
   // blocks later saw the count move, Wait::outside_releases).

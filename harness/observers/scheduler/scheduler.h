@@ -208,6 +208,12 @@ class Scheduler {
   std::uint64_t outside_releases() const {
     return outside_releases_.load(std::memory_order_seq_cst);
   }
+  // A scheduled thread about to try a lock-like object and maybe block on
+  // it (begin, before it reads outside_releases()), and done with it (end):
+  // while none is, a release outside the schedule has nobody to wake and
+  // costs one load (the harness's own mutexes, at every verbs call).
+  void begin_lock_wait() { lock_intents_.fetch_add(1, std::memory_order_seq_cst); }
+  void end_lock_wait() { lock_intents_.fetch_sub(1, std::memory_order_relaxed); }
 
   // pthread_create: the parent reserves the child's id before creating it,
   // then tells its handle (or that creation failed).
@@ -391,6 +397,7 @@ class Scheduler {
   // all full: every lock-like waiter tries again).
   static constexpr std::size_t kOutsideSlots = 16;
   std::atomic<std::uint64_t> outside_releases_{0};
+  std::atomic<std::uint32_t> lock_intents_{0};
   std::atomic<std::uint32_t> lock_waiters_{0};
   std::atomic<const void*> outside_released_[kOutsideSlots] = {};
   std::atomic<bool> outside_overflow_{false};

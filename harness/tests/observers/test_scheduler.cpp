@@ -425,6 +425,7 @@ TEST(Scheduler, ALockReleasedOutsideTheScheduleWakesItsWaiter) {
     wait.kind = WaitKind::rwlock;
     wait.object = &lock;
     wait.call = "pthread_rwlock_wrlock";
+    scheduler().begin_lock_wait();  // as the front door's wrlock does before its try
     wait.outside_releases = scheduler().outside_releases();
     outside = std::thread([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -432,6 +433,7 @@ TEST(Scheduler, ALockReleasedOutsideTheScheduleWakesItsWaiter) {
       Scheduler::note_release_outside(&lock);
     });
     woken = scheduler().block(wait);
+    scheduler().end_lock_wait();
   }});
   scheduler().stop();
   outside.join();
@@ -450,9 +452,11 @@ TEST(Scheduler, ALockReleasedOutsideBeforeTheBlockEndsItAtOnce) {
     wait.kind = WaitKind::mutex;
     wait.object = &lock;
     wait.call = "pthread_mutex_lock";
+    scheduler().begin_lock_wait();
     wait.outside_releases = scheduler().outside_releases();
     std::thread([&] { Scheduler::note_release_outside(&lock); }).join();
     woken = scheduler().block(wait);  // nobody else could wake it: a deadlock if it blocked
+    scheduler().end_lock_wait();
   }});
   scheduler().stop();
   EXPECT_TRUE(woken);
