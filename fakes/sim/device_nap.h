@@ -1,6 +1,6 @@
-// How a thread sleeps in the simulated device while it waits (for an event
-// in ibv_get_cq_event or ibv_get_async_event, for another process in a
-// poll): in read(2) of a timer of its own, so that a signal interrupts it
+// How a thread sleeps in the simulated device while it waits for an event
+// (ibv_get_cq_event, ibv_get_async_event, and their waits for another
+// process): in read(2) of a timer of its own, so that a signal interrupts it
 // as it interrupts the read(2) of a real channel's fd. The kernel applies
 // the handler's SA_RESTART to that read (signal(7): a read of a "slow"
 // device is restarted with SA_RESTART, else fails with EINTR), so the
