@@ -7,6 +7,7 @@
 #include "process.h"
 #include "replay_file.h"
 #include "report_json.h"
+#include "run_group.h"
 #include "runner.h"
 #include "trace_digest.h"
 
@@ -205,6 +206,14 @@ int conform(const ConformOptions& options) {
     entry.replay = outcome.reproduce;
     entry.trace_hash = outcome.trace_hash;
     reports::TraceDigest digest = reports::digest_trace(runs[index].trace);
+    // A launcher's own trace (mpirun: no verbs call) says nothing: its
+    // first rank's does (process_trace_path).
+    for (std::size_t i = 0; digest.records == 0 && i < kMaxProcessTraces; ++i) {
+      const std::string rank = process_trace_path(runs[index].trace, i);
+      std::error_code missing;
+      if (rank != runs[index].trace && fs::exists(rank, missing))
+        digest = reports::digest_trace(rank);
+    }
     entry.trace_records = digest.records;
     entry.excerpt = std::move(digest.excerpt);
     entry.timeline = std::move(digest.timeline);

@@ -49,9 +49,6 @@ std::map<pid_t, Said> read_summary(const std::string& file) {
   return said;
 }
 
-// The ranks a launcher's job may have on one fabric (wire::kMaxMembers).
-constexpr std::size_t kMaxRankTraces = 64;
-
 std::string program_name(const Command& command) {
   return fs::path(command.front()).filename().string();
 }
@@ -84,7 +81,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   // config.cpp); those of an earlier run under the same name go first, so
   // that the ones found after the run are this run's.
   if (!several && run.trace)
-    for (std::size_t rank = 0; rank < kMaxRankTraces; ++rank) {
+    for (std::size_t rank = 0; rank < kMaxProcessTraces; ++rank) {
       std::error_code ignored;
       const std::string path = process_trace_path(*run.trace, rank);
       if (path != *run.trace && fs::is_regular_file(path, ignored)) fs::remove(path, ignored);
@@ -155,7 +152,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
     if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
     // The ranks' traces, after the launcher's, in rank order (a rank's is
     // named by its process index, VERBFAULT_PROC + 1 + rank).
-    for (std::size_t rank = 0; run.trace && rank < kMaxRankTraces; ++rank) {
+    for (std::size_t rank = 0; run.trace && rank < kMaxProcessTraces; ++rank) {
       std::error_code ignored;
       const std::string path = process_trace_path(*run.trace, rank);
       if (path == *run.trace || !fs::is_regular_file(path, ignored)) continue;

@@ -42,6 +42,9 @@
 namespace verbfault::cli {
 
 using record::process_trace_path;
+// The processes a run may have on one fabric (wire::kMaxMembers): the
+// traces process_trace_path(T, 0 .. kMaxProcessTraces - 1) are looked for.
+inline constexpr std::size_t kMaxProcessTraces = 64;
 
 // The run's trace hash: hash_0, hash_1 ... folded in process order, h = n
 // (the number of processes), then per hash h = splitmix64(h ^ hash_i)

@@ -187,5 +187,29 @@ TEST_F(Conform, AFaultThatNeverFiresIsNotExercised) {
   EXPECT_TRUE(contains(read(report_dir() / "report.xml"), "<skipped message=")) << md;
 }
 
+// A launcher's ranks (a shell standing for mpirun: two samples with
+// OMPI_COMM_WORLD_RANK) trace to files of their own: the faults that fired
+// there count, and the report names their device, not the launcher's none.
+TEST_F(Conform, TheRanksOfALauncherAreWhereItsFaultsFire) {
+  const fs::path battery = dir_ / "ranks.yaml";
+  std::ofstream(battery) << "format: 1\nseeds: 1\nentries:\n"
+                            "  - name: baseline\n    expect: success\n"
+                            "  - name: no_pd\n    fault: verb_failure(alloc_pd,ENOMEM) nth=1\n"
+                            "    expect: clean_failure\n";
+  const std::string sample = SAMPLE_RC;
+  const std::string ranks = "'OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 " + sample +
+                            " & a=$!; OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 " + sample +
+                            "; b=$?; wait $a; exit $(($? | b))'";
+  ProcessResult r =
+      run_shell(std::string(VERBFAULT_CLI) + " conform --jobs 1 --battery " + battery.string() +
+                " --report " + report_dir().string() + " -- sh -c " + ranks);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, ": 2 conform, 0 do not, 0 not exercised")) << r.output;
+  const Report report = this->report();
+  EXPECT_TRUE(contains(report.provider, "vfsim0")) << report.provider;
+  ASSERT_EQ(report.entries.size(), 2u);
+  EXPECT_FALSE(report.entries[1].faults.empty()) << "the ranks' faults were not read";
+}
+
 }  // namespace
 }  // namespace verbfault::testing
