@@ -166,15 +166,32 @@ listens() {
 # Under --verbfault: runs `verbfault run` with the arguments given, its
 # output in $workdir/verbfault.log, within the time limit; a pass needs
 # exit status 0 and no check's finding (the result line is the caller's).
+# Waits until every process in $@ ended, within the caller's $deadline.
+await() {
+  local pid
+  for pid in "$@"; do
+    while running "$pid"; do
+      ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
+      sleep 0.05
+    done
+  done
+}
+
+# Waits until the server $server_pid listens on $port, within $deadline.
+await_listening() {
+  until listens "$server_pid" "$port"; do
+    running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
+    ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
+    sleep 0.05
+  done
+}
+
 run_harnessed() {
   local deadline=$((SECONDS + timeout))
   "$verbfault" run --library "$lib" --seed 1 --trace "$workdir/trace.jsonl" "$@" \
     > "$workdir/verbfault.log" 2>&1 < /dev/null &
   verbfault_pid=$!
-  while running "$verbfault_pid"; do
-    ((SECONDS < deadline)) || fail "still running under verbfault run after ${timeout} s: a hang"
-    sleep 0.05
-  done
+  await "$verbfault_pid"
   wait "$verbfault_pid"; verbfault_rc=$?
   local finding
   finding=$(grep -E '^verbfault: check ' "$workdir/verbfault.log" |
@@ -216,17 +233,10 @@ run_ucx() {
   deadline=$((SECONDS + timeout))
   env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
   server_pid=$!
-  until listens "$server_pid" "$port"; do
-    running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
-    ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
-    sleep 0.05
-  done
+  await_listening
   env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$workdir/client.log" 2>&1 < /dev/null &
   client_pid=$!
-  while running "$server_pid" || running "$client_pid"; do
-    ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
-    sleep 0.05
-  done
+  await "$server_pid" "$client_pid"
   wait "$server_pid"; server_rc=$?
   wait "$client_pid"; client_rc=$?
   ((server_rc == 0)) || fail "the server's exit status is $server_rc"
@@ -283,10 +293,7 @@ run_mpi() {
     -x VERBFAULT_FABRIC="st-$name-$$" -x VERBFAULT_SIM_PROFILE="$profile" -x ASAN_OPTIONS \
     "${pml_args[@]}" "$mpi_program" > "$workdir/mpirun.log" 2>&1 < /dev/null &
   mpirun_pid=$!
-  while running "$mpirun_pid"; do
-    ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
-    sleep 0.05
-  done
+  await "$mpirun_pid"
   wait "$mpirun_pid"; mpirun_rc=$?
   ((mpirun_rc == 0)) || fail "mpirun's exit status is $mpirun_rc"
   check_mpi_result "$log" "$ranks"
@@ -323,18 +330,11 @@ run_qperf() {
     env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE=ib VERBFAULT_PROC=0 \
       "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
     server_pid=$!
-    until listens "$server_pid" "$port"; do
-      running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened on port $port"; }
-      ((SECONDS < deadline)) || fail "the server did not listen on port $port within ${timeout} s"
-      sleep 0.05
-    done
+    await_listening
     env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE=ib VERBFAULT_PROC=1 \
       "${client[@]}" > "$log" 2>&1 < /dev/null &
     client_pid=$!
-    while running "$client_pid"; do
-      ((SECONDS < deadline)) || fail "still running after ${timeout} s: a hang"
-      sleep 0.05
-    done
+    await "$client_pid"
     wait "$client_pid"; client_rc=$?
     ((client_rc == 0)) || fail "the client's exit status is $client_rc"
   fi
