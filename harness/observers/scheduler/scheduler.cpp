@@ -388,8 +388,10 @@ void Scheduler::refresh_waiters() {
     }
   }
   // Recounted at every decision (a wake of any kind may have ended a
-  // lock-like wait); block() adds its own before it blocks.
-  lock_waiters_.store(lock_waiters, std::memory_order_seq_cst);
+  // lock-like wait); block() adds its own before it blocks. Stored only
+  // when it changed: a seq_cst store is a full fence, at every verbs call.
+  if (lock_waiters_.load(std::memory_order_relaxed) != lock_waiters)
+    lock_waiters_.store(lock_waiters, std::memory_order_seq_cst);
 }
 
 Scheduler::Thread* Scheduler::choose(Thread* self, bool yielding) {
