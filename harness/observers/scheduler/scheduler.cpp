@@ -303,10 +303,7 @@ void Scheduler::interrupt(Thread& thread) {
   thread.interrupted = true;
   // The thread deciding while nobody runs may be waiting for outside fds:
   // it looks again.
-  if (kick_fd_ >= 0) {
-    const std::uint64_t one = 1;
-    (void)!::write(kick_fd_, &one, sizeof one);
-  }
+  kick();
 }
 
 bool Scheduler::interrupted() {
@@ -537,9 +534,20 @@ bool Scheduler::any_escaped() const {
 bool Scheduler::rejoin(Thread& self) {
   if (self.status != Status::escaped) return true;
   self.status = Status::runnable;
-  if (holder_ != nullptr) return false;
-  holder_ = &self;
-  return true;
+  if (holder_ == nullptr) {
+    holder_ = &self;
+    return true;
+  }
+  // The holder may be deciding while nobody could run, waiting for outside
+  // fds (unblock_by_time): it looks again, and finds this thread runnable.
+  kick();
+  return false;
+}
+
+void Scheduler::kick() {
+  if (kick_fd_ < 0) return;
+  const std::uint64_t one = 1;
+  (void)!::write(kick_fd_, &one, sizeof one);
 }
 
 void Scheduler::point(bool yielding) {

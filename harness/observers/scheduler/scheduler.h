@@ -339,6 +339,9 @@ class Scheduler {
   bool unblock_by_time(Thread* self);
   // With lock_ held: a blocked thread's interruptible wait ends (a signal).
   void interrupt(Thread& thread);
+  // Wakes the thread that waits for outside fds while nobody runs
+  // (kick_fd_), so that it looks at the threads again.
+  void kick();
   static std::uint64_t real_now_ns();
   void refresh_waiters();
   bool any_fd_readable(const Wait& wait);
@@ -405,8 +408,9 @@ class Scheduler {
   // virtual instant it began at, and when in real time (CLOCK_MONOTONIC).
   std::uint64_t outside_wait_at_ = 0;
   std::uint64_t outside_wait_since_ns_ = 0;
-  // An eventfd among the fds of every wait for outside fds: interrupt()
-  // writes it, so that the thread deciding while nobody runs looks again.
+  // An eventfd among the fds of every wait for outside fds: interrupt() and
+  // an escaped thread's rejoin() write it, so that the thread deciding
+  // while nobody runs looks again.
   int kick_fd_ = -1;
   // The watchdog's view: steps_ when it last saw them change, and when.
   std::uint64_t watched_steps_ = 0;
