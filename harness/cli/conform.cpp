@@ -208,11 +208,9 @@ int conform(const ConformOptions& options) {
     reports::TraceDigest digest = reports::digest_trace(runs[index].trace);
     // A launcher's own trace (mpirun: no verbs call) says nothing: its
     // first rank's does (process_trace_path).
-    for (std::size_t i = 0; digest.records == 0 && i < kMaxProcessTraces; ++i) {
-      const std::string rank = process_trace_path(runs[index].trace, i);
-      std::error_code missing;
-      if (rank != runs[index].trace && fs::exists(rank, missing))
-        digest = reports::digest_trace(rank);
+    for (const auto& [process, path] : existing_process_traces(runs[index].trace)) {
+      if (digest.records != 0) break;
+      digest = reports::digest_trace(path);
     }
     entry.trace_records = digest.records;
     entry.excerpt = std::move(digest.excerpt);

@@ -67,6 +67,16 @@ std::uint64_t combined_trace_hash(const std::vector<std::uint64_t>& hashes) {
   return h;
 }
 
+std::vector<std::pair<std::size_t, std::string>> existing_process_traces(const std::string& trace) {
+  std::vector<std::pair<std::size_t, std::string>> found;
+  for (std::size_t i = 0; i < kMaxProcessTraces; ++i) {
+    std::error_code ignored;
+    std::string path = process_trace_path(trace, i);
+    if (path != trace && fs::is_regular_file(path, ignored)) found.emplace_back(i, std::move(path));
+  }
+  return found;
+}
+
 CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun& run) {
   const bool several = commands.size() > 1;
   // Each group of processes its own fabric (--check-determinism runs two).
@@ -81,10 +91,9 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   // config.cpp); those of an earlier run under the same name go first, so
   // that the ones found after the run are this run's.
   if (!several && run.trace)
-    for (std::size_t rank = 0; rank < kMaxProcessTraces; ++rank) {
+    for (const auto& [index, path] : existing_process_traces(*run.trace)) {
       std::error_code ignored;
-      const std::string path = process_trace_path(*run.trace, rank);
-      if (path != *run.trace && fs::is_regular_file(path, ignored)) fs::remove(path, ignored);
+      fs::remove(path, ignored);
     }
 
   CommandsEnd end;
@@ -152,16 +161,14 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
     if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
     // The ranks' traces, after the launcher's, in rank order (a rank's is
     // named by its process index, VERBFAULT_PROC + 1 + rank).
-    for (std::size_t rank = 0; run.trace && rank < kMaxProcessTraces; ++rank) {
-      std::error_code ignored;
-      const std::string path = process_trace_path(*run.trace, rank);
-      if (path == *run.trace || !fs::is_regular_file(path, ignored)) continue;
-      if (!recover_journal(path, ends.front().status, "process " + std::to_string(rank)))
-        end.status = kExitUsage;
-      end.traces.push_back(path);
-      std::fprintf(stderr, "verbfault: process %zu (a rank %s started): trace %s\n", rank,
-                   members[0].name.c_str(), path.c_str());
-    }
+    if (run.trace)
+      for (const auto& [index, path] : existing_process_traces(*run.trace)) {
+        if (!recover_journal(path, ends.front().status, "process " + std::to_string(index)))
+          end.status = kExitUsage;
+        end.traces.push_back(path);
+        std::fprintf(stderr, "verbfault: process %zu (a rank %s started): trace %s\n", index,
+                     members[0].name.c_str(), path.c_str());
+      }
     return end;
   }
 

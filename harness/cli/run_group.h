@@ -37,6 +37,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace verbfault::cli {
@@ -45,6 +46,11 @@ using record::process_trace_path;
 // The processes a run may have on one fabric (wire::kMaxMembers): the
 // traces process_trace_path(T, 0 .. kMaxProcessTraces - 1) are looked for.
 inline constexpr std::size_t kMaxProcessTraces = 64;
+
+// The process traces of a run traced to `trace` that exist, as (process
+// index, path), in index order: a group's (0..N-1) or a launcher's ranks'
+// (1..N), never `trace` itself.
+std::vector<std::pair<std::size_t, std::string>> existing_process_traces(const std::string& trace);
 
 // The run's trace hash: hash_0, hash_1 ... folded in process order, h = n
 // (the number of processes), then per hash h = splitmix64(h ^ hash_i)

@@ -97,12 +97,9 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
   // The processes' own traces beside it: a group's (0..N-1), or a
   // launcher's ranks' (1..N: the launcher is process 0 and traces to T).
   std::vector<fs::path> traces = {trace};
-  std::error_code missing;
-  for (std::size_t i = 0; i < kMaxProcessTraces; ++i) {
-    const std::string path = process_trace_path(trace, i);
-    if (path == trace || !fs::exists(path, missing)) continue;
-    traces.resize(i + 2);  // traces[p + 1] is process p's; the gaps stay empty
-    traces[i + 1] = path;
+  for (const auto& [index, path] : existing_process_traces(trace)) {
+    traces.resize(index + 2);  // traces[p + 1] is process p's; the gaps stay empty
+    traces[index + 1] = path;
   }
   for (std::size_t process = 0; process < traces.size(); ++process) {
     if (traces[process].empty()) continue;
