@@ -331,6 +331,11 @@ int device_threads() {
 // application (it must not unmark a waiting process, count a call, or
 // take a step).
 bool advance_clock() {
+  // Not Fabric::get() before the fabric exists: a process that waits before
+  // it opens a device (a server in accept(2) that forks a child per
+  // client, as qperf's) must not join the fabric by asking, or its
+  // children would be born outside it (Fabric::leave_after_fork).
+  if (!Fabric::exists()) return false;
   Lock guard(Fabric::get().mutex);
   Fabric& fabric = Fabric::get();
   // Not FabricWaiter::applies(): the thread scheduler calls this under its
@@ -357,6 +362,19 @@ bool advance_clock() {
 
 bool waiting_for_another_process() {
   return FabricWaiter::in_progress();
+}
+
+void idle_outside(bool idle) {
+  if (!Fabric::exists()) return;
+  Lock guard(Fabric::get().mutex);
+  Fabric& fabric = Fabric::get();
+  if (idle) {
+    fabric.mark_waiting();
+  } else if (!FabricWaiter::in_progress()) {
+    // No device wait of ours holds the mark (the scheduler's decider
+    // calls this while every application thread waits: none can be).
+    fabric.stop_waiting();
+  }
 }
 
 bool shares_fabric() {

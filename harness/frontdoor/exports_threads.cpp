@@ -256,8 +256,33 @@ ssize_t read(int fd, void* buffer, size_t count) {
   return thread_calls::read(fd, buffer, count, VERBFAULT_CALLER);
 }
 
-// What a program built with _FORTIFY_SOURCE calls instead of poll, ppoll
-// and read: glibc's size checks (debug/poll_chk.c, debug/read_chk.c), then
+// accept(2) is accept4(2) without flags, in glibc as here.
+int accept(int fd, sockaddr* address, socklen_t* length) {
+  return thread_calls::accept4(fd, address, length, 0, VERBFAULT_CALLER);
+}
+
+int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
+  return thread_calls::accept4(fd, address, length, flags, VERBFAULT_CALLER);
+}
+
+// recv(2) is recvfrom(2) without an address, in glibc as here.
+ssize_t recv(int fd, void* buffer, size_t length, int flags) {
+  return thread_calls::recvfrom(fd, buffer, length, flags, nullptr, nullptr, VERBFAULT_CALLER);
+}
+
+ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
+                 socklen_t* address_length) {
+  return thread_calls::recvfrom(fd, buffer, length, flags, address, address_length,
+                                VERBFAULT_CALLER);
+}
+
+ssize_t recvmsg(int fd, msghdr* message, int flags) {
+  return thread_calls::recvmsg(fd, message, flags, VERBFAULT_CALLER);
+}
+
+// What a program built with _FORTIFY_SOURCE calls instead of poll, ppoll,
+// read, recv and recvfrom: glibc's size checks (debug/poll_chk.c,
+// debug/read_chk.c, debug/recv_chk.c, debug/recvfrom_chk.c), then
 // the same as the plain calls.
 [[noreturn]] void __chk_fail();
 
@@ -275,6 +300,18 @@ int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* 
 ssize_t __read_chk(int fd, void* buffer, size_t count, size_t buffer_length) {
   if (count > buffer_length) __chk_fail();
   return thread_calls::read(fd, buffer, count, VERBFAULT_CALLER);
+}
+
+ssize_t __recv_chk(int fd, void* buffer, size_t length, size_t buffer_length, int flags) {
+  if (length > buffer_length) __chk_fail();
+  return thread_calls::recvfrom(fd, buffer, length, flags, nullptr, nullptr, VERBFAULT_CALLER);
+}
+
+ssize_t __recvfrom_chk(int fd, void* buffer, size_t length, size_t buffer_length, int flags,
+                       sockaddr* address, socklen_t* address_length) {
+  if (length > buffer_length) __chk_fail();
+  return thread_calls::recvfrom(fd, buffer, length, flags, address, address_length,
+                                VERBFAULT_CALLER);
 }
 
 }  // extern "C"

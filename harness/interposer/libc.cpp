@@ -114,6 +114,9 @@ Functions resolve() {
   find(f.select, "select", "GLIBC_2.2.5");
   find(f.pselect, "pselect", "GLIBC_2.2.5");
   find(f.read, "read", "GLIBC_2.2.5");
+  find(f.accept4, "accept4", "GLIBC_2.10");
+  find(f.recvfrom, "recvfrom", "GLIBC_2.2.5");
+  find(f.recvmsg, "recvmsg", "GLIBC_2.2.5");
   find(f.create, "pthread_create", "GLIBC_2.34");
   find(f.join, "pthread_join", "GLIBC_2.34");
   find(f.exit, "pthread_exit", "GLIBC_2.2.5");

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,9 @@ struct Functions {
   int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);
   int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
   ssize_t (*read)(int, void*, size_t);
+  int (*accept4)(int, sockaddr*, socklen_t*, int);
+  ssize_t (*recvfrom)(int, void*, size_t, int, sockaddr*, socklen_t*);
+  ssize_t (*recvmsg)(int, msghdr*, int);
   int (*create)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   int (*join)(pthread_t, void**);
   void (*exit)(void*);  // pthread_exit: never returns (clang takes no [[noreturn]] here)

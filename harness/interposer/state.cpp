@@ -185,10 +185,13 @@ bool State::alone() const {
 bool State::may_block_in_device() {
   // Bounded: the device asks under its own lock, which the scheduler takes
   // under the scheduler's (advance_device).
-  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle(true);
+  if (scheduler::scheduler().running())
+    return scheduler::scheduler().others_idle(/*bounded=*/true, /*outside_waits_idle=*/true);
   // The device asks only once its service thread runs: the application's
-  // one thread and that one.
-  return thread_count() == 2 + thread_calls::harness_threads();
+  // one thread and that one; its threads blocked in a wait for fds or in
+  // accept(2) make no verbs call until the world outside wakes them
+  // (libfabric's name server thread waits in accept for the whole run).
+  return thread_count() - thread_calls::outside_waiters() == 2 + thread_calls::harness_threads();
 }
 
 bool State::others_may_ack() {

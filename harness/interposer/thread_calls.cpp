@@ -80,13 +80,26 @@ class HarnessWorld final : public scheduler::World {
                                (timeout_ns + 999'999) / 1'000'000, 1'000'000));
     // The simulated device of a process with peers acts at quiescence
     // (sim/fabric_wait.h), which raises no fd: look again every ms.
-    if (provider::shares_fabric()) timeout_ms = timeout_ms < 0 ? 1 : std::min(timeout_ms, 1);
-    if (interruptible) return wait_interruptibly(polled, timeout_ms);
-    int result;
-    while ((result = libc::real().poll(polled.data(), polled.size(), timeout_ms)) < 0 &&
-           errno == EINTR) {
+    // Meanwhile no thread of the process can make a verbs call before
+    // the world outside acts: to its peers the device waits (a peer
+    // waiting for it sees quiescence, not a member outside verbs).
+    const bool shares = provider::shares_fabric();
+    if (shares) {
+      timeout_ms = timeout_ms < 0 ? 1 : std::min(timeout_ms, 1);
+      provider::idle_outside(true);
     }
-    return result > 0 ? Outside::readable : Outside::quiet;
+    Outside outside;
+    if (interruptible) {
+      outside = wait_interruptibly(polled, timeout_ms);
+    } else {
+      int result;
+      while ((result = libc::real().poll(polled.data(), polled.size(), timeout_ms)) < 0 &&
+             errno == EINTR) {
+      }
+      outside = result > 0 ? Outside::readable : Outside::quiet;
+    }
+    if (shares) provider::idle_outside(false);
+    return outside;
   }
   // For a thread whose own wait is read(2)-like: poll(2) fails with EINTR
   // for every handler, SA_RESTART or not (signal(7)), so the fds are
@@ -1092,8 +1105,48 @@ int sem_post(sem_t* sem, const void* caller) {
   return 0;
 }
 
+// Application threads blocked in a wait for fds without the scheduler
+// (outside_waiters()); relaxed: a snapshot, read by a thread about to wait
+// in the device, whose own calls order nothing else.
+std::atomic<int> g_outside_waiters{0};
+
+// Counts the calling thread in g_outside_waiters for its scope, when the
+// call may block and comes from the program (the harness's wire thread and
+// libibverbs wait in epoll and poll too; they are counted apart,
+// harness_threads() and provider::device_threads()).
+class OutsideWait {
+ public:
+  OutsideWait(const void* caller, bool may_block)
+      : counted_(may_block && !called_from_rdma_stack(caller)) {
+    if (counted_) g_outside_waiters.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~OutsideWait() {
+    if (counted_) g_outside_waiters.fetch_sub(1, std::memory_order_relaxed);
+  }
+  OutsideWait(const OutsideWait&) = delete;
+  OutsideWait& operator=(const OutsideWait&) = delete;
+
+ private:
+  const bool counted_;
+};
+
+bool may_block(const timespec* timeout) {
+  return timeout == nullptr || timeout->tv_sec != 0 || timeout->tv_nsec != 0;
+}
+
+bool may_block(const timeval* timeout) {
+  return timeout == nullptr || timeout->tv_sec != 0 || timeout->tv_usec != 0;
+}
+
+int outside_waiters() {
+  return g_outside_waiters.load(std::memory_order_relaxed);
+}
+
 int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller) {
-  if (!scheduled(caller)) return libc::for_caller(caller).poll(fds, n, timeout_ms);
+  if (!scheduled(caller)) {
+    const OutsideWait counted(caller, timeout_ms != 0);
+    return libc::for_caller(caller).poll(fds, n, timeout_ms);
+  }
   const FdList watched = fds_of(fds, n);
   return wait_on_fds(
       watched, watched, ns_of_ms(timeout_ms), "poll",
@@ -1103,8 +1156,10 @@ int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller) {
 
 int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
           const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && !valid(*timeout)))
+  if (!scheduled(caller) || (timeout != nullptr && !valid(*timeout))) {
+    const OutsideWait counted(caller, may_block(timeout));
     return libc::for_caller(caller).ppoll(fds, n, timeout, sigmask);
+  }
   const FdList watched = fds_of(fds, n);
   const timespec zero{0, 0};
   return wait_on_fds(
@@ -1114,8 +1169,10 @@ int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmas
 }
 
 int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller) {
-  if (!scheduled(caller))
+  if (!scheduled(caller)) {
+    const OutsideWait counted(caller, timeout_ms != 0);
     return libc::for_caller(caller).epoll_wait(epfd, events, max_events, timeout_ms);
+  }
   return epoll_scheduled(
       epfd, events, max_events, ns_of_ms(timeout_ms), nullptr, "epoll_wait",
       [&] { return libc::for_caller(caller).epoll_wait(epfd, events, max_events, timeout_ms); });
@@ -1123,8 +1180,10 @@ int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, co
 
 int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
                 const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller))
+  if (!scheduled(caller)) {
+    const OutsideWait counted(caller, timeout_ms != 0);
     return libc::for_caller(caller).epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
+  }
   return epoll_scheduled(
       epfd, events, max_events, ns_of_ms(timeout_ms), sigmask, "epoll_pwait", [&] {
         return libc::for_caller(caller).epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
@@ -1133,8 +1192,10 @@ int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
 
 int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
                  const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout)))) {
+    const OutsideWait counted(caller, may_block(timeout));
     return libc::for_caller(caller).epoll_pwait2(epfd, events, max_events, timeout, sigmask);
+  }
   return epoll_scheduled(
       epfd, events, max_events, ns_of_timeout(timeout), sigmask, "epoll_pwait2", [&] {
         return libc::for_caller(caller).epoll_pwait2(epfd, events, max_events, timeout, sigmask);
@@ -1143,8 +1204,10 @@ int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* 
 
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,
            const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0)))
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0))) {
+    const OutsideWait counted(caller, may_block(timeout));
     return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
+  }
   const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
   if (!watched.read_only)
     return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
@@ -1171,8 +1234,10 @@ int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timev
 
 int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
             const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout)))) {
+    const OutsideWait counted(caller, may_block(timeout));
     return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
+  }
   const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
   if (!watched.read_only)
     return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
@@ -1193,6 +1258,26 @@ int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, cons
       });
 }
 
+namespace {
+
+bool blocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_NONBLOCK) == 0;
+}
+
+// A scheduled thread's blocking read-like call on a fd that is not a verbs
+// event fd (a socket, a pipe, a listening socket): it waits as poll(2) for
+// the fd to be readable (modelled, fed from outside: the others run, and
+// the process counts as waiting in its device while all wait), then the
+// call itself returns at once, or blocks as the kernel's would when
+// another thread took what came first. False: poll failed (errno set).
+bool await_readable(int fd, const void* caller) {
+  pollfd one{fd, POLLIN, 0};
+  return poll(&one, 1, -1, caller) >= 0;
+}
+
+}  // namespace
+
 ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
   // Only a read that would block is looked at: a non-blocking fd, or one
   // with something to read, is the C library's at once. The registry is
@@ -1201,19 +1286,54 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
   // interposer's lock (State::replay_line), and a file is always readable.
   // The poll costs a system call (a 1-byte read of /dev/zero by a
   // scheduled thread: 615 ns, 240 ns without the scheduler).
-  if (scheduled(caller) && !HarnessWorld::poll_readable(fd)) {
-    const int flags = fcntl(fd, F_GETFL);
-    if (flags >= 0 && (flags & O_NONBLOCK) == 0 && world.event_fds(&fd, 1).any) {
+  if (scheduled(caller) && !HarnessWorld::poll_readable(fd) && blocking(fd)) {
+    if (world.event_fds(&fd, 1).any) {
       Readable readable;
-      while ((readable = wait_readable(fd, "read")) == Readable::held)
-        release_held_for_waiter(fd);
+      while ((readable = wait_readable(fd, "read")) == Readable::held) release_held_for_waiter(fd);
       if (readable == Readable::interrupted) {
         errno = EINTR;
         return -1;
       }
+    } else if (!await_readable(fd, caller)) {
+      return -1;
     }
   }
   return libc::for_caller(caller).read(fd, buffer, count);
+}
+
+int accept4(int fd, sockaddr* address, socklen_t* length, int flags, const void* caller) {
+  // A connection to take is a readable listening socket (accept(2)).
+  if (scheduled(caller)) {
+    if (!HarnessWorld::poll_readable(fd) && blocking(fd) && !await_readable(fd, caller)) return -1;
+    return libc::for_caller(caller).accept4(fd, address, length, flags);
+  }
+  const OutsideWait counted(caller, true);
+  return libc::for_caller(caller).accept4(fd, address, length, flags);
+}
+
+ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
+                 socklen_t* address_length, const void* caller) {
+  const bool may_block = (flags & MSG_DONTWAIT) == 0;
+  if (scheduled(caller)) {
+    if (may_block && !HarnessWorld::poll_readable(fd) && blocking(fd) &&
+        !await_readable(fd, caller))
+      return -1;
+    return libc::for_caller(caller).recvfrom(fd, buffer, length, flags, address, address_length);
+  }
+  const OutsideWait counted(caller, may_block);
+  return libc::for_caller(caller).recvfrom(fd, buffer, length, flags, address, address_length);
+}
+
+ssize_t recvmsg(int fd, msghdr* message, int flags, const void* caller) {
+  const bool may_block = (flags & MSG_DONTWAIT) == 0;
+  if (scheduled(caller)) {
+    if (may_block && !HarnessWorld::poll_readable(fd) && blocking(fd) &&
+        !await_readable(fd, caller))
+      return -1;
+    return libc::for_caller(caller).recvmsg(fd, message, flags);
+  }
+  const OutsideWait counted(caller, may_block);
+  return libc::for_caller(caller).recvmsg(fd, message, flags);
 }
 
 }  // namespace verbfault::interposer::thread_calls

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +123,23 @@ int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timev
 int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
             const sigset_t* sigmask, const void* caller);
 ssize_t read(int fd, void* buffer, size_t count, const void* caller);
+// accept(2) on a blocking listening socket: a scheduled thread waits for
+// it to be readable as poll does (modelled, fed from outside), then
+// accepts.
+int accept4(int fd, sockaddr* address, socklen_t* length, int flags, const void* caller);
+// recv(2), recvfrom(2), recvmsg(2) on a blocking socket, without
+// MSG_DONTWAIT: the same (recv is recvfrom without an address).
+ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
+                 socklen_t* address_length, const void* caller);
+ssize_t recvmsg(int fd, msghdr* message, int flags, const void* caller);
+
+// Application threads blocked now, without the thread scheduler, in a wait
+// for fds (poll, epoll, select with a timeout) or in accept(2): such a
+// thread makes no verbs call until something outside the process wakes
+// it (libfabric's name server thread in accept, an event loop).
+// State::may_block_in_device counts them out of the threads that could
+// run. Lock-free; a snapshot.
+int outside_waiters();
 
 // Whether the calling thread is scheduled and the call comes from the
 // program: the calls that are scheduling points.

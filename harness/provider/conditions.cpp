@@ -61,6 +61,10 @@ bool waiting_for_another_process() {
   return sim::waiting_for_another_process();
 }
 
+void idle_outside(bool idle) {
+  sim::idle_outside(idle);
+}
+
 bool timing_notes_pending() {
   return sim::timing_notes_pending();
 }

@@ -31,6 +31,10 @@ bool shares_fabric();
 // Whether a thread waits in the simulated device for another process (a
 // wait with a grace period of its own).
 bool waiting_for_another_process();
+// Every application thread waits for something from outside the process
+// (true; false when the wait ended): the simulated device counts as
+// waiting for its peers' quiescence meanwhile (sim/provider.h).
+void idle_outside(bool idle);
 // Where the wall clock decided something in the simulated device (a wait
 // for another process that gave up): whether notes wait (one load), and
 // taking them, oldest first.

@@ -1,13 +1,16 @@
 // A thread that blocks where the harness cannot see: a reader thread waits
-// in read(2) on a socket; the main thread sleeps a little (virtual time),
-// makes verbs calls, then writes the byte the reader waits for and joins
-// it. The reader holds the scheduler's baton inside read(), which no
+// in the read system call on a socket, made with syscall(2) (a read(3) of
+// a socket through the C library is a modelled wait: it waits as poll(2)
+// does); the main thread sleeps a little (virtual time), makes verbs
+// calls, then writes the byte the reader waits for and joins it. The
+// reader holds the scheduler's baton inside the system call, which no
 // scheduling point models: the watchdog must release it (the run goes on,
 // and says it is no longer deterministic from there), or the run would
 // hang. Exit status 0 when the reader got the byte.
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,7 +28,7 @@ void* reader(void*) {
   started = true;
   pthread_cond_signal(&started_cond);
   pthread_mutex_unlock(&mutex);
-  if (read(sockets[1], &received, 1) != 1) std::perror("escape_read: read");
+  if (syscall(SYS_read, sockets[1], &received, 1) != 1) std::perror("escape_read: read");
   return nullptr;
 }
 

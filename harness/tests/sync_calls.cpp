@@ -19,6 +19,11 @@
 //   sync_calls pipe       a worker posts, reaps and writes a byte to a pipe
 //                         per request; an event loop waits for the pipe in
 //                         poll(2) (no verbs fd among its fds)
+//   sync_calls socket     the same over a UNIX stream socket: the event loop
+//                         waits in accept(2) for the worker's connection,
+//                         then in recv(2), read(2) and recvmsg(2) for a
+//                         byte per request (blocking calls on a socket,
+//                         which the scheduler models as poll(2) waits)
 //   sync_calls alarm      the main thread blocks in ibv_get_cq_event while
 //                         a real-time SIGALRM comes every 20 ms (its handler
 //                         without SA_RESTART): the call fails with EINTR,
@@ -48,6 +53,8 @@
 #include <sys/time.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -518,6 +525,69 @@ bool pipe_mode() {
   return ok;
 }
 
+// ---- socket -----------------------------------------------------------------
+
+int listener = -1;
+sockaddr_un listener_address{};
+
+void* socket_worker(void*) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&listener_address),
+                        sizeof listener_address) != 0)
+    return &failed;
+  for (int r = 0; r < kWrites; ++r) {
+    if (!post_write(r) || !reap_one() || send(fd, "x", 1, 0) != 1) return &failed;
+  }
+  close(fd);
+  return nullptr;
+}
+
+// Blocks in accept(2), then in recv(2), read(2) and recvmsg(2) in turn:
+// each a wait for a socket alone, fed from outside the process.
+void* socket_loop(void*) {
+  const int fd = accept(listener, nullptr, nullptr);
+  if (fd < 0) return &failed;
+  for (int r = 0; r < kWrites; ++r) {
+    char byte = 0;
+    ssize_t got = 0;
+    if (r % 3 == 0) {
+      got = recv(fd, &byte, 1, 0);
+    } else if (r % 3 == 1) {
+      got = read(fd, &byte, 1);
+    } else {
+      iovec part{&byte, 1};
+      msghdr message{};
+      message.msg_iov = &part;
+      message.msg_iovlen = 1;
+      got = recvmsg(fd, &message, 0);
+    }
+    if (got != 1 || byte != 'x') return &failed;
+  }
+  close(fd);
+  return nullptr;
+}
+
+void* socket_role(void* raw) {
+  return *static_cast<long*>(raw) == 0 ? socket_loop(nullptr) : socket_worker(nullptr);
+}
+
+bool socket_mode() {
+  // An abstract name (unix(7)): nothing to clean up; the pid keeps
+  // parallel runs apart.
+  listener_address.sun_family = AF_UNIX;
+  std::snprintf(listener_address.sun_path + 1, sizeof listener_address.sun_path - 1,
+                "sync_calls-%d", static_cast<int>(getpid()));
+  listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0 ||
+      bind(listener, reinterpret_cast<const sockaddr*>(&listener_address),
+           sizeof listener_address) != 0 ||
+      listen(listener, 1) != 0)
+    return false;
+  const bool ok = run_threads(2, socket_role) && !failed && landed();
+  close(listener);
+  return ok;
+}
+
 // ---- alarm ------------------------------------------------------------------
 
 int alarm_pipe[2];
@@ -642,6 +712,8 @@ int main(int argc, char** argv) {
     ok = spin_mode();
   else if (mode == "pipe")
     ok = pipe_mode();
+  else if (mode == "socket")
+    ok = socket_mode();
   else if (mode == "deadlock")
     ok = deadlock_mode();
   else if (mode == "forever")

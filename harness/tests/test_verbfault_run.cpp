@@ -383,8 +383,9 @@ TEST(VerbfaultRun, ThreadsOptionChoosesTheSchedulerAndIsOnTheReplayLine) {
 
 TEST(VerbfaultRun,
      AThreadBlockedOutsideTheHarnessIsReleasedAndTheRunSaysItIsNoLongerDeterministic) {
-  // The reader thread waits in read(2) on a socket while the main thread
-  // sleeps on the virtual clock: only the watchdog can let the run go on.
+  // The reader thread waits in the read system call on a socket (made with
+  // syscall(2), which no interposer sees) while the main thread sleeps on
+  // the virtual clock: only the watchdog can let the run go on.
   const std::string trace = ::testing::TempDir() + "escape_read.jsonl";
   ProcessResult r = run_shell("VERBFAULT_THREADS=pct:escape=50 " +
                               verbfault_run("--seed 3 --trace " + trace, ESCAPE_READ));
@@ -540,14 +541,16 @@ TEST(VerbfaultRun, ASignalWithoutRestartEndsABlockedGetCqEventWithEintr) {
     ProcessResult r = run_shell(
         verbfault_run("--seed " + std::to_string(seed), std::string(SYNC_CALLS) + " alarm"));
     EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "the first ibv_get_cq_event returned -1 (Interrupted system call)"))
+    EXPECT_TRUE(
+        contains(r.output, "the first ibv_get_cq_event returned -1 (Interrupted system call)"))
         << r.output;
     EXPECT_TRUE(contains(r.output, "sync_calls alarm: OK")) << r.output;
   }
 }
 
 TEST(VerbfaultRun, ASignalWithRestartLeavesABlockedGetCqEventWaiting) {
-  ProcessResult r = run_shell(verbfault_run("--seed 1", std::string(SYNC_CALLS) + " alarm_restart"));
+  ProcessResult r =
+      run_shell(verbfault_run("--seed 1", std::string(SYNC_CALLS) + " alarm_restart"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "the first ibv_get_cq_event returned 0 (an event)")) << r.output;
   EXPECT_TRUE(contains(r.output, "sync_calls alarm_restart: OK")) << r.output;
@@ -557,6 +560,15 @@ TEST(VerbfaultRun, ASignalWithRestartLeavesABlockedGetCqEventWaiting) {
 // that writes it runs meanwhile, and nobody leaves the schedule.
 TEST(VerbfaultRun, AnEventLoopWaitingOnAPipeReplaysBySeed) {
   sync_calls_by_seed("pipe");
+}
+
+// accept(2), recv(2), read(2) and recvmsg(2) blocking on a socket are
+// waits for it to be readable, the scheduler's as poll's: the worker that
+// connects and writes runs meanwhile (blocked in the kernel, the loop
+// would hold the baton until the watchdog released it: "not
+// deterministic").
+TEST(VerbfaultRun, AnEventLoopBlockedInAcceptAndRecvOnASocketReplaysBySeed) {
+  sync_calls_by_seed("socket");
 }
 
 // pthread_mutex_timedlock and sem_timedwait time out on the virtual clock:

@@ -24,6 +24,16 @@
 # then context#0 at ibv_close_device) is expected of each side and checked,
 # and no other.
 #
+# TEST fi_info_<profile>: `fi_info -p verbs`, one process. A pass: it
+# lists vfsim0 as a verbs MSG domain and vfsim0-dgram as a DGRAM domain
+# with the RDM endpoint of libfabric's RXD layer on it (verbs;ofi_rxd).
+#
+# TEST fi_rdm_pingpong_<profile>: `fi_pingpong -p verbs -e rdm -c` (RXD
+# over UD; -c checks every byte) between two processes, every size from
+# 64 B to 1 MiB. A pass: both exit 0 and the client's row of each size
+# counts the iterations asked for, sent and acknowledged, with a positive
+# bandwidth at 1 MiB.
+#
 # TEST mpi_<pml>_np<N>_<profile>: `mpirun -np N` of --mpi-program
 # (mpi_pingpong.c: 1 MiB there and back between ranks 0 and 1, then an
 # allreduce) with Open MPI's pml ucx (UCX as above), or pml ob1 with the
@@ -60,6 +70,7 @@ qperf_tests=(rc_bi_bw rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_writ
              rc_rdma_write_lat rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr
              ver_rc_compare_swap ver_rc_fetch_add uc_bi_bw uc_bw uc_lat uc_rdma_write_bw
              uc_rdma_write_lat uc_rdma_write_poll_lat ud_bi_bw ud_bw ud_lat)
+fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
@@ -71,7 +82,8 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                ucx_ucp_get_4k_ud_ib ucx_ucp_am_bw_4k_rc_ib ucx_ucp_am_bw_4k_ud_ib
                ucx_ucp_put_bw_1m_rc_roce ucx_tag_lat_8_ud_roce mpi_ucx_np2_ib mpi_ucx_np4_roce
                mpi_ob1_np2_ib qperf_rc_lat qperf_rc_bw qperf_uc_lat qperf_ud_lat
-               qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr)
+               qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr fi_info_ib fi_rdm_pingpong_ib
+               fi_rdm_pingpong_roce)
 
 list_tests() {
   local t s x p
@@ -80,6 +92,7 @@ list_tests() {
   done; done; done
   printf '%s\n' "${mpi_tests[@]}"
   printf 'qperf_%s\n' "${qperf_tests[@]}"
+  printf '%s\n' "${fi_tests[@]}"
 }
 
 usage() {
@@ -347,7 +360,79 @@ run_qperf() {
   echo "$me: $name: pass: $test: $(tr -s ' ' <<< "$line")"
 }
 
+# fi_info_<profile>
+run_fi_info() {
+  local profile=${name#fi_info_} log=$workdir/client.log
+  command -v fi_info > /dev/null || fail "fi_info is not installed (Debian: apt-get install libfabric-bin)"
+  if [[ -n $verbfault ]]; then
+    export VERBFAULT_SIM_PROFILE="$profile"
+    run_harnessed -- fi_info -p verbs
+    log=$workdir/verbfault.log
+  else
+    env LD_PRELOAD="$preload" VERBFAULT_SIM_PROFILE="$profile" fi_info -p verbs > "$log" 2>&1 < /dev/null
+    client_rc=$?
+    ((client_rc == 0)) || fail "fi_info's exit status is $client_rc"
+  fi
+  # Each entry: "provider: P" then "    fabric: F", "    domain: D",
+  # "    version: V", "    type: T", "    protocol: P".
+  local entries
+  entries=$(awk '/^provider:/ { p = $2 } /^ +domain:/ { d = $2 } /^ +type:/ { print p, d, $2 }' "$log")
+  local want
+  for want in "verbs vfsim0 FI_EP_MSG" "verbs vfsim0-dgram FI_EP_DGRAM" \
+              "verbs;ofi_rxd vfsim0-dgram FI_EP_RDM"; do
+    grep -qxF "$want" <<< "$entries" || fail "fi_info lists no '$want' (provider, domain, type)"
+  done
+  echo "$me: $name: pass: $(tr '\n' ',' <<< "$entries")"
+}
+
+# fi_rdm_pingpong_<profile>
+run_fi_pingpong() {
+  local profile=${name#fi_rdm_pingpong_}
+  command -v fi_pingpong > /dev/null || fail "fi_pingpong is not installed (Debian: apt-get install libfabric-bin)"
+  iterations=100
+  local server=(fi_pingpong -p verbs -e rdm -c -I "$iterations" -B "$port")
+  local client=(fi_pingpong -p verbs -e rdm -c -I "$iterations" -P "$port" 127.0.0.1)
+  local log=$workdir/client.log
+  if [[ -n $verbfault ]]; then
+    export VERBFAULT_SIM_PROFILE="$profile"
+    run_harnessed -- "${server[@]}" ::: "${client[@]}"
+    log=$workdir/verbfault.log
+  else
+    deadline=$((SECONDS + timeout))
+    env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile" \
+      VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
+    server_pid=$!
+    await_listening
+    env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile" \
+      VERBFAULT_PROC=1 "${client[@]}" > "$log" 2>&1 < /dev/null &
+    client_pid=$!
+    await "$server_pid" "$client_pid"
+    wait "$server_pid"; server_rc=$?
+    wait "$client_pid"; client_rc=$?
+    ((server_rc == 0)) || fail "the server's exit status is $server_rc"
+    ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+  fi
+  # "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec", then a row
+  # per size: "64  100  =100  12k  0.17s  0.08  844.17  0.00". Under
+  # verbfault run both sides print into one log: each size twice.
+  local size rows row sent acked bandwidth
+  for size in 64 256 1k 4k 64k 1m; do
+    rows=$(grep -E "^$size +[0-9]" "$log")
+    [[ -n $rows ]] || fail "no row for $size bytes"
+    while read -r _ sent acked _ _ bandwidth _; do
+      [[ $sent == "$iterations" && $acked == "=$iterations" ]] ||
+        fail "the row for $size bytes counts $sent sent and $acked acknowledged, not $iterations"
+    done <<< "$rows"
+  done
+  row=$(grep -E '^1m +[0-9]' "$log" | tail -n 1)
+  read -r _ _ _ _ _ bandwidth _ <<< "$row"
+  awk -v r="$bandwidth" 'BEGIN { exit !(r + 0 > 0) }' || fail "the bandwidth at 1 MiB is '$bandwidth', not positive"
+  echo "$me: $name: pass: $(tr -s ' ' <<< "$row")"
+}
+
 case $name in
+  fi_info_*) run_fi_info ;;
+  fi_rdm_pingpong_*) run_fi_pingpong ;;
   ucx_*) run_ucx ;;
   mpi_*) run_mpi ;;
   qperf_*) run_qperf ;;

@@ -187,7 +187,8 @@ Scheduler& scheduler() {
 }
 
 void Scheduler::note_release_outside(const void* object) {
-  if (Scheduler* started = g_started.load(std::memory_order_acquire)) started->released_outside(object);
+  if (Scheduler* started = g_started.load(std::memory_order_acquire))
+    started->released_outside(object);
 }
 
 void Scheduler::update_solo() {
@@ -341,7 +342,8 @@ bool Scheduler::take_outside_releases() {
   const void* released[kOutsideSlots];
   std::size_t count = 0;
   for (std::atomic<const void*>& slot : outside_released_)
-    if (const void* object = slot.exchange(nullptr, std::memory_order_acq_rel)) released[count++] = object;
+    if (const void* object = slot.exchange(nullptr, std::memory_order_acq_rel))
+      released[count++] = object;
   if (!all && count == 0) return false;
   bool woke = false;
   for (Thread& thread : threads_) {
@@ -461,8 +463,8 @@ bool Scheduler::unblock_by_time(Thread* self) {
     const std::uint64_t due = next == kNoDeadline ? kNoDeadline : (next > now ? next - now : 0);
     const std::uint64_t waited = real_now_ns() - outside_wait_since_ns_;
     if (due == kNoDeadline || waited < due) {
-      const bool interruptible = self != nullptr && self->status == Status::blocked &&
-                                 self->wait.interruptible;
+      const bool interruptible =
+          self != nullptr && self->status == Status::blocked && self->wait.interruptible;
       lock_.unlock();
       const World::Outside outside = world_->wait_external(
           external, due == kNoDeadline ? kNoDeadline : due - waited, interruptible);
@@ -739,7 +741,7 @@ bool Scheduler::fds_readable_now(const Wait& wait) {
   return syscall(SYS_ppoll, polled, wait.fd_count, &now, nullptr, 0) != 0;
 }
 
-bool Scheduler::others_idle(bool bounded) {
+bool Scheduler::others_idle(bool bounded, bool outside_waits_idle) {
   if (!running()) return false;
   std::unique_lock lock(lock_, std::defer_lock);
   if (!bounded) {
@@ -759,7 +761,7 @@ bool Scheduler::others_idle(bool bounded) {
   for (const Thread& thread : threads_) {
     if (&thread == self || thread.status == Status::finished) continue;
     if (thread.status != Status::blocked || thread.wait.deadline_ns != kNoDeadline ||
-        thread.wait.outside_only)
+        (thread.wait.outside_only && !outside_waits_idle))
       return false;
     // Called by the checks under the interposer's lock: the fds themselves
     // are asked, not the world (which takes that lock); by the system call,

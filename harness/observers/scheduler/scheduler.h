@@ -238,7 +238,14 @@ class Scheduler {
   // `bounded`: for a caller holding a lock a holder of the scheduler's may
   // wait for (the simulated device's): gives up (false) after a bounded
   // spin instead of waiting.
-  bool others_idle(bool bounded = false);
+  // `outside_waits_idle`: a thread waiting only for fds fed from outside
+  // (Wait::outside_only: a socket, a listening socket in accept) counts as
+  // idle while none is readable: it makes no verbs call until the world
+  // outside wakes it. For the device's question whether a poll may block
+  // for another process (libfabric's name server thread waits in accept for
+  // the whole run); never for the liveness checks, for which such a thread
+  // is the program's own business.
+  bool others_idle(bool bounded = false, bool outside_waits_idle = false);
   // For a run the checks end while other threads exist: one line per
   // thread that has not ended ("  thread 1: pthread_join of thread 2"),
   // the calling one described by `doing`; empty with one thread. Asks the

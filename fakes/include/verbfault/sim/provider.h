@@ -60,6 +60,15 @@ bool shares_fabric();
 // of the local fabric (sim/fabric_wait.h; a wait bounded by its own grace
 // period): the thread scheduler's watchdog leaves it alone. Lock-free.
 bool waiting_for_another_process();
+// The harness's thread scheduler says every application thread waits, and
+// only for something from outside the process (a socket, a listening
+// socket in accept): `true` marks the process waiting in its device for
+// the other members' quiescence (sim/fabric_wait.h), as a thread waiting
+// in the device does, until its next verbs call or frame or `false`. A
+// peer waiting for it then sees the fabric quiescent instead of giving up
+// after the grace period on the wall clock (a peer blocked in recv(2) on
+// the socket this process is about to write).
+void idle_outside(bool idle);
 // Whether the calling thread may block in the device waiting for another
 // process of the local fabric (sim/fabric_wait.h): the harness says no
 // while another application thread could run. Unset: yes.
