@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs one program of a stack above verbs (UCX, Open MPI) as two or more
-# processes on the simulated device vfsim0, joined in a local fabric, and
-# checks the result line (README.md).
+# Runs one program of a stack above verbs (UCX, Open MPI, libfabric,
+# qperf) as two or more processes on the simulated device vfsim0, joined
+# in a local fabric, and checks the result line (README.md).
 #
 #   run_stack.sh [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S]
 #                [--workdir DIR] [--verbfault CLI] TEST
