@@ -84,6 +84,12 @@ class CompletionQueue {
   // owned by the application between ibv_start_poll and ibv_end_poll.
   ibv_wc ex_current{};
 
+  // Completions polled since a poll last found nothing visible, or since
+  // deliveries were last revealed among visible ones; whether the last
+  // such reveal found its delivery (fabric_poll.cpp).
+  std::uint64_t polled_without_reveal = 0;
+  bool deliveries_streaming = false;
+
   int attached_queues = 0;       // QPs using this CQ: destroy is EBUSY while > 0
   uint32_t events_reported = 0;  // events handed out by ibv_get_cq_event
   uint32_t events_acked = 0;     // ibv_ack_cq_events

@@ -23,12 +23,49 @@ bool revealable(CompletionQueue& cq) {
   return cq.awaiting_answers() ? cq.has_held_answer() : cq.has_held();
 }
 
+// Deliveries from another process are revealed when a poll finds nothing
+// visible; completions this process makes itself (a UC or UD send
+// completes when it leaves, IBA 9.8.3 / 9.9.3) are visible at once. A
+// program that keeps its send queue full and polls one CQ for both
+// (qperf's uc_bi_bw and ud_bi_bw) would then never see a receive: every
+// poll has send completions to return. So after this many completions
+// handed out without the CQ running dry, the next delivery joins them
+// behind, waited for as a poll that found nothing waits (a deterministic
+// point: it follows from this process's own calls). While deliveries keep
+// coming so, each completion handed out lets one more in (both directions
+// of a link move at one pace); once a wait ends with none (a stream of
+// sends that nothing answers, at quiescence), the count starts again: such
+// a stream pays one wait for quiescence per this many completions.
+constexpr std::uint64_t kPolledBeforeReveal = 64;
+
+// Reveals deliveries behind the CQ's visible completions, waiting for each
+// while one may come.
+void reveal_behind(std::unique_lock<std::mutex>& guard, CompletionQueue& cq) {
+  std::uint64_t owed = cq.deliveries_streaming ? cq.polled_without_reveal : 1;
+  cq.polled_without_reveal = 0;
+  for (; owed > 0 && !cq.in_error(); --owed) {
+    if (!expects_deliveries(cq) || !FabricWaiter::applies() ||
+        (!cq.has_held() && wait_in_fabric(guard, [&] { return cq.has_held() || cq.in_error(); }) !=
+                               FabricWait::kReady)) {
+      cq.deliveries_streaming = false;
+      return;
+    }
+    if (cq.has_held()) cq.reveal_next(false);
+    cq.deliveries_streaming = true;
+  }
+}
+
 }  // namespace
 
-int poll_from_fabric(std::unique_lock<std::mutex>& guard, CompletionQueue& cq, int n,
-                     ibv_wc* wc) {
+int poll_from_fabric(std::unique_lock<std::mutex>& guard, CompletionQueue& cq, int n, ibv_wc* wc) {
+  if (cq.size() > 0 && cq.polled_without_reveal >=
+                           (cq.deliveries_streaming ? std::uint64_t{1} : kPolledBeforeReveal))
+    reveal_behind(guard, cq);
   int polled = cq.poll(n, wc);
+  if (polled != 0) cq.polled_without_reveal += static_cast<std::uint64_t>(polled);
   if (polled != 0 || n == 0) return polled;
+  cq.polled_without_reveal = 0;
+  cq.deliveries_streaming = false;
   for (;;) {
     if (reveal(cq) || cq.in_error()) return cq.poll(n, wc);
     if (!expects_deliveries(cq)) break;

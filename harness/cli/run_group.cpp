@@ -7,13 +7,16 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 namespace verbfault::cli {
 
@@ -77,6 +80,61 @@ std::vector<std::pair<std::size_t, std::string>> existing_process_traces(const s
   return found;
 }
 
+std::vector<std::string> existing_forked_traces(const std::string& trace) {
+  std::set<std::string> found;
+  const fs::path path(trace);
+  const std::string prefix = path.stem().string() + ".fork";
+  const std::string extension = path.extension().string();
+  const std::string journal = extension + ".journal";
+  std::error_code error;
+  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_regular_file(trace, error) && fs::exists(trace, error)) return {};  // a device
+  for (fs::directory_iterator entry(folder, error), end; !error && entry != end;
+       entry.increment(error)) {
+    std::string name = entry->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    if (name.size() > journal.size() && name.ends_with(journal))
+      name.resize(name.size() - std::string_view(".journal").size());
+    else if (!name.ends_with(extension))
+      continue;
+    // Between the stem and the extension: ".fork<N>" one or more times.
+    const std::string middle = name.substr(
+        path.stem().string().size(), name.size() - path.stem().string().size() - extension.size());
+    bool forks = !middle.empty();
+    for (std::size_t at = 0; forks && at < middle.size();) {
+      forks = middle.compare(at, 5, ".fork") == 0 && at + 5 < middle.size() &&
+              std::isdigit(static_cast<unsigned char>(middle[at + 5]));
+      at += 5;
+      while (at < middle.size() && std::isdigit(static_cast<unsigned char>(middle[at]))) ++at;
+    }
+    if (forks) found.insert((path.parent_path() / name).string());
+  }
+  return {found.begin(), found.end()};
+}
+
+namespace {
+
+// Removes what an earlier run left under the names this run's forked
+// children take (their traces and journals).
+void remove_forked_traces(const std::string& trace) {
+  for (const std::string& path : existing_forked_traces(trace)) {
+    std::error_code ignored;
+    fs::remove(path, ignored);
+    fs::remove(path + ".journal", ignored);
+  }
+}
+
+// Renders the journals of forked children killed before their end; false
+// when a trace cannot be written (recover_journal said why).
+bool recover_forked_traces(const std::string& trace, const std::string& parent) {
+  bool written = true;
+  for (const std::string& path : existing_forked_traces(trace))
+    written &= recover_journal(path, 0, "a child " + parent + " forked");
+  return written;
+}
+
+}  // namespace
+
 CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun& run) {
   const bool several = commands.size() > 1;
   // Each group of processes its own fabric (--check-determinism runs two).
@@ -90,11 +148,17 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   // writes its own trace, process_trace_path(T, rank) (interposer/
   // config.cpp); those of an earlier run under the same name go first, so
   // that the ones found after the run are this run's.
-  if (!several && run.trace)
+  if (!several && run.trace) {
     for (const auto& [index, path] : existing_process_traces(*run.trace)) {
       std::error_code ignored;
       fs::remove(path, ignored);
+      remove_forked_traces(path);
     }
+    remove_forked_traces(*run.trace);
+  }
+  if (several && run.trace)
+    for (std::size_t i = 0; i < commands.size(); ++i)
+      remove_forked_traces(process_trace_path(*run.trace, i));
 
   CommandsEnd end;
   std::vector<GroupMember> members;
@@ -159,11 +223,13 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   if (!several) {
     end.status = unharnessed ? kExitUsage : ends.front().status;
     if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
+    if (run.trace && !recover_forked_traces(*run.trace, "the program")) end.status = kExitUsage;
     // The ranks' traces, after the launcher's, in rank order (a rank's is
     // named by its process index, VERBFAULT_PROC + 1 + rank).
     if (run.trace)
       for (const auto& [index, path] : existing_process_traces(*run.trace)) {
-        if (!recover_journal(path, ends.front().status, "process " + std::to_string(index)))
+        if (!recover_journal(path, ends.front().status, "process " + std::to_string(index)) ||
+            !recover_forked_traces(path, "process " + std::to_string(index)))
           end.status = kExitUsage;
         end.traces.push_back(path);
         std::fprintf(stderr, "verbfault: process %zu (a rank %s started): trace %s\n", index,
@@ -186,6 +252,7 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
       continue;
     }
     if (run.trace && !recover_journal(end.traces[i], ends[i].status, who)) trace_lost = true;
+    if (run.trace && !recover_forked_traces(end.traces[i], who)) trace_lost = true;
     std::string line = "verbfault: " + who + ": " + describe_status(ends[i].status);
     if (ends[i].by == MemberEnd::By::peer_grace) line += " (ended: --peer-grace)";
     if (ends[i].by == MemberEnd::By::timeout) line += " (ended: --timeout)";

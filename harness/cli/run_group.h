@@ -52,6 +52,12 @@ inline constexpr std::size_t kMaxProcessTraces = 64;
 // (1..N), never `trace` itself.
 std::vector<std::pair<std::size_t, std::string>> existing_process_traces(const std::string& trace);
 
+// The traces of the children a process tracing to `trace` forked, and of
+// theirs (record::forked_trace_path: "T.fork1.jsonl", "T.fork1.fork2.jsonl"),
+// that exist as a file or as a journal only (a child killed before its
+// end), by name; never `trace` itself.
+std::vector<std::string> existing_forked_traces(const std::string& trace);
+
 // The run's trace hash: hash_0, hash_1 ... folded in process order, h = n
 // (the number of processes), then per hash h = splitmix64(h ^ hash_i)
 // (the finalizer of splitmix64 after adding its increment 0x9e3779b97f4a7c15).

@@ -10,6 +10,7 @@
 #include "observation.h"
 #include "replay.h"
 #include "scheduler.h"
+#include "trace_path.h"
 #include "trampolines.h"
 
 #include <dirent.h>
@@ -81,8 +82,11 @@ State::State() {
                  static_cast<unsigned long long>(config.seed),
                  static_cast<unsigned long long>(config.seed));
   std::atexit(at_exit);
-  // A forked child must not write over the parent's trace journal.
-  pthread_atfork(nullptr, nullptr, [] { State::get().trace.forget_file_in_child(); });
+  // A forked child is a process of its own: its trace goes beside the
+  // parent's (record::forked_trace_path, named by the parent's count of
+  // forks), not over the parent's journal.
+  pthread_atfork([] { ++State::get().forks_; }, nullptr,
+                 [] { State::get().become_forked_child(); });
   // The hang watchdog (hang_watchdog.h) looks from the scheduler's
   // watchdog thread, or from one of its own without the scheduler.
   const bool watch_hangs = config.hang_after_ns != 0 && checkers.enabled("liveness.hang");
@@ -250,6 +254,17 @@ void State::finish(bool check_leaks) noexcept {
                  to_cli(rule).c_str());
   }
   trace.close();
+  if (forked_from_ != 0) {
+    // Not the run's line: a sweep reads the last "seed S, trace hash H" as
+    // the run's. `verbfault run` names the child's trace too.
+    std::fprintf(stderr,
+                 "verbfault: forked child %d of %d: trace hash %016llx (%llu records)%s%s\n",
+                 static_cast<int>(getpid()), static_cast<int>(forked_from_),
+                 static_cast<unsigned long long>(trace.hash()),
+                 static_cast<unsigned long long>(trace.records()),
+                 trace.path().empty() ? "" : ", trace ", trace.path().c_str());
+    return;
+  }
   // Under a multi-process `verbfault run` the line goes to it instead: it
   // prints each process's with the process's index and name.
   if (!config.summary_file.empty()) return write_summary();
@@ -257,6 +272,22 @@ void State::finish(bool check_leaks) noexcept {
                static_cast<unsigned long long>(config.seed),
                static_cast<unsigned long long>(trace.hash()),
                static_cast<unsigned long long>(trace.records()));
+}
+
+void State::become_forked_child() noexcept {
+  // The only thread now; the lock may have been held by another thread of
+  // the parent at fork(2), so it is not taken (nor was it for the parent's
+  // journal before).
+  forked_from_ = parent_pid_;
+  parent_pid_ = getpid();
+  const std::string& parent_trace = trace.path();
+  trace.restart_in_child(parent_trace.empty() ? std::string()
+                                              : record::forked_trace_path(parent_trace, forks_));
+  forks_ = 0;
+  // What the parent had alive is the parent's to release.
+  for (ObjectKind kind : {ObjectKind::context, ObjectKind::pd, ObjectKind::mr, ObjectKind::cq,
+                          ObjectKind::srq, ObjectKind::qp, ObjectKind::ah, ObjectKind::channel})
+    for (Tracked* tracked : registry.all(kind)) tracked->inherited_from_parent = true;
 }
 
 void State::write_summary() const noexcept {

@@ -14,6 +14,9 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+
+#include <sys/types.h>
+#include <unistd.h>
 #include <string_view>
 
 namespace verbfault::interposer {
@@ -96,6 +99,16 @@ class State final : public checkers::Host, public engine::Recorder {
   State();
   // The end-of-run line for verbfault run (VERBFAULT_SUMMARY).
   void write_summary() const noexcept;
+  // In the child of a fork(2) (pthread_atfork): its own trace, its
+  // inherited objects not its own to release.
+  void become_forked_child() noexcept;
+  // fork(2)s of this process so far (counted before each, so the child sees
+  // its own number); the pid of this process, and of the one it was forked
+  // from (0: not a forked child). Written by the forking thread and in the
+  // child before it runs anything else.
+  std::size_t forks_ = 0;
+  pid_t parent_pid_ = getpid();
+  pid_t forked_from_ = 0;
   std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
   bool finished_ = false;
   bool environment_active_ = false;  // g_active as the environment set it

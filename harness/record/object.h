@@ -27,6 +27,9 @@ struct Object {
   // device and a PD each, ucma_init_device), kept until the process ends
   // by design: not the application's to release (resource.leak_at_exit).
   bool kept_by_library = false;
+  // Alive in the parent when this process was forked from it: the
+  // parent's to release, not this child's (resource.leak_at_exit).
+  bool inherited_from_parent = false;
   // QPs.
   ibv_qp_type qp_type{};
   std::uint32_t qp_num = 0;

@@ -24,4 +24,19 @@ inline std::string process_trace_path(const std::string& trace, std::size_t inde
       .string();
 }
 
+// The trace of the `fork`-th child that the process tracing to `trace`
+// forked (1 for the first): `.fork<fork>` inserted before the extension
+// ("out/trace.1.jsonl" -> "out/trace.1.fork1.jsonl"); a grandchild's
+// inserts one more. A trace that is not a file to create is the child's
+// as it is.
+inline std::string forked_trace_path(const std::string& trace, std::size_t fork) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::exists(trace, error) && !fs::is_regular_file(trace, error)) return trace;
+  const fs::path path(trace);
+  return (path.parent_path() /
+          (path.stem().string() + ".fork" + std::to_string(fork) + path.extension().string()))
+      .string();
+}
+
 }  // namespace verbfault::record

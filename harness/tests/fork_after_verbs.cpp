@@ -1,7 +1,7 @@
 // A program that forks after making verbs calls: the child makes 100 more
 // (its own) and exits normally (its exit handlers run), then the parent
-// makes three more. The parent's
-// trace must hold the parent's records only, whole (test_verbfault_run.cpp).
+// makes three more. The parent's trace must hold the parent's records
+// only, whole, and the child's its own (test_verbfault_run.cpp).
 #include <infiniband/verbs.h>
 #include <sys/wait.h>
 #include <unistd.h>

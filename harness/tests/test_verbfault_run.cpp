@@ -301,9 +301,12 @@ TEST(VerbfaultRun, TheTraceCommandReadsTheJournalOfAKilledProgram) {
 
 // A forked child shares the parent's trace journal (a shared mapping): it
 // lets go of it, so the parent's trace stays whole and holds its own
-// records only (the child's 100 alloc_pd are not in it).
-TEST(VerbfaultRun, AForkedChildLeavesTheParentsTraceWhole) {
+// records only (the child's 100 alloc_pd are not in it). The child is
+// traced as a process of its own, beside the parent's trace, and what it
+// inherited alive (pd#0, context#0) is not its leak.
+TEST(VerbfaultRun, AForkedChildIsTracedAsItsOwnProcessAndLeavesTheParentsTraceWhole) {
   const std::string trace = scratch("forked.jsonl");
+  const std::string child_trace = scratch("forked.fork1.jsonl");
   ProcessResult r = run_shell(verbfault_run("--seed 2 --trace " + trace, FORK_AFTER_VERBS));
   EXPECT_EQ(r.status, 0) << r.output;
   std::istringstream records(read_file(trace));
@@ -313,7 +316,22 @@ TEST(VerbfaultRun, AForkedChildLeavesTheParentsTraceWhole) {
   EXPECT_EQ(allocs, 4) << read_file(trace);
   EXPECT_EQ(lines, 1 + 1 + 3 * 2 + 1 + 1) << "open, alloc, 3 x (alloc, dealloc), dealloc, close\n"
                                           << read_file(trace);
+  std::istringstream child_records(read_file(child_trace));
+  int child_lines = 0, child_allocs = 0;
+  for (std::string line; std::getline(child_records, line); ++child_lines)
+    if (line.find("\"call\":\"alloc_pd\"") != std::string::npos) ++child_allocs;
+  EXPECT_EQ(child_allocs, 100) << read_file(child_trace);
+  EXPECT_EQ(child_lines, 200) << "100 x (alloc, dealloc)";
+  EXPECT_TRUE(contains(r.output, "(200 records), trace " + child_trace + "\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: forked child ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "leak_at_exit")) << r.output;
+  // The same seed: the same child trace.
+  const std::string first_child = read_file(child_trace);
+  ProcessResult again = run_shell(verbfault_run("--seed 2 --trace " + trace, FORK_AFTER_VERBS));
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_EQ(read_file(child_trace), first_child);
   std::remove(trace.c_str());
+  std::remove(child_trace.c_str());
 }
 
 TEST(VerbfaultRun, CheckDeterminismPassesOnTheSample) {

@@ -17,7 +17,8 @@
 # TEST qperf_<test>: `qperf -t 1 <test>` against a qperf server, on the
 # profile ib (qperf addresses its peer by LID): every test qperf lists for
 # an InfiniBand device. A pass: both started, the client exits 0 and its
-# result line has a positive number; the server, which serves until
+# result line has a positive number (and its recv_bw, when it prints
+# send_bw); the server, which serves until
 # killed, is ended then. qperf frees its PD before the MR on it (rd_close:
 # ibv_dealloc_pd, then ibv_dereg_mr), which fails with EBUSY on every
 # provider: under --verbfault that resource.destroy_order finding (on pd#0,
@@ -338,6 +339,10 @@ run_qperf() {
     local count
     count=$(grep -cE "$allowed_findings" "$log")
     ((count == 4)) || fail "expected qperf's own destroy-order defect on each side (4 findings), found $count"
+    # The server serves each client in a child it forks: traced as a
+    # process of its own, beside the server's trace, and named.
+    [[ -s $workdir/trace.0.fork1.jsonl ]] || fail "the qperf server's child left no trace (trace.0.fork1.jsonl)"
+    grep -qF "trace $workdir/trace.0.fork1.jsonl" "$log" || fail "verbfault run does not name the server's child's trace"
   else
     local deadline=$((SECONDS + timeout))
     env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE=ib VERBFAULT_PROC=0 \
@@ -357,6 +362,17 @@ run_qperf() {
   [[ -n $line ]] || fail "the client printed no result line"
   number=$(awk '{ print $3 }' <<< "$line")
   awk -v n="$number" 'BEGIN { exit !(n + 0 > 0) }' || fail "the client's result is '$line', not positive"
+  # The unreliable transports' bandwidth tests say what was received too:
+  # a receiver that saw nothing (a CQ whose receives never showed behind
+  # its send completions) is no pass.
+  if [[ $line =~ send_bw ]]; then
+    local received
+    received=$(grep -E '^ +recv_bw +=' "$log" | tail -n 1)
+    number=$(awk '{ print $3 }' <<< "$received")
+    awk -v n="$number" 'BEGIN { exit !(n + 0 > 0) }' ||
+      fail "the client's recv_bw is '$(tr -s ' ' <<< "$received")', not positive"
+    line+=", $(tr -s ' ' <<< "$received")"
+  fi
   echo "$me: $name: pass: $test: $(tr -s ' ' <<< "$line")"
 }
 

@@ -496,7 +496,8 @@ void Checkers::exiting(Host& host) {
   for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
                           ObjectKind::mr, ObjectKind::pd, ObjectKind::channel, ObjectKind::context})
     for (const Object* object : all(kind)) {
-      if (object->kept_by_library) continue;  // librdmacm's own, kept by design
+      if (object->kept_by_library) continue;        // librdmacm's own, kept by design
+      if (object->inherited_from_parent) continue;  // a forked child's copy of its parent's
       if (!leaked.empty()) leaked += ", ";
       leaked += object->name();
       if (first == nullptr) first = object;

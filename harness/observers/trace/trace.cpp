@@ -66,6 +66,8 @@ void Trace::open(const std::string& path) {
 }
 
 void Trace::object_added(record::ObjectId id) {
+  if (opens_at_first_record_) [[unlikely]]
+    open_child_trace();
   if (idle_.times != 0 && idle_.cq.slot == id.slot) flush_idle();  // the slot's old object
   if (journal_.is_open() && !writer_.object_added(id, journal_)) journal_failed();
   if (id.slot >= seq_.size()) seq_.resize(std::max<std::size_t>(id.slot + 1, 2 * seq_.size()));
@@ -87,6 +89,8 @@ void Trace::flush_idle() {
 }
 
 void Trace::write(const record::CallRecord& record) {
+  if (opens_at_first_record_) [[unlikely]]
+    open_child_trace();
   const std::uint32_t slot = record.object().slot;
   const std::uint64_t seq = slot < seq_.size() ? seq_[slot]++ : 0;
   ++records_;
@@ -124,11 +128,29 @@ void Trace::stop_capture() {
   capturing_ = false;
 }
 
-void Trace::forget_file_in_child() noexcept {
+void Trace::restart_in_child(std::string path) noexcept {
   journal_.abandon();
   journal_path_.clear();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  idle_ = {};
+  hash_ = {};
+  records_ = 0;
+  path_ = std::move(path);
+  opens_at_first_record_ = !path_.empty();
+}
+
+void Trace::open_child_trace() {
+  opens_at_first_record_ = false;
+  try {
+    open(path_);
+  } catch (const std::runtime_error& error) {
+    // As a trace that cannot be written anywhere: not a result.
+    std::fprintf(stderr, "verbfault: a forked child's trace: %s (exit status %d)\n", error.what(),
+                 kWriteErrorExit);
+    std::fflush(nullptr);
+    std::_Exit(kWriteErrorExit);
+  }
 }
 
 void Trace::close() noexcept {

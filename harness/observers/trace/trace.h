@@ -74,8 +74,14 @@ class Trace {
   void close() noexcept;
   // In the child of a fork: the journal and the file are the parent's (a
   // shared mapping the child would write over), so the child lets go of
-  // them without writing; its records are hashed only.
-  void forget_file_in_child() noexcept;
+  // them without writing, and its own trace starts: the hash and the
+  // record count from zero, the objects' sequence numbers going on. A
+  // parent that writes a trace gives the child one at `path`
+  // (record::forked_trace_path), created at the child's first record: a
+  // child that execs first makes none. Empty `path`: hashed only.
+  void restart_in_child(std::string path) noexcept;
+  // Where this process's trace goes (empty: not written).
+  const std::string& path() const { return path_; }
 
   // Over the records written so far (flush_idle() first to count pending
   // empty polls).
@@ -102,9 +108,13 @@ class Trace {
     std::uint64_t times = 0;
   } idle_;
 
-  int fd_ = -1;               // the trace file, written at close()
-  std::string path_;          // its name, as VERBFAULT_TRACE gave it
-  std::string journal_path_;  // where the records go meanwhile
+  // Opens the trace a forked child was given, at its first record.
+  void open_child_trace();
+
+  int fd_ = -1;                         // the trace file, written at close()
+  bool opens_at_first_record_ = false;  // restart_in_child with a path
+  std::string path_;                    // its name, as VERBFAULT_TRACE gave it
+  std::string journal_path_;            // where the records go meanwhile
   MappedFile journal_;
   journal::Writer writer_;
   encoding::TextBuffer line_;       // the record being captured (reused)
