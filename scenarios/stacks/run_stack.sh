@@ -244,6 +244,15 @@ run_ucx() {
     check_ucx_result "$workdir/verbfault.log" "$workdir/verbfault.log"
     return
   fi
+  run_bare_pair
+  check_ucx_result "$workdir/client.log" "$workdir/server.log"
+}
+
+# Runs the caller's ${server[@]} and, once it listens on $port,
+# ${client[@]}, each with ${env_both[@]} and its VERBFAULT_PROC (0, 1),
+# their output in server.log and client.log: both must exit 0 within
+# --timeout.
+run_bare_pair() {
   deadline=$((SECONDS + timeout))
   env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
   server_pid=$!
@@ -255,7 +264,6 @@ run_ucx() {
   wait "$client_pid"; client_rc=$?
   ((server_rc == 0)) || fail "the server's exit status is $server_rc"
   ((client_rc == 0)) || fail "the client's exit status is $client_rc"
-  check_ucx_result "$workdir/client.log" "$workdir/server.log"
 }
 
 # The client's result in CLIENT_LOG (and no UCX error in either log).
@@ -414,19 +422,9 @@ run_fi_pingpong() {
     run_harnessed -- "${server[@]}" ::: "${client[@]}"
     log=$workdir/verbfault.log
   else
-    deadline=$((SECONDS + timeout))
-    env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile" \
-      VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
-    server_pid=$!
-    await_listening
-    env LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$" VERBFAULT_SIM_PROFILE="$profile" \
-      VERBFAULT_PROC=1 "${client[@]}" > "$log" 2>&1 < /dev/null &
-    client_pid=$!
-    await "$server_pid" "$client_pid"
-    wait "$server_pid"; server_rc=$?
-    wait "$client_pid"; client_rc=$?
-    ((server_rc == 0)) || fail "the server's exit status is $server_rc"
-    ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+    local env_both=(LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$"
+                    VERBFAULT_SIM_PROFILE="$profile")
+    run_bare_pair
   fi
   # "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec", then a row
   # per size: "64  100  =100  12k  0.17s  0.08  844.17  0.00". Under
