@@ -198,6 +198,12 @@ bool State::may_block_in_device() {
   return thread_count() - thread_calls::outside_waiters() == 2 + thread_calls::harness_threads();
 }
 
+bool State::every_thread_waits_outside() {
+  // Without the scheduler only (its decider marks the device itself).
+  return thread_count() - thread_calls::outside_waiters() ==
+         provider::device_threads() + thread_calls::harness_threads();
+}
+
 bool State::others_may_ack() {
   // Asked by the device under its own lock, as may_block_in_device.
   if (scheduler::scheduler().running()) return !scheduler::scheduler().others_idle(true);

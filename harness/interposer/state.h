@@ -77,6 +77,10 @@ class State final : public checkers::Host, public engine::Recorder {
   // another process: no other application thread could run meanwhile.
   // Called by the device under its own lock: asks it nothing.
   static bool may_block_in_device();
+  // Without the thread scheduler: whether every application thread waits
+  // in a call for fds or accept(2) (thread_calls::outside_waiters). Reads
+  // /proc/self/stat.
+  static bool every_thread_waits_outside();
   // Puts the simulated device's timing notes (provider::take_timing_notes)
   // in the trace as events of `object`, and on stderr. Lock held.
   void record_timing_notes(record::ObjectId object);

@@ -1105,23 +1105,43 @@ int sem_post(sem_t* sem, const void* caller) {
   return 0;
 }
 
-// Application threads blocked in a wait for fds without the scheduler
-// (outside_waiters()); relaxed: a snapshot, read by a thread about to wait
-// in the device, whose own calls order nothing else.
+// Application threads blocked without the scheduler in accept(2) or a
+// receive on a socket (outside_waiters()); relaxed: a snapshot, read by a
+// thread about to wait in the device, whose own calls order nothing
+// else. Not a thread in poll, epoll or select: its fds may include a
+// verbs channel's, whose event would wake it into verbs calls (UCX's and
+// Open MPI's progress threads wait so), and which fds an epoll set holds
+// costs /proc to learn; a socket is never a verbs fd.
 std::atomic<int> g_outside_waiters{0};
+// Whether an OutsideWait marked the simulated device waiting because every
+// application thread waited outside (provider::idle_outside); the first
+// wait to end takes the mark back.
+std::atomic<bool> g_marked_idle_outside{false};
 
 // Counts the calling thread in g_outside_waiters for its scope, when the
-// call may block and comes from the program (the harness's wire thread and
-// libibverbs wait in epoll and poll too; they are counted apart,
-// harness_threads() and provider::device_threads()).
+// call may block and comes from the program (librdmacm's own receives are
+// counted apart, as the device's threads). The last application
+// thread to wait so marks a process on a shared fabric waiting in its
+// device, as the scheduler's outside wait does (HarnessWorld::
+// wait_external): none of its threads can make a verbs call before the
+// world outside acts, and a peer polling for it (UCX's UD put, whose
+// target sits in recv(2) on its control socket) sees quiescence instead of
+// giving up after the grace period.
 class OutsideWait {
  public:
   OutsideWait(const void* caller, bool may_block)
       : counted_(may_block && !called_from_rdma_stack(caller)) {
-    if (counted_) g_outside_waiters.fetch_add(1, std::memory_order_relaxed);
+    if (!counted_) return;
+    g_outside_waiters.fetch_add(1, std::memory_order_relaxed);
+    if (provider::shares_fabric() && State::every_thread_waits_outside() &&
+        !g_marked_idle_outside.exchange(true, std::memory_order_acq_rel))
+      provider::idle_outside(true);
   }
   ~OutsideWait() {
-    if (counted_) g_outside_waiters.fetch_sub(1, std::memory_order_relaxed);
+    if (!counted_) return;
+    g_outside_waiters.fetch_sub(1, std::memory_order_relaxed);
+    if (g_marked_idle_outside.exchange(false, std::memory_order_acq_rel))
+      provider::idle_outside(false);
   }
   OutsideWait(const OutsideWait&) = delete;
   OutsideWait& operator=(const OutsideWait&) = delete;
@@ -1130,23 +1150,12 @@ class OutsideWait {
   const bool counted_;
 };
 
-bool may_block(const timespec* timeout) {
-  return timeout == nullptr || timeout->tv_sec != 0 || timeout->tv_nsec != 0;
-}
-
-bool may_block(const timeval* timeout) {
-  return timeout == nullptr || timeout->tv_sec != 0 || timeout->tv_usec != 0;
-}
-
 int outside_waiters() {
   return g_outside_waiters.load(std::memory_order_relaxed);
 }
 
 int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller) {
-  if (!scheduled(caller)) {
-    const OutsideWait counted(caller, timeout_ms != 0);
-    return libc::for_caller(caller).poll(fds, n, timeout_ms);
-  }
+  if (!scheduled(caller)) return libc::for_caller(caller).poll(fds, n, timeout_ms);
   const FdList watched = fds_of(fds, n);
   return wait_on_fds(
       watched, watched, ns_of_ms(timeout_ms), "poll",
@@ -1156,10 +1165,8 @@ int poll(pollfd* fds, nfds_t n, int timeout_ms, const void* caller) {
 
 int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmask,
           const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && !valid(*timeout))) {
-    const OutsideWait counted(caller, may_block(timeout));
+  if (!scheduled(caller) || (timeout != nullptr && !valid(*timeout)))
     return libc::for_caller(caller).ppoll(fds, n, timeout, sigmask);
-  }
   const FdList watched = fds_of(fds, n);
   const timespec zero{0, 0};
   return wait_on_fds(
@@ -1169,10 +1176,8 @@ int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* sigmas
 }
 
 int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, const void* caller) {
-  if (!scheduled(caller)) {
-    const OutsideWait counted(caller, timeout_ms != 0);
+  if (!scheduled(caller))
     return libc::for_caller(caller).epoll_wait(epfd, events, max_events, timeout_ms);
-  }
   return epoll_scheduled(
       epfd, events, max_events, ns_of_ms(timeout_ms), nullptr, "epoll_wait",
       [&] { return libc::for_caller(caller).epoll_wait(epfd, events, max_events, timeout_ms); });
@@ -1180,10 +1185,8 @@ int epoll_wait(int epfd, epoll_event* events, int max_events, int timeout_ms, co
 
 int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
                 const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller)) {
-    const OutsideWait counted(caller, timeout_ms != 0);
+  if (!scheduled(caller))
     return libc::for_caller(caller).epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
-  }
   return epoll_scheduled(
       epfd, events, max_events, ns_of_ms(timeout_ms), sigmask, "epoll_pwait", [&] {
         return libc::for_caller(caller).epoll_pwait(epfd, events, max_events, timeout_ms, sigmask);
@@ -1192,10 +1195,8 @@ int epoll_pwait(int epfd, epoll_event* events, int max_events, int timeout_ms,
 
 int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* timeout,
                  const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout)))) {
-    const OutsideWait counted(caller, may_block(timeout));
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
     return libc::for_caller(caller).epoll_pwait2(epfd, events, max_events, timeout, sigmask);
-  }
   return epoll_scheduled(
       epfd, events, max_events, ns_of_timeout(timeout), sigmask, "epoll_pwait2", [&] {
         return libc::for_caller(caller).epoll_pwait2(epfd, events, max_events, timeout, sigmask);
@@ -1204,10 +1205,8 @@ int epoll_pwait2(int epfd, epoll_event* events, int max_events, const timespec* 
 
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout,
            const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0))) {
-    const OutsideWait counted(caller, may_block(timeout));
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || timeout->tv_usec < 0)))
     return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
-  }
   const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
   if (!watched.read_only)
     return libc::for_caller(caller).select(nfds, readfds, writefds, exceptfds, timeout);
@@ -1234,10 +1233,8 @@ int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timev
 
 int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, const timespec* timeout,
             const sigset_t* sigmask, const void* caller) {
-  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout)))) {
-    const OutsideWait counted(caller, may_block(timeout));
+  if (!scheduled(caller) || (timeout != nullptr && (timeout->tv_sec < 0 || !valid(*timeout))))
     return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);
-  }
   const FdList watched = fds_of(nfds, readfds, writefds, exceptfds);
   if (!watched.read_only)
     return libc::for_caller(caller).pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask);

@@ -133,10 +133,10 @@ ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* addre
                  socklen_t* address_length, const void* caller);
 ssize_t recvmsg(int fd, msghdr* message, int flags, const void* caller);
 
-// Application threads blocked now, without the thread scheduler, in a wait
-// for fds (poll, epoll, select with a timeout) or in accept(2): such a
-// thread makes no verbs call until something outside the process wakes
-// it (libfabric's name server thread in accept, an event loop).
+// Application threads blocked now, without the thread scheduler, in
+// accept(2) or a receive on a blocking socket: such a thread makes no
+// verbs call until something outside the process wakes it (libfabric's
+// name server thread in accept, a server reading its control socket).
 // State::may_block_in_device counts them out of the threads that could
 // run. Lock-free; a snapshot.
 int outside_waiters();
