@@ -44,8 +44,11 @@ void reveal_behind(std::unique_lock<std::mutex>& guard, CompletionQueue& cq) {
   std::uint64_t owed = cq.deliveries_streaming ? cq.polled_without_reveal : 1;
   cq.polled_without_reveal = 0;
   for (; owed > 0 && !cq.in_error(); --owed) {
-    if (!expects_deliveries(cq) || !FabricWaiter::applies() ||
-        (!cq.has_held() && wait_in_fabric(guard, [&] { return cq.has_held() || cq.in_error(); }) !=
+    // One that came is revealed at once; one still to come is waited for
+    // only where a wait applies (a process with another thread that could
+    // run polls as on hardware: what came shows, nothing is waited for).
+    if (!cq.has_held() && (!expects_deliveries(cq) || !FabricWaiter::applies() ||
+                           wait_in_fabric(guard, [&] { return cq.has_held() || cq.in_error(); }) !=
                                FabricWait::kReady)) {
       cq.deliveries_streaming = false;
       return;
