@@ -177,6 +177,12 @@ int thread_count() {
   return std::atoi(at + 1);
 }
 
+// The process's threads but those of the application blocked in accept(2)
+// or a receive on a socket (thread_calls::outside_waiters).
+int threads_not_waiting_outside() {
+  return thread_count() - thread_calls::outside_waiters();
+}
+
 }  // namespace
 
 bool State::alone() const {
@@ -195,12 +201,12 @@ bool State::may_block_in_device() {
   // one thread and that one; its threads blocked in a wait for fds or in
   // accept(2) make no verbs call until the world outside wakes them
   // (libfabric's name server thread waits in accept for the whole run).
-  return thread_count() - thread_calls::outside_waiters() == 2 + thread_calls::harness_threads();
+  return threads_not_waiting_outside() == 2 + thread_calls::harness_threads();
 }
 
 bool State::every_thread_waits_outside() {
   // Without the scheduler only (its decider marks the device itself).
-  return thread_count() - thread_calls::outside_waiters() ==
+  return threads_not_waiting_outside() ==
          provider::device_threads() + thread_calls::harness_threads();
 }
 
@@ -284,8 +290,7 @@ void State::become_forked_child() noexcept {
   // The only thread now; the lock may have been held by another thread of
   // the parent at fork(2), so it is not taken (nor was it for the parent's
   // journal before).
-  forked_from_ = parent_pid_;
-  parent_pid_ = getpid();
+  forked_from_ = getppid();
   const std::string& parent_trace = trace.path();
   trace.restart_in_child(parent_trace.empty() ? std::string()
                                               : record::forked_trace_path(parent_trace, forks_));

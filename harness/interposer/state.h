@@ -107,11 +107,10 @@ class State final : public checkers::Host, public engine::Recorder {
   // inherited objects not its own to release.
   void become_forked_child() noexcept;
   // fork(2)s of this process so far (counted before each, so the child sees
-  // its own number); the pid of this process, and of the one it was forked
-  // from (0: not a forked child). Written by the forking thread and in the
-  // child before it runs anything else.
+  // its own number); the pid of the process this one was forked from (0:
+  // not a forked child). Written by the forking thread and in the child
+  // before it runs anything else.
   std::size_t forks_ = 0;
-  pid_t parent_pid_ = getpid();
   pid_t forked_from_ = 0;
   std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
   bool finished_ = false;

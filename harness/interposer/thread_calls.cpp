@@ -1105,6 +1105,8 @@ int sem_post(sem_t* sem, const void* caller) {
   return 0;
 }
 
+namespace {
+
 // Application threads blocked without the scheduler in accept(2) or a
 // receive on a socket (outside_waiters()); relaxed: a snapshot, read by a
 // thread about to wait in the device, whose own calls order nothing
@@ -1149,6 +1151,8 @@ class OutsideWait {
  private:
   const bool counted_;
 };
+
+}  // namespace
 
 int outside_waiters() {
   return g_outside_waiters.load(std::memory_order_relaxed);
@@ -1273,6 +1277,22 @@ bool await_readable(int fd, const void* caller) {
   return poll(&one, 1, -1, caller) >= 0;
 }
 
+// accept(2) and the receives on a socket: a scheduled thread waits for the
+// fd to be readable (await_readable) when the call would block; without
+// the scheduler the thread counts as waiting outside (OutsideWait) for
+// the call. `receive` is the C library's call.
+template <class Receive>
+auto receive_on_socket(int fd, bool may_block, const void* caller, const Receive& receive) {
+  if (scheduled(caller)) {
+    if (may_block && !HarnessWorld::poll_readable(fd) && blocking(fd) &&
+        !await_readable(fd, caller))
+      return decltype(receive())(-1);
+    return receive();
+  }
+  const OutsideWait counted(caller, may_block);
+  return receive();
+}
+
 }  // namespace
 
 ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
@@ -1300,37 +1320,21 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
 
 int accept4(int fd, sockaddr* address, socklen_t* length, int flags, const void* caller) {
   // A connection to take is a readable listening socket (accept(2)).
-  if (scheduled(caller)) {
-    if (!HarnessWorld::poll_readable(fd) && blocking(fd) && !await_readable(fd, caller)) return -1;
+  return receive_on_socket(fd, true, caller, [&] {
     return libc::for_caller(caller).accept4(fd, address, length, flags);
-  }
-  const OutsideWait counted(caller, true);
-  return libc::for_caller(caller).accept4(fd, address, length, flags);
+  });
 }
 
 ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
                  socklen_t* address_length, const void* caller) {
-  const bool may_block = (flags & MSG_DONTWAIT) == 0;
-  if (scheduled(caller)) {
-    if (may_block && !HarnessWorld::poll_readable(fd) && blocking(fd) &&
-        !await_readable(fd, caller))
-      return -1;
+  return receive_on_socket(fd, (flags & MSG_DONTWAIT) == 0, caller, [&] {
     return libc::for_caller(caller).recvfrom(fd, buffer, length, flags, address, address_length);
-  }
-  const OutsideWait counted(caller, may_block);
-  return libc::for_caller(caller).recvfrom(fd, buffer, length, flags, address, address_length);
+  });
 }
 
 ssize_t recvmsg(int fd, msghdr* message, int flags, const void* caller) {
-  const bool may_block = (flags & MSG_DONTWAIT) == 0;
-  if (scheduled(caller)) {
-    if (may_block && !HarnessWorld::poll_readable(fd) && blocking(fd) &&
-        !await_readable(fd, caller))
-      return -1;
-    return libc::for_caller(caller).recvmsg(fd, message, flags);
-  }
-  const OutsideWait counted(caller, may_block);
-  return libc::for_caller(caller).recvmsg(fd, message, flags);
+  return receive_on_socket(fd, (flags & MSG_DONTWAIT) == 0, caller,
+                           [&] { return libc::for_caller(caller).recvmsg(fd, message, flags); });
 }
 
 }  // namespace verbfault::interposer::thread_calls
