@@ -7,6 +7,7 @@
 #include "freedoms.h"
 #include "virtual_clock.h"
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -56,7 +58,7 @@ class Fabric {
     std::unique_lock guard(get().mutex);
     Fabric& fabric = get();
     fabric.next_step();
-    fabric.stop_waiting();
+    fabric.end_outside();
     if (call == Call::counted) fabric.count_call();
     return guard;
   }
@@ -136,9 +138,38 @@ class Fabric {
     if (!marked_waiting_) return;
     marked_waiting_ = false;
     // The wire as joined, its service thread started or not: the mark the
-    // constructor set comes before the thread starts.
-    if (wire::Endpoint* endpoint = membership_.endpoint.get()) endpoint->set_waiting(false);
+    // constructor set comes before the thread starts. Waiting first, then
+    // outside (the reverse of mark_outside): a peer that sees the mark
+    // sees what it stands for.
+    if (wire::Endpoint* endpoint = membership_.endpoint.get()) {
+      endpoint->set_waiting(false);
+      if (marked_outside_) endpoint->set_outside(false);
+    }
+    marked_outside_ = false;
   }
+  // Every application thread waits outside the device, on `fds` (sockets,
+  // a listening socket, and under the thread scheduler the channels of
+  // threads blocked in ibv_get_cq_event): the harness says so
+  // (outside_wait.cpp). The process counts as waiting for its peers'
+  // quiescence while none of them is readable, looked at here and again
+  // after every frame, all under `mutex`: a frame that makes a channel
+  // readable (remote.cpp raises the event under it) never leaves the mark
+  // behind it, and a peer's request to look again (a socket it wrote to)
+  // is answered by a fresh look. False: one of them is readable now (no
+  // mark). end_outside(): the wait is over; so is it at the next verbs call.
+  // `keep_waiting`: a thread of the process waits in the device (its mark
+  // stays). forget_outside_fds(): no look after frames any more, the mark
+  // stays until the next frame or verbs call (the thread scheduler's
+  // decider between its looks, provider.cpp).
+  bool begin_outside(std::span<const int> fds);
+  void look_outside();
+  void end_outside(bool keep_waiting = false);
+  void forget_outside_fds();
+  // The step (verbs call) at which this process last asked `member` to
+  // look again at what its threads wait on outside the device
+  // (fabric_wait.cpp): once per call, after what the application did
+  // before it (a write to a socket the member reads).
+  uint64_t& asked_to_look_at(uint32_t member) { return asked_to_look_at_[member]; }
   // Members this process has exchanged frames with and that are not known
   // to be gone: while there is one, work may arrive without any verbs call
   // of this process, so no wait here is provably endless.
@@ -194,10 +225,20 @@ class Fabric {
   bool service_started_ = false;
   bool holding_deliveries_ = false;
   uint64_t activity_ = 0;
+  void mark_outside();
+
   bool marked_waiting_ = false;
+  bool marked_outside_ = false;   // the mark is begin_outside's
+  std::vector<int> outside_fds_;  // begin_outside's fds until end_outside
   uint64_t not_holding_for_ = 0;
   std::optional<uint64_t> gave_up_at_calls_;
-  uint64_t peers_ = 0;     // bit per member index (wire::kMaxMembers == 64)
+  uint64_t peers_ = 0;  // bit per member index (wire::kMaxMembers == 64)
+  std::array<uint64_t, 64> asked_to_look_at_ = make_never_asked();
+  static constexpr std::array<uint64_t, 64> make_never_asked() {
+    std::array<uint64_t, 64> never{};
+    never.fill(~uint64_t{0});
+    return never;
+  }
   uint32_t next_qpn_ = 0;  // in the member's range (fabric_address.h)
   uint32_t next_mr_index_ = 1;
   uint32_t next_index_[static_cast<int>(Kind::kCount)] = {};

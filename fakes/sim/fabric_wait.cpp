@@ -75,12 +75,31 @@ void FabricWaiter::idle_after_giving_up() {
   if (gave_up && *gave_up == endpoint->others_calls()) fabric.mark_waiting();
 }
 
+bool FabricWaiter::ask_outside_members_to_look(Fabric& fabric, wire::Endpoint& endpoint) {
+  bool asked = false;
+  for (uint32_t member : endpoint.members()) {
+    if (member == fabric.member() || !endpoint.outside(member)) continue;
+    uint64_t& asked_at = fabric.asked_to_look_at(member);
+    if (asked_at == fabric.step()) continue;
+    asked_at = fabric.step();
+    remote::ask_to_look(member);
+    asked = true;
+  }
+  return asked;
+}
+
 FabricWaiter::Look FabricWaiter::look() {
   Fabric& fabric = Fabric::get();
   wire::Endpoint* endpoint = fabric.started_endpoint();
   endpoint->set_waiting(true);
   fabric.set_marked_waiting(true);
   if (endpoint->joins() >= fabric.expected_members() && endpoint->quiescent()) {
+    // A member whose threads all wait outside the device may wait on a
+    // socket this process's application wrote to before this call: its
+    // mark may predate the bytes. It looks again first (the frame it
+    // answers counts as sent until handled, so the fabric is not quiescent
+    // before), once per verbs call of this process.
+    if (ask_outside_members_to_look(fabric, *endpoint)) return Look::kWait;
     // Requests held for a receive WR first (nobody will post one now),
     // then the virtual clock, once no member holds any.
     if (remote::settle_held() || (!endpoint->another_settling() && fabric.advance_clock())) {
@@ -124,8 +143,8 @@ bool FabricWaiter::sleep(std::unique_lock<std::mutex>& guard, bool interruptible
   // condition waits with pthread_cond_clockwait(CLOCK_MONOTONIC) until
   // it, while steady_clock::now() itself is the program's virtual clock
   // under the harness (wire/real_clock.h).
-  Fabric::get().wakeup.wait_until(
-      guard, std::chrono::steady_clock::time_point(wire::RealClock::now().time_since_epoch() + nap));
+  Fabric::get().wakeup.wait_until(guard, std::chrono::steady_clock::time_point(
+                                             wire::RealClock::now().time_since_epoch() + nap));
   return false;
 }
 

@@ -35,6 +35,10 @@
 namespace verbfault::sim {
 
 class CompletionQueue;
+class Fabric;
+namespace wire {
+class Endpoint;
+}
 
 // Whether the calling thread may block in the device for another process:
 // when another thread of the application could run, a blocked poll would
@@ -83,6 +87,10 @@ class FabricWaiter {
   FabricWait finish(FabricWait how);
 
  private:
+  // Asks members marked waiting outside the device to look again (once per
+  // verbs call); whether any was asked.
+  static bool ask_outside_members_to_look(Fabric& fabric, wire::Endpoint& endpoint);
+
   wire::RealClock::time_point since_ = wire::RealClock::now();
   uint64_t activity_seen_ = ~uint64_t{0};
   uint64_t peer_calls_seen_ = ~uint64_t{0};

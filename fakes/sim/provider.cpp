@@ -330,7 +330,7 @@ int device_threads() {
 // Not lock(): the thread scheduler's housekeeping is no verbs call of the
 // application (it must not unmark a waiting process, count a call, or
 // take a step).
-bool advance_clock() {
+bool advance_clock(std::span<const int> fds) {
   // Not Fabric::get() before the fabric exists: a process that waits before
   // it opens a device (a server in accept(2) that forks a child per
   // client, as qperf's) must not join the fabric by asking, or its
@@ -345,9 +345,14 @@ bool advance_clock() {
     // another process on the fabric, virtual time moves only at quiescence
     // (fabric_wait.h). The process stays marked waiting until its next
     // verbs call or frame; the scheduler looks again after a short real-time
-    // wait on the channels (shares_fabric()).
+    // wait on the channels (shares_fabric()). A channel a frame made
+    // readable since the scheduler looked at `fds` wakes its thread first:
+    // the mark would stand for a wait that is over, and a peer would take
+    // the fabric for quiescent.
+    if (!fds.empty() && !fabric.begin_outside(fds)) return true;
     FabricWaiter waiter;
     const FabricWaiter::Look look = waiter.look();
+    fabric.forget_outside_fds();
     if (look == FabricWaiter::Look::kActed) {
       fabric.notify_waiters();
       return true;
@@ -364,16 +369,16 @@ bool waiting_for_another_process() {
   return FabricWaiter::in_progress();
 }
 
-void idle_outside(bool idle) {
+void idle_outside(bool idle, std::span<const int> fds) {
   if (!Fabric::exists()) return;
   Lock guard(Fabric::get().mutex);
   Fabric& fabric = Fabric::get();
   if (idle) {
-    fabric.mark_waiting();
-  } else if (!FabricWaiter::in_progress()) {
-    // No device wait of ours holds the mark (the scheduler's decider
-    // calls this while every application thread waits: none can be).
-    fabric.stop_waiting();
+    fabric.begin_outside(fds);
+  } else {
+    // A device wait of ours keeps its mark (the scheduler's decider calls
+    // this while every application thread waits: none can be in one).
+    fabric.end_outside(/*keep_waiting=*/FabricWaiter::in_progress());
   }
 }
 

@@ -293,9 +293,17 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
 void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   auto guard = Fabric::enter_from_wire();
   Fabric& fabric = Fabric::get();
+  const FrameKind kind = frame.empty() ? FrameKind{} : static_cast<FrameKind>(frame[0]);
+  if (kind == FrameKind::kLookAgain) {
+    // Nothing to do but look: the frame is no exchange with the member (it
+    // makes it no peer that may send work) and no activity a wait of this
+    // process waits for. A wait in the device marks itself again.
+    fabric.look_outside();
+    fabric.notify_waiters();
+    return;
+  }
   fabric.note_peer(from_member);
   fabric.count_activity();
-  const FrameKind kind = frame.empty() ? FrameKind{} : static_cast<FrameKind>(frame[0]);
   if (kind == FrameKind::kRequest && frame.size() >= sizeof(RequestFrame)) {
     RequestFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
@@ -319,7 +327,10 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   }
   // Whatever the frame did (a delivery, an event, a QP in ERR), threads
   // waiting in the device look again, and this member is not quiescent
-  // until they have (wire::Endpoint::set_waiting).
+  // until they have (wire::Endpoint::set_waiting); threads that all wait
+  // outside the device are counted waiting again if what they wait on is
+  // still not readable (Fabric::begin_outside).
+  fabric.look_outside();
   fabric.notify_waiters();
 }
 
@@ -377,6 +388,14 @@ void forget_held_after_fork() {
 
 bool holds_requests() {
   return !held_requests().empty();
+}
+
+void ask_to_look(uint32_t member) {
+  wire::Endpoint* endpoint = Fabric::get().started_endpoint();
+  if (endpoint == nullptr) return;
+  const FrameKind kind = FrameKind::kLookAgain;
+  const std::array<Bytes, 1> parts = {bytes_of(kind)};
+  endpoint->send(member, parts);
 }
 
 void give_up_on(uint32_t member) {

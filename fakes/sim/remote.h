@@ -38,6 +38,9 @@ bool holds_requests();
 void forget_held_after_fork();
 // Tells `member` that this process gave up waiting for it (fabric_wait.cpp).
 void give_up_on(uint32_t member);
+// Asks `member`, whose application threads all wait outside the device, to
+// look again at what they wait on (fabric_wait.cpp).
+void ask_to_look(uint32_t member);
 
 }  // namespace remote
 }  // namespace verbfault::sim

@@ -14,8 +14,16 @@
 namespace verbfault::sim::remote {
 
 // kGaveUp: one byte, sent by a member whose wait for this one outlasted its
-// grace period (fabric_wait.cpp).
-enum class FrameKind : uint8_t { kRequest = 0x51, kResponse = 0x52, kGaveUp = 0x53 };
+// grace period (fabric_wait.cpp). kLookAgain: one byte, sent by a member
+// about to take the fabric for quiescent while this one's application
+// threads all wait outside the device: they may wait on a socket it wrote
+// to (fabric_wait.cpp, Fabric::begin_outside).
+enum class FrameKind : uint8_t {
+  kRequest = 0x51,
+  kResponse = 0x52,
+  kGaveUp = 0x53,
+  kLookAgain = 0x54,
+};
 
 // How a request frame carries its SEND/WRITE payload: the bytes, or a
 // description of where they lie in the requester's shared memory

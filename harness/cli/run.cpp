@@ -73,18 +73,26 @@ std::optional<Difference> compare_traces(const std::string& a, const std::string
 
 // Where a run stopped being a function of the seed: the records the
 // scheduler's watchdog writes when it releases a thread blocked outside
-// the harness ({"obj":"thread#T","event":"escaped","activity":...}).
+// the harness ({"obj":"thread#T","event":"escaped","activity":...}), and
+// those of a wait across processes that gave up on a peer outside verbs
+// ({"obj":"cq#N","event":"timing","what":...}, fabric_wait.cpp).
 std::vector<std::string> escapes_in(const std::string& trace) {
   std::vector<std::string> escapes;
   std::ifstream in(trace);
   std::size_t position = 0;
   for (std::string line; std::getline(in, line); ++position) {
-    if (line.find("\"event\":\"escaped\"") == std::string::npos) continue;
+    const bool escaped = line.find("\"event\":\"escaped\"") != std::string::npos;
+    if (!escaped && line.find("\"event\":\"timing\"") == std::string::npos) continue;
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!record.is_object()) continue;
-    escapes.push_back("not deterministic from trace record " + std::to_string(position) + ": " +
-                      record.value("obj", std::string("a thread")) + " was " +
-                      record.value("activity", std::string("blocked")) + " outside the harness");
+    const std::string where =
+        "not deterministic from trace record " + std::to_string(position) + ": ";
+    if (escaped)
+      escapes.push_back(where + record.value("obj", std::string("a thread")) + " was " +
+                        record.value("activity", std::string("blocked")) + " outside the harness");
+    else
+      escapes.push_back(where + record.value("obj", std::string("a wait")) + " " +
+                        record.value("what", std::string("gave up waiting")));
   }
   return escapes;
 }

@@ -17,11 +17,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,7 +88,7 @@ class HarnessWorld final : public scheduler::World {
     const bool shares = provider::shares_fabric();
     if (shares) {
       timeout_ms = timeout_ms < 0 ? 1 : std::min(timeout_ms, 1);
-      provider::idle_outside(true);
+      provider::idle_outside(true, fds);
     }
     Outside outside;
     if (interruptible) {
@@ -129,7 +131,9 @@ class HarnessWorld final : public scheduler::World {
     if (owner == nullptr) return "fd " + std::to_string(fd);
     return name_of(*owner);
   }
-  bool advance_device() override { return provider::advance_device_clock(); }
+  bool advance_device(const std::vector<int>& fds) override {
+    return provider::advance_device_clock(fds);
+  }
   bool holder_waits_in_device() override { return provider::waiting_for_another_process(); }
   [[noreturn]] void deadlock(const std::string& report) override {
     std::fprintf(stderr,
@@ -1119,6 +1123,13 @@ std::atomic<int> g_outside_waiters{0};
 // application thread waited outside (provider::idle_outside); the first
 // wait to end takes the mark back.
 std::atomic<bool> g_marked_idle_outside{false};
+// The fds those threads wait on, plus one (0: a free slot), and how many
+// found no slot: the mark stands for all of them, and the device looks at
+// them again after every frame (sim/fabric.h, Fabric::begin_outside), so
+// with one unknown there is no mark.
+constexpr std::size_t kOutsideFdSlots = 64;
+std::array<std::atomic<int>, kOutsideFdSlots> g_outside_fds{};
+std::atomic<int> g_outside_fds_unknown{0};
 
 // Counts the calling thread in g_outside_waiters for its scope, when the
 // call may block and comes from the program (librdmacm's own receives are
@@ -1131,25 +1142,44 @@ std::atomic<bool> g_marked_idle_outside{false};
 // giving up after the grace period.
 class OutsideWait {
  public:
-  OutsideWait(const void* caller, bool may_block)
+  OutsideWait(int fd, const void* caller, bool may_block)
       : counted_(may_block && !called_from_rdma_stack(caller)) {
     if (!counted_) return;
+    for (std::size_t i = 0; i < kOutsideFdSlots && slot_ == kNoSlot; ++i) {
+      int free = 0;
+      if (g_outside_fds[i].compare_exchange_strong(free, fd + 1, std::memory_order_acq_rel))
+        slot_ = i;
+    }
+    if (slot_ == kNoSlot) g_outside_fds_unknown.fetch_add(1, std::memory_order_acq_rel);
     g_outside_waiters.fetch_add(1, std::memory_order_relaxed);
-    if (provider::shares_fabric() && State::every_thread_waits_outside() &&
-        !g_marked_idle_outside.exchange(true, std::memory_order_acq_rel))
-      provider::idle_outside(true);
+    if (g_outside_fds_unknown.load(std::memory_order_acquire) == 0 && provider::shares_fabric() &&
+        State::every_thread_waits_outside() &&
+        !g_marked_idle_outside.exchange(true, std::memory_order_acq_rel)) {
+      std::array<int, kOutsideFdSlots> fds{};
+      std::size_t count = 0;
+      for (const std::atomic<int>& slot : g_outside_fds)
+        if (const int held = slot.load(std::memory_order_acquire); held != 0)
+          fds[count++] = held - 1;
+      provider::idle_outside(true, std::span<const int>(fds.data(), count));
+    }
   }
   ~OutsideWait() {
     if (!counted_) return;
     g_outside_waiters.fetch_sub(1, std::memory_order_relaxed);
     if (g_marked_idle_outside.exchange(false, std::memory_order_acq_rel))
       provider::idle_outside(false);
+    if (slot_ == kNoSlot)
+      g_outside_fds_unknown.fetch_sub(1, std::memory_order_acq_rel);
+    else
+      g_outside_fds[slot_].store(0, std::memory_order_release);
   }
   OutsideWait(const OutsideWait&) = delete;
   OutsideWait& operator=(const OutsideWait&) = delete;
 
  private:
+  static constexpr std::size_t kNoSlot = kOutsideFdSlots;
   const bool counted_;
+  std::size_t slot_ = kNoSlot;
 };
 
 }  // namespace
@@ -1289,7 +1319,7 @@ auto receive_on_socket(int fd, bool may_block, const void* caller, const Receive
       return decltype(receive())(-1);
     return receive();
   }
-  const OutsideWait counted(caller, may_block);
+  const OutsideWait counted(fd, caller, may_block);
   return receive();
 }
 

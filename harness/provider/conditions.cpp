@@ -61,8 +61,8 @@ bool waiting_for_another_process() {
   return sim::waiting_for_another_process();
 }
 
-void idle_outside(bool idle) {
-  sim::idle_outside(idle);
+void idle_outside(bool idle, std::span<const int> fds) {
+  sim::idle_outside(idle, fds);
 }
 
 bool timing_notes_pending() {
@@ -86,8 +86,8 @@ bool work_pending() {
   return sim::work_pending();
 }
 
-bool advance_device_clock() {
-  return sim::advance_clock();
+bool advance_device_clock(std::span<const int> fds) {
+  return sim::advance_clock(fds);
 }
 
 }  // namespace verbfault::provider

@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,10 @@ bool work_pending();
 // thread): a process "with one thread" has this many more.
 int device_threads();
 // Moves the simulated device's clock to its next deadline and runs what is
-// due then (the thread scheduler, when every thread waits); false when
-// nothing is pending.
-bool advance_device_clock();
+// due then (the thread scheduler, when every thread waits, those blocked on
+// fds on `fds`); false when nothing is pending, true at once when one of
+// `fds` is readable (sim/provider.h).
+bool advance_device_clock(std::span<const int> fds);
 // Whether the simulated device shares its local fabric with another
 // process: its event fds may become readable from outside the process.
 bool shares_fabric();
@@ -33,8 +35,9 @@ bool shares_fabric();
 bool waiting_for_another_process();
 // Every application thread waits for something from outside the process
 // (true; false when the wait ended): the simulated device counts as
-// waiting for its peers' quiescence meanwhile (sim/provider.h).
-void idle_outside(bool idle);
+// waiting for its peers' quiescence meanwhile, while none of `fds` (what
+// they wait on) is readable (sim/provider.h).
+void idle_outside(bool idle, std::span<const int> fds = {});
 // Where the wall clock decided something in the simulated device (a wait
 // for another process that gave up): whether notes wait (one load), and
 // taking them, oldest first.

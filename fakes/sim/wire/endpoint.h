@@ -133,6 +133,10 @@ class Endpoint {
   // held at one instant. Cheap enough to call every few hundred
   // microseconds while waiting.
   virtual void set_waiting(bool waiting) = 0;
+  // Whether a member's waiting mark stands for application threads that all
+  // wait outside the device, on sockets (StatusTable::set_outside).
+  virtual void set_outside(bool outside) = 0;
+  virtual bool outside(uint32_t member) = 0;
   virtual bool quiescent() = 0;
   // Live members now, lowest index first (this one included).
   virtual std::vector<uint32_t> members() = 0;

@@ -78,6 +78,8 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
     if (waiting && deferred_to_.load(std::memory_order_relaxed) != 0) flush_deferred();
     table_->set_waiting(waiting);
   }
+  void set_outside(bool outside) override { table_->set_outside(outside); }
+  bool outside(uint32_t member) override { return table_->outside(member); }
   bool quiescent() override { return table_->quiescent(); }
   std::vector<uint32_t> members() override { return table_->live_members(); }
   uint64_t joins() override { return table_->joins(); }

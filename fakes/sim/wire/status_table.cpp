@@ -78,7 +78,9 @@ struct StatusTable::Layout {
     uint64_t listening;  // == incarnation once the member listens (0 before)
     uint64_t settling;   // odd while the member has work to do at quiescence
     uint64_t calls;      // verbs calls the member's application made so far
-    uint64_t reserved[2];
+    uint64_t outside;    // odd while its waiting mark stands for threads that
+                         // all wait outside the device (set_outside)
+    uint64_t reserved[1];
     uint64_t sent_to[kMaxMembers];       // (tag, count): see status_table.h
     uint64_t handled_from[kMaxMembers];  // (tag, count)
   } slots[kMaxMembers];
@@ -164,6 +166,7 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   store(slot.waits, 0);
   store(slot.settling, 0);
   store(slot.calls, 0);
+  store(slot.outside, 0);
   for (uint32_t other = 0; other < kMaxMembers; ++other) {
     store(slot.sent_to[other], 0);
     store(slot.handled_from[other], 0);
@@ -269,6 +272,18 @@ void StatusTable::set_settling(bool settling) {
   while ((old % 2 == 1) != settling &&
          !word.compare_exchange_weak(old, old + 1, std::memory_order_acq_rel)) {
   }
+}
+
+void StatusTable::set_outside(bool outside) {
+  Word word(table_->slots[index_].outside);
+  uint64_t old = word.load(std::memory_order_relaxed);
+  while ((old % 2 == 1) != outside &&
+         !word.compare_exchange_weak(old, old + 1, std::memory_order_acq_rel)) {
+  }
+}
+
+bool StatusTable::outside(uint32_t index) const {
+  return load(table_->slots[index].outside) % 2 == 1;
 }
 
 bool StatusTable::settling(uint32_t index) const {

@@ -87,6 +87,13 @@ class StatusTable {
   void count_handled(uint32_t member, uint64_t incarnation);
 
   void set_waiting(bool waiting);
+  // Whether this member's waiting mark stands for application threads that
+  // all wait outside the device, on sockets (the mark held as of its last
+  // look at them): a peer that wrote to one of them before it waits asks
+  // the member to look again before it takes the fabric for quiescent
+  // (sim/fabric_wait.h). Set while waiting only.
+  void set_outside(bool outside);
+  bool outside(uint32_t index) const;
   // Whether the member has work to do once the fabric is quiescent that
   // goes before any member's virtual time (Endpoint::set_settling).
   void set_settling(bool settling);

@@ -427,8 +427,6 @@ std::uint64_t Scheduler::real_now_ns() {
 }
 
 bool Scheduler::unblock_by_time(Thread* self) {
-  // The device's next deadline first: its retries run on its own clock.
-  if (world_->advance_device()) return true;
   std::uint64_t next = kNoDeadline;
   for (const Thread& thread : threads_)
     if (thread.status == Status::blocked) next = std::min(next, thread.wait.deadline_ns);
@@ -450,6 +448,11 @@ bool Scheduler::unblock_by_time(Thread* self) {
     (void)!::read(kick_fd_, &kicks, sizeof kicks);  // non-blocking: the kicks so far are seen
     external.push_back(kick_fd_);
   }
+  // The device's next deadline first: its retries run on its own clock.
+  // With peers it acts only at quiescence, which it may count this process
+  // in only while none of `external` is readable: a frame may have made a
+  // channel readable since refresh_waiters looked.
+  if (world_->advance_device(external)) return true;
   if (!external.empty()) {
     // The real time waited counts from the first such wait at this virtual
     // instant: the World may return early (with another process on the

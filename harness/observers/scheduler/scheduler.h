@@ -145,7 +145,9 @@ class World {
   virtual std::string fd_name(int fd) = 0;
   // Moves the device's own clock to its next deadline (a retry, a timer),
   // where it may raise completions and events; false when none is pending.
-  virtual bool advance_device() = 0;
+  // `fds`: what the threads blocked on fds wait for from outside; true at
+  // once when one of them became readable since the scheduler looked.
+  virtual bool advance_device(const std::vector<int>& fds) = 0;
   // Whether the running thread waits in the simulated device for another
   // process: a wait with a grace period of its own (sim/fabric_wait.h),
   // which the watchdog does not cut short. Asked under the scheduler's

@@ -28,7 +28,7 @@ class QuietWorld : public World {
     return Outside::quiet;
   }
   std::string fd_name(int fd) override { return "fd " + std::to_string(fd); }
-  bool advance_device() override { return false; }
+  bool advance_device(const std::vector<int>&) override { return false; }
   [[noreturn]] void deadlock(const std::string& report) override {
     std::fprintf(stderr, "%s\n", report.c_str());
     std::fflush(stderr);

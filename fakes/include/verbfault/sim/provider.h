@@ -50,8 +50,12 @@ bool work_pending();
 // HCA of this process): not the application's.
 int device_threads();
 // Moves the virtual clock to the next retry deadline and runs the retries
-// due then (what an empty poll does); false when none is pending.
-bool advance_clock();
+// due then (what an empty poll does); false when none is pending. Asked by
+// the thread scheduler when every application thread waits, those blocked
+// on fds on `fds`: with peers on the fabric, the process counts as waiting
+// only while none of them is readable (true at once when one is: its
+// thread goes first).
+bool advance_clock(std::span<const int> fds = {});
 // Whether another process is (or is still to be) on this process's local
 // fabric: then the device's channels may become readable with no thread of
 // this process acting (a frame arrives), as a real device's do.
@@ -67,8 +71,12 @@ bool waiting_for_another_process();
 // in the device does, until its next verbs call or frame or `false`. A
 // peer waiting for it then sees the fabric quiescent instead of giving up
 // after the grace period on the wall clock (a peer blocked in recv(2) on
-// the socket this process is about to write).
-void idle_outside(bool idle);
+// the socket this process is about to write). Only while none of `fds`
+// (what those threads wait on) is readable, looked at again after every
+// frame (sim/fabric.h, Fabric::begin_outside): a peer that wrote to one
+// before it waits asks for that look before it takes the fabric for
+// quiescent.
+void idle_outside(bool idle, std::span<const int> fds = {});
 // Whether the calling thread may block in the device waiting for another
 // process of the local fabric (sim/fabric_wait.h): the harness says no
 // while another application thread could run. Unset: yes.
