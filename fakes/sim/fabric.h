@@ -162,6 +162,7 @@ class Fabric {
   // stays until the next frame or verbs call (the thread scheduler's
   // decider between its looks, provider.cpp).
   bool begin_outside(std::span<const int> fds);
+  bool marked_outside() const { return marked_outside_; }
   void look_outside();
   void end_outside(bool keep_waiting = false);
   void forget_outside_fds();

@@ -3,6 +3,7 @@
 #include "completion_queue.h"
 #include "fabric.h"
 #include "fabric_wait.h"
+#include "remote.h"
 
 namespace verbfault::sim {
 
@@ -47,9 +48,16 @@ void reveal_behind(std::unique_lock<std::mutex>& guard, CompletionQueue& cq) {
     // One that came is revealed at once; one still to come is waited for
     // only where a wait applies (a process with another thread that could
     // run polls as on hardware: what came shows, nothing is waited for).
-    if (!cq.has_held() && (!expects_deliveries(cq) || !FabricWaiter::applies() ||
-                           wait_in_fabric(guard, [&] { return cq.has_held() || cq.in_error(); }) !=
-                               FabricWait::kReady)) {
+    // Nor while this process holds another's requests for a receive WR
+    // (remote.cpp): deliveries wait for the application's ibv_post_recv,
+    // which comes after this poll returns, and a wait would only reach
+    // quiescence and drop them (UC, UD) or NAK them (RC): qperf's
+    // uc_bi_bw, polling its sends while its receive queue ran dry, then
+    // lost nearly every message the other side sent.
+    if (!cq.has_held() && (!expects_deliveries(cq) || remote::holds_requests() ||
+                           !FabricWaiter::applies() || wait_in_fabric(guard, [&] {
+                                                         return cq.has_held() || cq.in_error();
+                                                       }) != FabricWait::kReady)) {
       cq.deliveries_streaming = false;
       return;
     }

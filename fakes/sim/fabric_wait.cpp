@@ -79,8 +79,11 @@ bool FabricWaiter::ask_outside_members_to_look(Fabric& fabric, wire::Endpoint& e
   bool asked = false;
   for (uint32_t member : endpoint.members()) {
     if (member == fabric.member() || !endpoint.outside(member)) continue;
+    // Once per verbs call; again while the member holds requests for a
+    // receive WR: nothing of it but its service thread can answer them now
+    // (remote.cpp settles them when asked), and they go first.
     uint64_t& asked_at = fabric.asked_to_look_at(member);
-    if (asked_at == fabric.step()) continue;
+    if (asked_at == fabric.step() && !endpoint.settling(member)) continue;
     asked_at = fabric.step();
     remote::ask_to_look(member);
     asked = true;

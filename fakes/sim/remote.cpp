@@ -297,8 +297,13 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   if (kind == FrameKind::kLookAgain) {
     // Nothing to do but look: the frame is no exchange with the member (it
     // makes it no peer that may send work) and no activity a wait of this
-    // process waits for. A wait in the device marks itself again.
+    // process waits for. A wait in the device marks itself again. When
+    // every application thread still waits outside, the fabric is as
+    // quiescent as the asker saw it, and the requests held here for a
+    // receive WR are answered now: none of this process's threads can post
+    // one, and they go first at quiescence (fabric_wait.h).
     fabric.look_outside();
+    if (fabric.marked_outside() && settle_held()) fabric.count_activity();
     fabric.notify_waiters();
     return;
   }

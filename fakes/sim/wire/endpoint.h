@@ -137,6 +137,9 @@ class Endpoint {
   // wait outside the device, on sockets (StatusTable::set_outside).
   virtual void set_outside(bool outside) = 0;
   virtual bool outside(uint32_t member) = 0;
+  // Whether `member` holds requests it answers at quiescence
+  // (set_settling).
+  virtual bool settling(uint32_t member) = 0;
   virtual bool quiescent() = 0;
   // Live members now, lowest index first (this one included).
   virtual std::vector<uint32_t> members() = 0;

@@ -80,6 +80,7 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   }
   void set_outside(bool outside) override { table_->set_outside(outside); }
   bool outside(uint32_t member) override { return table_->outside(member); }
+  bool settling(uint32_t member) override { return table_->settling(member); }
   bool quiescent() override { return table_->quiescent(); }
   std::vector<uint32_t> members() override { return table_->live_members(); }
   uint64_t joins() override { return table_->joins(); }
