@@ -9,7 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   chromium chromium-driver python3-selenium
   python3-jsonschema libxml2-utils python3-pyverbs
-  infiniband-diags ucx-utils libfabric-bin openmpi-bin libopenmpi-dev qperf
+  infiniband-diags ucx-utils libfabric-bin openmpi-bin libopenmpi-dev qperf rdmacm-utils
   clang libclang-rt-14-dev
 )
 missing=()

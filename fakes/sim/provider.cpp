@@ -10,6 +10,7 @@
 #include "context.h"
 #include "device.h"
 #include "device_nap.h"
+#include "event_wait.h"
 #include "extended_cq.h"
 #include "extended_qp.h"
 #include "fabric.h"
@@ -168,50 +169,6 @@ bool port_ok(uint8_t port) {
 // one, like rxe and mlx5: 1 -> 1, 10 -> 15, 16 -> 31).
 int actual_cq_size(const Device& device, int cqe) {
   return static_cast<int>(round_size(device.profile().cq_rounding, static_cast<uint64_t>(cqe)));
-}
-
-// Waits (fabric lock held) until `ready()` or, when the fd is non-blocking,
-// fails with EAGAIN. Lets virtual time run first: a blocking wait is the
-// application saying nothing else can happen.
-//
-// The clock runs in bounded bursts: a WQE that retries forever (rnr_retry 7,
-// IBA 9.7.5.2.8) reschedules itself at every step, and running the clock
-// until nothing is pending would spin forever under the lock: a non-blocking
-// call would never return EAGAIN, and a blocking one would lock out the
-// thread that could make it ready (e.g. by posting the missing receive).
-// While blocked, the clock goes on running between short sleeps, as the
-// hardware's retries would.
-//
-// With another process on the fabric, virtual time moves only when the
-// fabric is quiescent (fabric_wait.h); a wait that finds it quiescent with
-// nothing left to do goes on waiting (the peers may end, or a watchdog
-// end the run).
-template <class Ready>
-int wait_for(Lock& guard, bool nonblocking, Ready ready) {
-  // One deadline per step, as an empty poll: retries stay in step with the
-  // application instead of racing ahead of a thread about to post.
-  Fabric& fabric = Fabric::get();
-  const bool with_peers = remote_work_possible() && FabricWaiter::applies();
-  if (!with_peers && !ready()) fabric.advance_clock();
-  if (ready()) return 0;
-  if (nonblocking) return EAGAIN;
-  // A signal handler without SA_RESTART ends the wait with EINTR, as it
-  // ends the read(2) of a real channel's fd (device_nap.h).
-  while (with_peers && FabricWaiter::applies()) {
-    const FabricWait how = wait_in_fabric(guard, ready, /*interruptible=*/true);
-    if (how == FabricWait::kReady) return 0;
-    if (how == FabricWait::kInterrupted) return EINTR;
-    if (how == FabricWait::kGaveUp) break;
-    // Nothing can come now: still waiting, for the peers to see.
-    fabric.mark_waiting();
-    if (nap_in_device(guard, std::chrono::milliseconds(1)) == Nap::kInterrupted) return EINTR;
-    if (ready()) return 0;
-  }
-  for (;;) {
-    if (nap_in_device(guard, std::chrono::milliseconds(1)) == Nap::kInterrupted) return EINTR;
-    if (ready()) return 0;
-    fabric.advance_clock();
-  }
 }
 
 // Diagnostics so far. Guarded by Fabric::mutex.
@@ -443,18 +400,34 @@ Device* device_of_sysfs_path(const char* dir) {
 }
 }  // namespace
 
-bool owns_sysfs_path(const char* dir) {
-  return device_of_sysfs_path(dir) != nullptr;
+namespace {
+
+// A file below the sysfs root that the simulated devices serve, not in a
+// device's directory (librdmacm reads "class/misc/rdma_cm/abi_version"
+// under ibv_get_sysfs_path()); empty when not one.
+std::string served_sysfs_file(const char* dir, const char* file) {
+  if (dir == nullptr || file == nullptr || std::string_view(dir) != "/sys") return {};
+  std::string path = std::string(dir) + "/" + file;
+  return system_path_prefix(path) ? path : std::string();
+}
+
+}  // namespace
+
+bool owns_sysfs_path(const char* dir, const char* file) {
+  return device_of_sysfs_path(dir) != nullptr || !served_sysfs_file(dir, file).empty();
 }
 
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
   const Device* device = device_of_sysfs_path(dir);
-  if (device == nullptr || file == nullptr || size == 0) return fail_int(ENOENT), -1;
+  const std::string served = served_sysfs_file(dir, file);
+  if ((device == nullptr && served.empty()) || file == nullptr || size == 0)
+    return fail_int(ENOENT), -1;
   // The file as the system shows it (system_files.cpp), read as
   // libibverbs' ibv_read_sysfs_file reads one: the trailing newline cut.
   // By the device's own directory: the provider double renames ibdev_path.
-  const SystemNode node =
-      system_node(std::string(kInfinibandDevices) + "/" + device->name() + "/" + file);
+  const SystemNode node = system_node(device != nullptr ? std::string(kInfinibandDevices) + "/" +
+                                                              device->name() + "/" + file
+                                                        : served);
   if (node.kind != SystemNodeKind::kFile) return fail_int(ENOENT), -1;
   if (node.read_error != 0) return fail_int(node.read_error), -1;
   std::string_view text = node.text;

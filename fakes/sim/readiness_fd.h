@@ -20,6 +20,9 @@ class ReadinessFd {
 
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
+  // Gives the descriptor up without closing it: its owner from then on
+  // closes it (the connection manager's file, closed by the application).
+  void release() { fd_ = -1; }
   // Makes the fd readable (ready = true) or not. Caller holds the owner's lock.
   void set_ready(bool ready);
   // True when the application has put the descriptor in O_NONBLOCK mode.

@@ -1,5 +1,7 @@
 #include "system_files.h"
 
+#include "verbfault/sim/cm.h"
+
 #include "device.h"
 #include "fabric.h"
 #include "printf_string.h"
@@ -294,10 +296,50 @@ std::vector<std::string> uverbs_names() {
   return names;
 }
 
+// The connection manager's nodes (cm.h), unless the system has a real one:
+// /dev/infiniband/rdma_cm, and the misc class entry librdmacm reads its
+// ABI version from (drivers/infiniband/core/ucma.c registers a misc device
+// with an abi_version attribute; class/misc/<name> is a symlink to
+// devices/virtual/misc/<name>, which holds `dev` as every device does).
+bool serves_connection_manager() {
+  static const bool served = !cm::real_device_present();
+  return served;
+}
+
+SystemNode connection_manager_node() {
+  SystemNode node;
+  node.kind = SystemNodeKind::kCharDevice;
+  node.major = cm::kMiscMajor;
+  node.minor = cm::kMinor;
+  node.connection_manager = true;
+  return node;
+}
+
+std::optional<SystemNode> misc_node(std::string_view path) {
+  if (!serves_connection_manager()) return std::nullopt;
+  if (auto rest = below(path, kMiscClass)) {
+    if (rest->empty()) return symlink("../../devices/virtual/misc/rdma_cm");
+    return SystemNode{};
+  }
+  if (auto rest = below(path, kMiscDevices)) {
+    if (rest->empty()) return directory({"abi_version", "dev"});
+    if (*rest == "abi_version") return file("4");  // RDMA_USER_CM_ABI_VERSION
+    if (*rest == "dev") return file(printf_string("%u:%u", cm::kMiscMajor, cm::kMinor));
+    return SystemNode{};
+  }
+  return std::nullopt;
+}
+
 // The node at `path`, its class links already followed.
 SystemNode node_at(std::string_view path) {
+  if (std::optional<SystemNode> misc = misc_node(path)) return *misc;
   if (auto rest = below(path, kDeviceNodes)) {
-    if (rest->empty()) return directory(uverbs_names());
+    if (rest->empty()) {
+      std::vector<std::string> names = uverbs_names();
+      if (serves_connection_manager()) names.insert(names.begin(), "rdma_cm");
+      return directory(std::move(names));
+    }
+    if (*rest == "rdma_cm" && serves_connection_manager()) return connection_manager_node();
     Device* device = device_of_uverbs(*rest);
     if (device == nullptr) return {};
     SystemNode node;
@@ -355,6 +397,8 @@ SystemNode node_at(std::string_view path) {
 // A path through a class link (/sys/class/infiniband/vfsim0/ports/...)
 // as the device directory it leads to; other paths as they are.
 std::string follow_class_links(std::string_view path) {
+  if (auto rest = below(path, kMiscClass); rest && !rest->empty())
+    return std::string(kMiscDevices) + "/" + std::string(*rest);
   if (auto rest = below(path, kInfinibandClass); rest && rest->find('/') != std::string_view::npos)
     return std::string(kInfinibandDevices) + "/" + std::string(*rest);
   if (auto rest = below(path, kVerbsClass); rest && rest->find('/') != std::string_view::npos)
@@ -369,8 +413,8 @@ int uverbs_index(const Device& device) {
 }
 
 bool system_path_prefix(std::string_view path) {
-  for (std::string_view dir :
-       {kInfinibandClass, kVerbsClass, kInfinibandDevices, kVerbsDevices, kDeviceNodes})
+  for (std::string_view dir : {kInfinibandClass, kVerbsClass, kInfinibandDevices, kVerbsDevices,
+                               kDeviceNodes, kMiscClass, kMiscDevices})
     if (below(path, dir)) return true;
   return false;
 }

@@ -22,6 +22,12 @@ inline constexpr std::string_view kVerbsClass = "/sys/class/infiniband_verbs";
 inline constexpr std::string_view kInfinibandDevices = "/sys/devices/virtual/infiniband";
 inline constexpr std::string_view kVerbsDevices = "/sys/devices/virtual/infiniband_verbs";
 inline constexpr std::string_view kDeviceNodes = "/dev/infiniband";
+// The connection manager's misc device (cm.h): its class link, and the
+// device directory the link leads to. The class directory lists it alone
+// (the real /sys/class/misc is not merged in: it lists only what is
+// served, as for /sys/class/infiniband without rxe).
+inline constexpr std::string_view kMiscClass = "/sys/class/misc/rdma_cm";
+inline constexpr std::string_view kMiscDevices = "/sys/devices/virtual/misc/rdma_cm";
 
 // The character device numbers of uverbs (include/rdma/ib_user_verbs.h:
 // IB_UVERBS_MAJOR 231, IB_UVERBS_BASE_MINOR 192).

@@ -114,6 +114,8 @@ Functions resolve() {
   find(f.select, "select", "GLIBC_2.2.5");
   find(f.pselect, "pselect", "GLIBC_2.2.5");
   find(f.read, "read", "GLIBC_2.2.5");
+  find(f.write, "write", "GLIBC_2.2.5");
+  find(f.close, "close", "GLIBC_2.2.5");
   find(f.accept4, "accept4", "GLIBC_2.10");
   find(f.recvfrom, "recvfrom", "GLIBC_2.2.5");
   find(f.recvmsg, "recvmsg", "GLIBC_2.2.5");

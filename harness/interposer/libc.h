@@ -51,6 +51,8 @@ struct Functions {
   int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);
   int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
   ssize_t (*read)(int, void*, size_t);
+  ssize_t (*write)(int, const void*, size_t);
+  int (*close)(int);
   int (*accept4)(int, sockaddr*, socklen_t*, int);
   ssize_t (*recvfrom)(int, void*, size_t, int, sockaddr*, socklen_t*);
   ssize_t (*recvmsg)(int, msghdr*, int);

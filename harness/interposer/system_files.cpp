@@ -1,6 +1,7 @@
 #include "system_files.h"
 
 #include "callers.h"
+#include "connection_manager.h"
 #include "libc_files.h"
 #include "run_lock.h"
 #include "system_view.h"
@@ -283,9 +284,12 @@ int open_node(const Resolved& found, int flags) {
       // served yet (opendir, scandir and paths are).
       return fail(EACCES);
     case SystemNodeKind::kCharDevice:
-      // No driver behind the node: what the kernel answers for a device
-      // number nothing serves. Only libibverbs would talk to uverbs, and it
-      // never opens a simulated device's.
+      // The connection manager's node opens a CM file of the simulated
+      // fabric (provider/connection_manager.h).
+      if (found.node.connection_manager) return provider::cm_open(flags);
+      // No driver behind a uverbs node: what the kernel answers for a
+      // device number nothing serves. Only libibverbs would talk to uverbs,
+      // and it never opens a simulated device's.
       return fail(ENXIO);
     case SystemNodeKind::kSymlink:
       return fail(ELOOP);  // O_NOFOLLOW

@@ -107,7 +107,7 @@ int close_device(ibv_context* context) {
 }
 
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
-  if (sim::owns_sysfs_path(dir)) return sim::read_sysfs_file(dir, file, buf, size);
+  if (sim::owns_sysfs_path(dir, file)) return sim::read_sysfs_file(dir, file, buf, size);
   return VERBFAULT_REAL(ibv_read_sysfs_file, "IBVERBS_1.0")(dir, file, buf, size);
 }
 

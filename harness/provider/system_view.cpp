@@ -23,6 +23,7 @@ SystemNode system_node(std::string_view path) {
   node.major = found.major;
   node.minor = found.minor;
   node.entries = std::move(found.entries);
+  node.connection_manager = found.connection_manager;
   return node;
 }
 

@@ -18,6 +18,9 @@ struct SystemNode {
   unsigned major = 0;  // a character device's number
   unsigned minor = 0;
   std::vector<std::string> entries;  // a directory's names, sorted, no . and ..
+  // The connection manager's node (/dev/infiniband/rdma_cm): open it with
+  // provider::cm_open (connection_manager.h).
+  bool connection_manager = false;
 };
 
 // Whether `path` (absolute, normalized) lies where simulated devices add

@@ -110,6 +110,29 @@ int main(int argc, char** argv) {
     std::printf("chdir: %s\n", std::strerror(errno));
   }
 
+  // librdmacm's connection manager node (open_cdev: open O_RDWR, then
+  // fstat must say a character device) and its ABI version.
+  const std::string cm = "/dev/infiniband/rdma_cm";
+  if (stat(cm.c_str(), &st) == 0)
+    std::printf("stat %s: %s %u:%u\n", cm.c_str(), S_ISCHR(st.st_mode) ? "chr" : "other",
+                major(st.st_rdev), minor(st.st_rdev));
+  else
+    std::printf("stat %s: %s\n", cm.c_str(), std::strerror(errno));
+  const int cm_fd = open(cm.c_str(), O_RDWR | O_CLOEXEC);
+  std::printf("open %s: %s\n", cm.c_str(), cm_fd >= 0 ? "ok" : std::strerror(errno));
+  if (cm_fd >= 0) {
+    struct stat opened {};
+    if (fstat(cm_fd, &opened) == 0)
+      std::printf("fstat rdma_cm: %s %u:%u\n", S_ISCHR(opened.st_mode) ? "chr" : "other",
+                  major(opened.st_rdev), minor(opened.st_rdev));
+    char byte;
+    const ssize_t got = read(cm_fd, &byte, 1);
+    std::printf("read rdma_cm: %zd %s\n", got, std::strerror(errno));
+    std::printf("close rdma_cm: %d\n", close(cm_fd));
+  }
+  std::printf("rdma_cm abi_version: %s\n",
+              read_file("/sys/class/misc/rdma_cm/abi_version").c_str());
+
   // A path nobody serves stays the C library's.
   std::printf("other path: %d\n", access("/sys/class/net-not-there", F_OK));
   return 0;

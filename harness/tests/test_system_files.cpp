@@ -33,6 +33,27 @@ TEST(SystemFiles, TheUverbsNodeIsACharacterDeviceNothingCanOpen) {
       << r.output;
 }
 
+TEST(SystemFiles, TheConnectionManagerNodeOpensAsLibrdmacmExpects) {
+  ProcessResult r = run("", SYSTEM_FILES_PROBE);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // open_cdev's checks, and the kernel's answers: the rdma_cm misc device
+  // has no read (EINVAL), and its ABI version is 4.
+  EXPECT_TRUE(contains(r.output, "stat /dev/infiniband/rdma_cm: chr 10:250\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "open /dev/infiniband/rdma_cm: ok\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "fstat rdma_cm: chr 10:250\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "read rdma_cm: -1 Invalid argument\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "close rdma_cm: 0\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "rdma_cm abi_version: 4\n")) << r.output;
+}
+
+// rping's server, unmodified, gets through librdmacm's start (the event
+// channel, an id, the bind and the listen) and waits for a connection.
+TEST(SystemFiles, RpingServerListensOnTheSimulatedConnectionManager) {
+  ProcessResult r = run("", "timeout 2 stdbuf -oL rping -s -v -d -C 1");
+  EXPECT_EQ(r.status, 124) << r.output;  // still waiting for a client
+  EXPECT_TRUE(contains(r.output, "rdma_bind_addr successful\nrdma_listen\n")) << r.output;
+}
+
 TEST(SystemFiles, AttributesReadAsTheKernelWritesThem) {
   ProcessResult r = run("", SYSTEM_FILES_PROBE);
   ASSERT_EQ(r.status, 0) << r.output;

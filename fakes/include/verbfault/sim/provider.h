@@ -103,9 +103,11 @@ bool owns(const ibv_context* context);
 __be64 device_guid(const ibv_device* device);
 int device_index(const ibv_device* device);
 // Contents of a virtual sysfs attribute of a simulated device's ibdev_path
-// (e.g. "node_desc", "fw_ver"); returns bytes written or -1 with errno.
+// (e.g. "node_desc", "fw_ver"), or of a file the simulated devices serve
+// below the sysfs root ("/sys" and "class/misc/rdma_cm/abi_version", which
+// librdmacm reads); returns bytes written or -1 with errno.
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
-bool owns_sysfs_path(const char* dir);
+bool owns_sysfs_path(const char* dir, const char* file);
 
 // ---- the devices as the system shows them ----------------------------------
 // What the kernel would show of the simulated devices in sysfs and /dev
@@ -121,6 +123,9 @@ struct SystemNode {
   unsigned major = 0;  // a character device's number
   unsigned minor = 0;
   std::vector<std::string> entries;  // a directory's names, sorted, no . and ..
+  // The character device is the connection manager's (sim/cm.h): opening
+  // it opens a CM file.
+  bool connection_manager = false;
 };
 // `path` absolute and normalized (no "//", ".", ".."); symlinks in it are
 // followed but the last one (what lstat(2) sees). kAbsent: not a path the

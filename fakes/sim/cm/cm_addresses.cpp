@@ -1,0 +1,100 @@
+#include "cm_addresses.h"
+
+#include "device.h"
+#include "fabric.h"
+#include "fabric_address.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+namespace verbfault::sim::cm {
+
+namespace {
+
+// The IPv4 address (host byte order) an address is, if it is one: a
+// sockaddr_in or an IPv4-mapped sockaddr_in6.
+std::optional<uint32_t> ipv4_of_address(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET)
+    return ntohl(reinterpret_cast<const sockaddr_in&>(address).sin_addr.s_addr);
+  if (address.ss_family == AF_INET6) {
+    const in6_addr& v6 = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+      uint32_t v4;
+      std::memcpy(&v4, &v6.s6_addr[12], sizeof v4);
+      return ntohl(v4);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::size_t address_size(const sockaddr* address) {
+  if (address->sa_family == AF_INET) return sizeof(sockaddr_in);
+  if (address->sa_family == AF_INET6) return sizeof(sockaddr_in6);
+  return 0;
+}
+
+std::size_t address_size(const sockaddr_storage& address) {
+  return address_size(reinterpret_cast<const sockaddr*>(&address));
+}
+
+uint16_t port_of(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  if (address.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  return 0;
+}
+
+void set_port(sockaddr_storage& address, uint16_t port) {
+  if (address.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(address).sin_port = htons(port);
+  if (address.ss_family == AF_INET6)
+    reinterpret_cast<sockaddr_in6&>(address).sin6_port = htons(port);
+}
+
+bool is_any(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in&>(address).sin_addr.s_addr == htonl(INADDR_ANY);
+  if (address.ss_family == AF_INET6)
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6&>(address).sin6_addr);
+  return false;
+}
+
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
+  const std::optional<uint32_t> a4 = ipv4_of_address(a), b4 = ipv4_of_address(b);
+  if (a4 || b4) return a4 == b4;
+  if (a.ss_family != AF_INET6 || b.ss_family != AF_INET6) return false;
+  return IN6_ARE_ADDR_EQUAL(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
+                            &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr);
+}
+
+ibv_gid source_gid(const Device& device, const sockaddr_storage& address) {
+  if (device.ethernet())
+    if (const std::optional<uint32_t> v4 = ipv4_of_address(address))
+      if (const int index = device.find_gid(ipv4_mapped_gid(*v4)); index >= 0)
+        return device.gid(index);
+  return device.gid(0);
+}
+
+std::optional<Binding> local_binding(const sockaddr* address) {
+  const std::size_t size = address_size(address);
+  if (size == 0) return std::nullopt;
+  Binding binding;
+  std::memcpy(&binding.address, address, size);
+  if (is_any(binding.address)) return binding;
+  const std::optional<uint32_t> v4 = ipv4_of_address(binding.address);
+  if (!v4) return std::nullopt;
+  Fabric& fabric = Fabric::get();
+  for (const auto& device : fabric.devices())
+    if (ipv4_of(fabric.member(), device->index()) == *v4) {
+      binding.device = device->index();
+      binding.port = 1;
+      return binding;
+    }
+  return std::nullopt;
+}
+
+}  // namespace verbfault::sim::cm

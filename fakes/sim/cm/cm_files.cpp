@@ -1,0 +1,87 @@
+// verbfault/sim/cm.h: the CM files of the process, found by descriptor on
+// every write(2) and close(2) without a lock.
+#include "verbfault/sim/cm.h"
+
+#include "connection_manager.h"
+#include "fabric.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+
+namespace verbfault::sim::cm {
+
+namespace {
+
+// One bit per descriptor below kTracked: set while it is a CM file. A CM
+// file's eventfd above that is refused at open (EMFILE), so the check
+// stays one load for every descriptor.
+constexpr int kTracked = 4096;
+std::array<std::atomic<uint64_t>, kTracked / 64> cm_fds{};
+
+void mark(int fd, bool on) {
+  const uint64_t bit = uint64_t{1} << (fd % 64);
+  if (on)
+    cm_fds[static_cast<std::size_t>(fd / 64)].fetch_or(bit, std::memory_order_release);
+  else
+    cm_fds[static_cast<std::size_t>(fd / 64)].fetch_and(~bit, std::memory_order_release);
+}
+
+}  // namespace
+
+bool real_device_present() {
+  struct stat node {};
+  return ::stat(std::string(kDevicePath).c_str(), &node) == 0 && S_ISCHR(node.st_mode);
+}
+
+int open_file(int flags) {
+  std::lock_guard guard(Fabric::get().mutex);
+  const int fd = ConnectionManager::get().open_file(flags);
+  if (fd < 0) return -1;
+  if (fd >= kTracked) {
+    ConnectionManager::get().close_file(fd);
+    ::close(fd);
+    errno = EMFILE;
+    return -1;
+  }
+  mark(fd, true);
+  return fd;
+}
+
+bool is_file(int fd) {
+  if (fd < 0 || fd >= kTracked) return false;
+  return (cm_fds[static_cast<std::size_t>(fd / 64)].load(std::memory_order_acquire) >> (fd % 64) &
+          1) != 0;
+}
+
+ssize_t write(int fd, const void* buffer, std::size_t length) {
+  std::unique_lock guard(Fabric::get().mutex);
+  if (!is_file(fd)) {  // closed by another thread meanwhile
+    errno = EBADF;
+    return -1;
+  }
+  Fabric::get().next_step();
+  const int error =
+      ConnectionManager::get().execute(fd, static_cast<const uint8_t*>(buffer), length, guard);
+  if (error != 0) {
+    errno = error;
+    return -1;
+  }
+  return static_cast<ssize_t>(length);
+}
+
+int close_file(int fd) {
+  {
+    std::lock_guard guard(Fabric::get().mutex);
+    mark(fd, false);
+    ConnectionManager::get().close_file(fd);
+    Fabric::get().notify_waiters();  // a GET_EVENT waiting on it ends (EBADF)
+  }
+  return ::close(fd);
+}
+
+}  // namespace verbfault::sim::cm

@@ -1,0 +1,63 @@
+#include "cm_files.h"
+
+#include "connection_manager.h"
+#include "libc.h"
+#include "thread_calls.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
+#include <rdma/rdma_user_cm.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace verbfault::interposer::cm_files {
+
+ssize_t write(int fd, const void* buffer, std::size_t length) {
+  if (!provider::cm_file(fd)) return libc::real().write(fd, buffer, length);
+  // A blocking GET_EVENT is a wait on the file's readability, which the
+  // thread scheduler models as a wait on a completion channel's: the
+  // thread waits in the scheduler, not in the device, while the others run.
+  rdma_ucm_cmd_hdr header{};
+  if (length >= sizeof header && buffer != nullptr) {
+    std::memcpy(&header, buffer, sizeof header);
+    const int flags = fcntl(fd, F_GETFL);
+    if (header.cmd == RDMA_USER_CM_CMD_GET_EVENT && flags >= 0 && (flags & O_NONBLOCK) == 0 &&
+        thread_calls::wait_readable(fd, "rdma_get_cm_event") ==
+            thread_calls::Readable::interrupted) {
+      errno = EINTR;
+      return -1;
+    }
+  }
+  return provider::cm_write(fd, buffer, length);
+}
+
+int close(int fd) {
+  if (!provider::cm_file(fd)) return libc::real().close(fd);
+  return provider::cm_close(fd);
+}
+
+bool fstat(int fd, struct stat* out) {
+  if (!provider::cm_file(fd)) return false;
+  // The eventfd's own, for its inode and times; by the system call, whose
+  // struct stat is the C library's on this ABI (glibc's fstat is a
+  // symbol of 2.33 only).
+  struct stat real {};
+  if (syscall(SYS_fstat, fd, &real) != 0) return false;
+  *out = real;
+  out->st_mode = S_IFCHR | 0666;
+  out->st_rdev = makedev(provider::cm_major(), provider::cm_minor());
+  out->st_size = 0;
+  return true;
+}
+
+bool refuses_read(int fd) {
+  if (!provider::cm_file(fd)) return false;
+  errno = EINVAL;
+  return true;
+}
+
+}  // namespace verbfault::interposer::cm_files

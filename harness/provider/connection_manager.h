@@ -1,0 +1,24 @@
+// The connection manager's character device (/dev/infiniband/rdma_cm) for
+// the interposer's file calls: the simulated fabric's (sim/cm.h) when the
+// system has none of its own. A real one is the kernel's and never passes
+// through here (its node is not served: system_view.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace verbfault::provider {
+
+// open(2) of the served node: a CM file's descriptor, or -1 with errno.
+int cm_open(int flags);
+// Whether `fd` is a CM file of the simulated fabric: lock-free, one load.
+bool cm_file(int fd);
+// write(2) of a command to it (the kernel's ucma ABI); close(2) of it.
+ssize_t cm_write(int fd, const void* buffer, std::size_t length);
+int cm_close(int fd);
+// The character device's numbers, for fstat(2) of a CM file.
+unsigned cm_major();
+unsigned cm_minor();
+
+}  // namespace verbfault::provider
