@@ -176,18 +176,29 @@ TEST_F(CmFileTest, BindTakesTheWildcardOrAnAddressOfASimulatedPort) {
   EXPECT_EQ(bind_ipv4(own, "198.18.0.1", 7474), EINVAL);  // bound already
 }
 
+// cma_check_port: beside the wildcard (loopback included) a port is not
+// available (a second rping server on 0.0.0.0 prints "Cannot assign
+// requested address"); the same specific address is in use; REUSEADDR on
+// both lets ids bind together, and a listen needs the port alone.
 TEST_F(CmFileTest, APortIsTakenOnceUnlessBothAskToReuseIt) {
-  uint32_t first, second, third, fourth;
+  uint32_t first, second, third, loopback, specific, again;
   ASSERT_EQ(create_id(RDMA_PS_TCP, first), 0);
   ASSERT_EQ(create_id(RDMA_PS_TCP, second), 0);
   ASSERT_EQ(create_id(RDMA_PS_UDP, third), 0);
+  ASSERT_EQ(create_id(RDMA_PS_TCP, loopback), 0);
   EXPECT_EQ(bind_ipv4(first, "0.0.0.0", 7480), 0);
-  EXPECT_EQ(bind_ipv4(second, "198.18.0.1", 7480), EADDRINUSE);
+  EXPECT_EQ(bind_ipv4(second, "198.18.0.1", 7480), EADDRNOTAVAIL);
+  EXPECT_EQ(bind_ipv4(loopback, "127.0.0.1", 7480), EADDRNOTAVAIL);
   EXPECT_EQ(bind_ipv4(third, "0.0.0.0", 7480), 0);  // another port space
-  // REUSEADDR on both, neither listening: shared.
-  ASSERT_EQ(create_id(RDMA_PS_UDP, fourth), 0);
+  ASSERT_EQ(create_id(RDMA_PS_TCP, specific), 0);
+  ASSERT_EQ(create_id(RDMA_PS_TCP, again), 0);
+  EXPECT_EQ(bind_ipv4(specific, "198.18.0.1", 7481), 0);
+  EXPECT_EQ(bind_ipv4(again, "198.18.0.1", 7481), EADDRINUSE);
+
+  uint32_t reusing[2];
   int yes = 1;
-  for (uint32_t handle : {fourth}) {
+  for (uint32_t& handle : reusing) {
+    ASSERT_EQ(create_id(RDMA_PS_TCP, handle), 0);
     rdma_ucm_set_option option{};
     option.id = handle;
     option.level = RDMA_OPTION_ID;
@@ -195,8 +206,24 @@ TEST_F(CmFileTest, APortIsTakenOnceUnlessBothAskToReuseIt) {
     option.optval = reinterpret_cast<uintptr_t>(&yes);
     option.optlen = sizeof yes;
     EXPECT_EQ(run(RDMA_USER_CM_CMD_SET_OPTION, option), 0);
+    EXPECT_EQ(bind_ipv4(handle, "0.0.0.0", 7482), 0);
   }
-  EXPECT_EQ(bind_ipv4(fourth, "0.0.0.0", 7480), EADDRINUSE);  // `third` did not ask
+  // rdma_listen checks the port again without REUSEADDR (cma_bind_listen):
+  // beside another owner neither listens; alone, one does.
+  EXPECT_EQ(listen(reusing[0]), EADDRNOTAVAIL);
+  rdma_ucm_destroy_id destroy{};
+  rdma_ucm_destroy_id_resp destroyed{};
+  destroy.id = reusing[1];
+  destroy.response = reinterpret_cast<uintptr_t>(&destroyed);
+  ASSERT_EQ(run(RDMA_USER_CM_CMD_DESTROY_ID, destroy, sizeof destroyed), 0);
+  EXPECT_EQ(listen(reusing[0]), 0);
+}
+
+TEST_F(CmFileTest, ALoopbackAddressBindsNoDevice) {
+  uint32_t handle;
+  ASSERT_EQ(create_id(RDMA_PS_TCP, handle), 0);
+  EXPECT_EQ(bind_ipv4(handle, "127.0.0.1", 7490), 0);
+  EXPECT_EQ(route(handle).node_guid, 0u);
 }
 
 TEST_F(CmFileTest, PortZeroTakesAnEphemeralPort) {
@@ -214,8 +241,8 @@ TEST_F(CmFileTest, ListenBindsAnIdleIdAndOnePortHasOneListener) {
   EXPECT_EQ(listen(first), 0);  // bound to the wildcard, an ephemeral port
   const uint16_t port = ntohs(route(first).src_addr.sin6_port);
   EXPECT_NE(port, 0);
-  EXPECT_EQ(listen(first), EINVAL);  // listening already
-  EXPECT_EQ(bind_ipv4(second, "198.18.0.1", port), EADDRINUSE);
+  EXPECT_EQ(listen(first), EINVAL);                                 // listening already
+  EXPECT_EQ(bind_ipv4(second, "198.18.0.1", port), EADDRNOTAVAIL);  // beside the wildcard
 }
 
 TEST_F(CmFileTest, SetOptionChecksEachOptionsLength) {

@@ -27,12 +27,15 @@ std::size_t address_size(const sockaddr* address);
 std::size_t address_size(const sockaddr_storage& address);
 uint16_t port_of(const sockaddr_storage& address);  // host byte order
 void set_port(sockaddr_storage& address, uint16_t port);
-// The wildcard (0.0.0.0, ::).
+// The wildcard (0.0.0.0, ::) or a loopback address (127.0.0.0/8, ::1),
+// which the kernel's cma_any_addr takes alike: bound to either, an id has
+// no device, and a listener on 127.0.0.1:P hears every local address.
 bool is_any(const sockaddr_storage& address);
 // The same address (not port), an IPv4 one and its IPv4-mapped IPv6 form
 // alike.
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b);
-// Where a bind to `address` lands: the wildcard binds no device; an
+// Where a bind to `address` lands: the wildcard (loopback too) binds no
+// device; an
 // address of one of this process's simulated ports binds that port;
 // anything else is nobody's here (nullopt: EADDRNOTAVAIL).
 std::optional<Binding> local_binding(const sockaddr* address);

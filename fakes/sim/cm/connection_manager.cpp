@@ -196,22 +196,31 @@ int ConnectionManager::destroy_id(int fd, const rdma_ucm_destroy_id& command, ui
   return 0;
 }
 
-bool ConnectionManager::port_taken(const CmId& binding, const sockaddr_storage& address) const {
+int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage& address,
+                                     bool reuse) const {
   const uint16_t port = port_of(address);
   for (const auto& [handle, other] : ids_) {
     if (handle == binding.handle || other.port_space != binding.port_space) continue;
     if (other.state != IdState::kAddrBound && other.state != IdState::kListen) continue;
     if (port_of(other.source.address) != port) continue;
-    // cma_check_port: two ids may share a port when both asked for
-    // REUSEADDR and the other is not listening, or when their addresses
-    // differ and neither is the wildcard.
-    if (binding.reuse_address && other.reuse_address && other.state != IdState::kListen) continue;
-    if (!is_any(address) && !is_any(other.source.address) &&
-        !same_address(address, other.source.address))
+    // cma_check_port, in its order: both asked for REUSEADDR; both are
+    // AF-only and of different families; either is the wildcard (loopback
+    // included); the same address; different specific addresses share.
+    if (reuse && other.reuse_address) continue;
+    if (af_only(binding, address) && af_only(other, other.source.address) &&
+        address.ss_family != other.source.address.ss_family)
       continue;
-    return true;
+    if (is_any(address) || is_any(other.source.address)) return EADDRNOTAVAIL;
+    if (same_address(address, other.source.address)) return EADDRINUSE;
   }
-  return false;
+  return 0;
+}
+
+bool ConnectionManager::af_only(const CmId& id, const sockaddr_storage& address) {
+  // rdma_bind_addr's default when the option was never set: an IPv4 id is
+  // AF-only, an IPv6 one as net.ipv6.bindv6only says (0 by default).
+  if (id.af_only) return *id.af_only;
+  return address.ss_family == AF_INET;
 }
 
 uint16_t ConnectionManager::ephemeral_port(uint16_t port_space) const {
@@ -241,8 +250,8 @@ int ConnectionManager::bind(int fd, uint32_t handle, const sockaddr* address, st
     const uint16_t port = ephemeral_port(id->port_space);
     if (port == 0) return EADDRNOTAVAIL;
     set_port(binding->address, port);
-  } else if (port_taken(*id, binding->address)) {
-    return EADDRINUSE;
+  } else if (const int conflict = port_conflict(*id, binding->address, id->reuse_address)) {
+    return conflict;
   }
   id->source = *binding;
   id->state = IdState::kAddrBound;
@@ -261,14 +270,11 @@ int ConnectionManager::listen(int fd, const rdma_ucm_listen& command) {
       return bound;
   }
   if (id->state != IdState::kAddrBound) return EINVAL;
-  // Another listener on the port (cma_check_port with listening set).
-  for (const auto& [handle, other] : ids_)
-    if (handle != id->handle && other.state == IdState::kListen &&
-        other.port_space == id->port_space &&
-        port_of(other.source.address) == port_of(id->source.address) &&
-        (is_any(other.source.address) || is_any(id->source.address) ||
-         same_address(other.source.address, id->source.address)))
-      return EADDRINUSE;
+  // cma_check_port again with REUSEADDR ignored: ids that shared the port
+  // by REUSEADDR may be bound together, but only one listens; on success
+  // the flag is cleared.
+  if (const int conflict = port_conflict(*id, id->source.address, /*reuse=*/false)) return conflict;
+  id->reuse_address = false;
   id->backlog =
       command.backlog > 0 && command.backlog < kMaxBacklog ? command.backlog : kMaxBacklog;
   id->state = IdState::kListen;

@@ -98,10 +98,12 @@ class ConnectionManager {
   // The id `handle` of file `fd`: ENOENT when none, EINVAL when another
   // file's (ucma_get_ctx).
   CmId* find(int fd, uint32_t handle, int& error);
-  // Whether another id of the port space holds `address`'s port in a way
-  // that excludes this bind (cma_check_port: both REUSEADDR and neither
-  // listening, or a different address on a non-wildcard, may share).
-  bool port_taken(const CmId& binding, const sockaddr_storage& address) const;
+  // Why another id of the port space that holds `address`'s port excludes
+  // this bind (cma_check_port): EADDRNOTAVAIL when either address is the
+  // wildcard, EADDRINUSE when they are the same; 0 when none does.
+  // `reuse`: the binding id's REUSEADDR counts.
+  int port_conflict(const CmId& binding, const sockaddr_storage& address, bool reuse) const;
+  static bool af_only(const CmId& id, const sockaddr_storage& address);
   uint16_t ephemeral_port(uint16_t port_space) const;
 
   std::map<int, std::unique_ptr<CmFile>> files_;
