@@ -176,19 +176,17 @@ TEST_F(CmFileTest, BindTakesTheWildcardOrAnAddressOfASimulatedPort) {
   EXPECT_EQ(bind_ipv4(own, "198.18.0.1", 7474), EINVAL);  // bound already
 }
 
-// cma_check_port: beside the wildcard (loopback included) a port is not
+// cma_check_port: beside the wildcard a port is not
 // available (a second rping server on 0.0.0.0 prints "Cannot assign
 // requested address"); the same specific address is in use; REUSEADDR on
 // both lets ids bind together, and a listen needs the port alone.
 TEST_F(CmFileTest, APortIsTakenOnceUnlessBothAskToReuseIt) {
-  uint32_t first, second, third, loopback, specific, again;
+  uint32_t first, second, third, specific, again;
   ASSERT_EQ(create_id(RDMA_PS_TCP, first), 0);
   ASSERT_EQ(create_id(RDMA_PS_TCP, second), 0);
   ASSERT_EQ(create_id(RDMA_PS_UDP, third), 0);
-  ASSERT_EQ(create_id(RDMA_PS_TCP, loopback), 0);
   EXPECT_EQ(bind_ipv4(first, "0.0.0.0", 7480), 0);
   EXPECT_EQ(bind_ipv4(second, "198.18.0.1", 7480), EADDRNOTAVAIL);
-  EXPECT_EQ(bind_ipv4(loopback, "127.0.0.1", 7480), EADDRNOTAVAIL);
   EXPECT_EQ(bind_ipv4(third, "0.0.0.0", 7480), 0);  // another port space
   ASSERT_EQ(create_id(RDMA_PS_TCP, specific), 0);
   ASSERT_EQ(create_id(RDMA_PS_TCP, again), 0);
@@ -219,11 +217,12 @@ TEST_F(CmFileTest, APortIsTakenOnceUnlessBothAskToReuseIt) {
   EXPECT_EQ(listen(reusing[0]), 0);
 }
 
-TEST_F(CmFileTest, ALoopbackAddressBindsNoDevice) {
+// The kernel binds a loopback address with no device (cma_any_addr); not
+// served yet (cm_addresses.h says why): the errno of an address nobody has.
+TEST_F(CmFileTest, ALoopbackAddressIsNotBoundYet) {
   uint32_t handle;
   ASSERT_EQ(create_id(RDMA_PS_TCP, handle), 0);
-  EXPECT_EQ(bind_ipv4(handle, "127.0.0.1", 7490), 0);
-  EXPECT_EQ(route(handle).node_guid, 0u);
+  EXPECT_EQ(bind_ipv4(handle, "127.0.0.1", 7490), EADDRNOTAVAIL);
 }
 
 TEST_F(CmFileTest, PortZeroTakesAnEphemeralPort) {

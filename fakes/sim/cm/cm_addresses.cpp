@@ -56,13 +56,9 @@ void set_port(sockaddr_storage& address, uint16_t port) {
 }
 
 bool is_any(const sockaddr_storage& address) {
-  // cma_any_addr: the zero address or a loopback one.
-  if (const std::optional<uint32_t> v4 = ipv4_of_address(address))
-    return *v4 == INADDR_ANY || (*v4 >> 24) == 127;
-  if (address.ss_family == AF_INET6) {
-    const in6_addr& v6 = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
-    return IN6_IS_ADDR_UNSPECIFIED(&v6) || IN6_IS_ADDR_LOOPBACK(&v6);
-  }
+  if (const std::optional<uint32_t> v4 = ipv4_of_address(address)) return *v4 == INADDR_ANY;
+  if (address.ss_family == AF_INET6)
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6&>(address).sin6_addr);
   return false;
 }
 

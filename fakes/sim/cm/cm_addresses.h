@@ -27,17 +27,19 @@ std::size_t address_size(const sockaddr* address);
 std::size_t address_size(const sockaddr_storage& address);
 uint16_t port_of(const sockaddr_storage& address);  // host byte order
 void set_port(sockaddr_storage& address, uint16_t port);
-// The wildcard (0.0.0.0, ::) or a loopback address (127.0.0.0/8, ::1),
-// which the kernel's cma_any_addr takes alike: bound to either, an id has
-// no device, and a listener on 127.0.0.1:P hears every local address.
+// The wildcard (0.0.0.0, ::). The kernel's cma_any_addr takes a loopback
+// address alike (bound to it, an id has no device); here a bind to one
+// fails for now (local_binding).
 bool is_any(const sockaddr_storage& address);
 // The same address (not port), an IPv4 one and its IPv4-mapped IPv6 form
 // alike.
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b);
-// Where a bind to `address` lands: the wildcard (loopback too) binds no
-// device; an
+// Where a bind to `address` lands: the wildcard binds no device; an
 // address of one of this process's simulated ports binds that port;
-// anything else is nobody's here (nullopt: EADDRNOTAVAIL).
+// anything else is nobody's here (nullopt: EADDRNOTAVAIL), loopback
+// included until address resolution is served: libfabric's verbs
+// provider takes a device-less loopback binding for a usable address, and
+// fi_pingpong -e rdm's fi_domain then fails with ENODATA.
 std::optional<Binding> local_binding(const sockaddr* address);
 // The GID of `device`'s port that stands for `address` (RoCE: the entry of
 // the address, IBTA A17.4.5, found in the table; InfiniBand: GID 0, the
