@@ -1,10 +1,12 @@
 // The simulated connection manager's command interface, as librdmacm
 // writes it to /dev/infiniband/rdma_cm (<rdma/rdma_user_cm.h>): the
 // kernel's checks and errnos (drivers/infiniband/core/ucma.c, cma.c), ids,
-// binding and listening. One process, member 0 of no shared fabric: its
-// device 0 has the address 198.18.0.1 (fabric_address.h).
+// binding and listening. One process, member 0 of a fabric of its own
+// (ctest runs other tests at once, which may hold index 0 of the default
+// fabric): its device 0 has the address 198.18.0.1 (fabric_address.h).
 #include "verbfault/sim/cm.h"
 #include "verbfault/sim/provider.h"
+#include "wire_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -29,9 +32,23 @@ struct Written {
   Command command;
 };
 
+// Before the fabric exists (the first sim::devices() makes it): a fabric
+// name of this process's own, and member index 0 on it; its status table
+// file goes at exit.
+void join_own_fabric() {
+  static const wire::testing::ScratchFabric fabric("cm-abi");
+  static const bool set = [] {
+    setenv("VERBFAULT_FABRIC", fabric.name().c_str(), 1);
+    setenv("VERBFAULT_PROC", "0", 1);
+    return true;
+  }();
+  (void)set;
+}
+
 class CmFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    join_own_fabric();
     ASSERT_FALSE(sim::devices().empty());
     fd_ = open_file(O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd_, 0) << std::strerror(errno);
