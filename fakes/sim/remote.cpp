@@ -395,20 +395,24 @@ bool holds_requests() {
   return !held_requests().empty();
 }
 
-void ask_to_look(uint32_t member) {
+namespace {
+
+// A frame of its kind alone (kGaveUp, kLookAgain).
+void send_kind(uint32_t member, FrameKind kind) {
   wire::Endpoint* endpoint = Fabric::get().started_endpoint();
   if (endpoint == nullptr) return;
-  const FrameKind kind = FrameKind::kLookAgain;
   const std::array<Bytes, 1> parts = {bytes_of(kind)};
   endpoint->send(member, parts);
 }
 
+}  // namespace
+
+void ask_to_look(uint32_t member) {
+  send_kind(member, FrameKind::kLookAgain);
+}
+
 void give_up_on(uint32_t member) {
-  wire::Endpoint* endpoint = Fabric::get().started_endpoint();
-  if (endpoint == nullptr) return;
-  const FrameKind kind = FrameKind::kGaveUp;
-  const std::array<Bytes, 1> parts = {bytes_of(kind)};
-  endpoint->send(member, parts);
+  send_kind(member, FrameKind::kGaveUp);
 }
 
 }  // namespace verbfault::sim::remote
