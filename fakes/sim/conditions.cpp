@@ -164,9 +164,10 @@ int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
 
 int post_send_with_failures(ibv_qp* verbs, ibv_send_wr* wr, ibv_send_wr** bad_wr,
                             const std::vector<SendFailure>& failures) {
-  if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
+  // Nothing posted: *bad_wr names the first WR (ibv_post_send(3)).
+  if (verbs == nullptr || !owns(verbs->context)) return *bad_wr = wr, ENODEV;
   auto guard = Fabric::enter();
-  if (Context::from(verbs->context)->device().fatal()) return EIO;
+  if (Context::from(verbs->context)->device().fatal()) return *bad_wr = wr, EIO;
   std::vector<SendWqe::Forced> forced;
   forced.reserve(failures.size());
   for (SendFailure failure : failures)

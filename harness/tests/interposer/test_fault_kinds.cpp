@@ -263,6 +263,26 @@ TEST_F(FaultKinds, DeviceFatalMakesLaterVerbsFailWithEio) {
   EXPECT_EQ(state_of(a_), IBV_QPS_ERR);
 }
 
+// fuzz_verbs_sequence (CI, 2026-11-27): a post that carries an injected
+// failure, on a device already dead, failed with EIO and left *bad_wr
+// NULL. ibv_post_send(3): on failure *bad_wr is the first WR not posted.
+TEST_F(FaultKinds, APostWithAnInjectedFailureOnADeadDeviceNamesItsFirstWr) {
+  begin("retry_exhausted qp#0 nth=1");
+  ASSERT_EQ(fabric::device_fatal(ctx_), 0);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf_a_), 8, mr_a_->lkey};
+  ibv_send_wr wrs[2]{};
+  wrs[0].next = &wrs[1];
+  for (ibv_send_wr& wr : wrs) {
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+  }
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(a_, wrs, &bad), EIO);
+  EXPECT_EQ(bad, &wrs[0]);
+}
+
 TEST_F(FaultKinds, RnrRetryExhaustedFailsTheSendAndFlushesTheRest) {
   begin("rnr_retry_exhausted qp#0 opcode=send nth=1");
   ASSERT_EQ(recv_on_b(1), 0);
