@@ -7,7 +7,8 @@
 namespace verbfault::sim::wire {
 
 std::string status_table_path(std::string_view fabric) {
-  return "/dev/shm/verbfault-fabric-" + std::string(fabric);
+  return "/dev/shm/verbfault-fabric-" + std::string(fabric) + ".v" +
+         std::to_string(kStatusTableLayout);
 }
 
 int remove_status_table(std::string_view fabric) {

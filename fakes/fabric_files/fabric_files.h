@@ -11,7 +11,13 @@
 
 namespace verbfault::sim::wire {
 
-// "/dev/shm/verbfault-fabric-<fabric>".
+// The layout of the status table file (sim/wire/status_table.cpp). It is
+// in the file's name, so that a table a process of another verbfault
+// version left (the user's default fabric lives as long as /dev/shm) is
+// never mistaken for this one's, and needs no removing by hand.
+inline constexpr int kStatusTableLayout = 2;
+
+// "/dev/shm/verbfault-fabric-<fabric>.v<layout>".
 std::string status_table_path(std::string_view fabric);
 
 // Removes the fabric's status table: 0 when it is gone (or was never

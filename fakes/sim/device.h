@@ -24,6 +24,10 @@ class Device {
   static Device* from(const ibv_device* d) { return owner_of<Device, ibv_device>(d); }
 
   int index() const { return index_; }
+  // The index libibverbs reports (ibv_get_device_index(3)) and the
+  // connection manager names the device by: far above any kernel index,
+  // so that it never collides with a real device's.
+  int kernel_index() const { return 0x10000 + index_; }
   const std::string& name() const { return name_; }
   const DeviceProfile& profile() const { return profile_; }
   // The port's live attributes (state and LID may change at run time).

@@ -1,5 +1,7 @@
 #include "fabric_wait.h"
 
+#include "cm/connection_manager.h"
+
 #include "completion_queue.h"
 #include "context.h"
 #include "device_nap.h"
@@ -176,6 +178,7 @@ bool expects_deliveries(CompletionQueue& cq) {
 bool remote_work_possible() {
   Fabric& fabric = Fabric::get();
   if (fabric.peers_may_send()) return true;
+  if (cm::ConnectionManager::get().expects_messages()) return true;
   wire::Endpoint* endpoint = fabric.started_endpoint();
   if (endpoint == nullptr || !FabricWaiter::on_shared_fabric()) return false;
   if (fabric.expected_members() > 1) return true;  // a group run: the others are peers

@@ -387,8 +387,7 @@ __be64 device_guid(const ibv_device* device) {
 }
 
 int device_index(const ibv_device* device) {
-  // Far above any kernel index, so that it never collides with a real device.
-  return 0x10000 + Device::from(device)->index();
+  return Device::from(device)->kernel_index();
 }
 
 namespace {

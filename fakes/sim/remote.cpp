@@ -5,6 +5,8 @@
 // Fabric::mutex, on its service thread.
 #include "remote.h"
 
+#include "cm/cm_wire.h"
+#include "cm/connection_manager.h"
 #include "completion_queue.h"
 #include "context.h"
 #include "delivery.h"
@@ -318,6 +320,10 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
     ResponseFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
     if (frame.size() - sizeof f == f.length) on_response(from_member, f, frame.subspan(sizeof f));
+  } else if (kind == FrameKind::kConnectionManager) {
+    cm::Message message;
+    if (cm::message_of_frame(from_member, frame.subspan(1), message))
+      cm::ConnectionManager::get().receive(message);
   } else if (kind == FrameKind::kGaveUp) {
     // The member waited for this process longer than its grace period
     // while this process's application was outside verbs (fabric_wait.h):
@@ -343,6 +349,7 @@ void on_peer_gone(uint32_t member) {
   auto guard = Fabric::enter_from_wire();
   Fabric& fabric = Fabric::get();
   fabric.forget_peer(member);
+  cm::ConnectionManager::get().member_gone(member);
   remote_payload::forget(member);  // its segments unmapped here
   // Its held requests need no answer any more.
   auto& held = held_requests();

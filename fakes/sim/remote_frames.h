@@ -23,6 +23,8 @@ enum class FrameKind : uint8_t {
   kResponse = 0x52,
   kGaveUp = 0x53,
   kLookAgain = 0x54,
+  // A connection manager's message (cm/cm_messages.h), after the kind byte.
+  kConnectionManager = 0x55,
 };
 
 // How a request frame carries its SEND/WRITE payload: the bytes, or a

@@ -5,6 +5,7 @@
 // The verbs programs (member_probe) run with VERBFAULT_FABRIC=private:
 // each device on its own, whatever the local fabric does.
 #include "shell.h"
+#include "fabric_files.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -206,8 +207,9 @@ TEST(VerbfaultRunGroup, EachRankOfALauncherIsAProcessWithItsOwnTrace) {
   const std::string dir = scratch_dir("ranks");
   const std::string ranks = "'for r in 0 1; do OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 " +
                             kProbe + " & done; wait'";
-  ProcessResult r = run_shell("VERBFAULT_FABRIC=private " +
-                              run_group("--seed 5 --trace " + dir + "/trace.jsonl", "sh -c " + ranks));
+  ProcessResult r =
+      run_shell("VERBFAULT_FABRIC=private " +
+                run_group("--seed 5 --trace " + dir + "/trace.jsonl", "sh -c " + ranks));
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* index : {"1", "2"}) {
     const std::string trace = dir + "/trace." + index + ".jsonl";
@@ -549,7 +551,7 @@ TEST(VerbfaultRunGroup, ABadStartWaitIsOneLine) {
 // environment (others may share it) stays.
 TEST(VerbfaultRunGroup, TheRunsFabricIsRemovedAtItsEnd) {
   const std::string show =
-      "sh -c 'test -e /dev/shm/verbfault-fabric-$VERBFAULT_FABRIC && "
+      "sh -c 'test -e /dev/shm/verbfault-fabric-$VERBFAULT_FABRIC.v2 && "  // status_table_path
       "echo \"table fabric=$VERBFAULT_FABRIC size=$VERBFAULT_FABRIC_SIZE \"'";
   ProcessResult r = run_shell("env -u VERBFAULT_FABRIC -u VERBFAULT_FABRIC_SIZE " +
                               run_group("--seed 1", kProbe + " ::: " + show + " ::: " + kProbe));
@@ -557,10 +559,10 @@ TEST(VerbfaultRunGroup, TheRunsFabricIsRemovedAtItsEnd) {
   const std::string fabric = field(r.output, "table", "fabric");
   ASSERT_EQ(fabric.rfind("run-", 0), 0u) << "process 0 made its status table\n" << r.output;
   EXPECT_EQ(field(r.output, "table", "size"), "3") << r.output;
-  EXPECT_FALSE(fs::exists("/dev/shm/verbfault-fabric-" + fabric)) << r.output;
+  EXPECT_FALSE(fs::exists(sim::wire::status_table_path(fabric))) << r.output;
 
   const std::string mine = "vf-keep-" + std::to_string(getpid());
-  const std::string table = "/dev/shm/verbfault-fabric-" + mine;
+  const std::string table = sim::wire::status_table_path(mine);
   ProcessResult kept = run_shell("VERBFAULT_FABRIC=" + mine + " VERBFAULT_FABRIC_SIZE=5 " +
                                  run_group("--seed 1", kProbe + " ::: " + show));
   EXPECT_EQ(kept.status, 0) << kept.output;

@@ -79,7 +79,7 @@ int close_file(int fd) {
     std::lock_guard guard(Fabric::get().mutex);
     mark(fd, false);
     ConnectionManager::get().close_file(fd);
-    Fabric::get().notify_waiters();  // a GET_EVENT waiting on it ends (EBADF)
+    Fabric::get().notify_waiters();  // its ids' peers may have heard of it
   }
   return ::close(fd);
 }

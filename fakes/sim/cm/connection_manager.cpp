@@ -1,9 +1,12 @@
 #include "connection_manager.h"
 
 #include "cm_addresses.h"
+#include "cm_wire.h"
 #include "device.h"
 #include "event_wait.h"
 #include "fabric.h"
+#include "user_memory.h"
+#include "wire/endpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,15 +18,6 @@
 namespace verbfault::sim::cm {
 
 namespace {
-
-// The kernel reads the command and writes the response through user
-// pointers (copy_from_user / copy_to_user); here they are the process's
-// own, and a NULL one is the EFAULT the kernel would give.
-bool write_response(uint64_t response, const void* what, std::size_t size) {
-  if (response == 0) return false;
-  std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(response)), what, size);
-  return true;
-}
 
 // ucma_get_qp_type: the QP type a port space implies.
 std::optional<uint8_t> qp_type_of(uint16_t port_space, uint8_t asked) {
@@ -40,8 +34,9 @@ std::optional<uint8_t> qp_type_of(uint16_t port_space, uint8_t asked) {
   }
 }
 
-// A command's input, copied out as the kernel does (the header said `in`
-// bytes follow; shorter than the structure: EINVAL).
+// A command's input, copied out as the kernel does (copy_from_user of the
+// whole structure: input shorter than it is EINVAL here, where the kernel
+// would read past the write).
 template <class Command>
 bool read_command(const uint8_t* input, uint16_t in, Command& command) {
   if (in < sizeof command) return false;
@@ -49,10 +44,40 @@ bool read_command(const uint8_t* input, uint16_t in, Command& command) {
   return true;
 }
 
+// CONNECT and ACCEPT read min(in, sizeof) and need at least up to `ece`
+// (ucma_connect, ucma_accept: older librdmacm sends none).
+template <class Command>
+bool read_command_up_to_ece(const uint8_t* input, uint16_t in, Command& command) {
+  command = Command{};
+  if (in < offsetof(Command, ece)) return false;
+  std::memcpy(&command, input, std::min<std::size_t>(in, sizeof command));
+  return true;
+}
+
+// A listener on the wildcard or loopback as the status table holds it for
+// the other members (wire::StatusTable::add_listener): valid bit, port
+// space, port, AF-only, family.
+constexpr uint64_t kListenerValid = uint64_t{1} << 63;
+constexpr uint64_t kListenerAfOnly = uint64_t{1} << 48;
+constexpr uint64_t kListenerIpv6 = uint64_t{1} << 49;
+
+uint64_t listener_entry(uint16_t port_space, uint16_t port, bool af_only, bool ipv6) {
+  return kListenerValid | uint64_t{port_space} << 32 | port | (af_only ? kListenerAfOnly : 0) |
+         (ipv6 ? kListenerIpv6 : 0);
+}
+
 // The kernel's default of net.rdma_ucm.max_backlog (ucma.c).
 constexpr uint32_t kMaxBacklog = 1024;
 
 }  // namespace
+
+uint32_t ConnectionManager::seq_num_for(uint32_t member, uint32_t handle) {
+  uint32_t x = (member + 1) * 0x9e3779b1u ^ (handle + 1) * 0x85ebca6bu;
+  x ^= x >> 15;
+  x *= 0x2c1b3c6du;
+  x ^= x >> 12;
+  return x & 0xffffff;
+}
 
 ConnectionManager& ConnectionManager::get() {
   static ConnectionManager* manager = new ConnectionManager;  // lives to _exit
@@ -74,13 +99,16 @@ int ConnectionManager::open_file(int flags) {
 bool ConnectionManager::close_file(int fd) {
   const auto found = files_.find(fd);
   if (found == files_.end()) return false;
-  // ucma_close: every id of the file goes with it.
-  for (auto it = ids_.begin(); it != ids_.end();)
-    it = it->second.file == fd ? ids_.erase(it) : std::next(it);
+  // ucma_close: every id of the file is destroyed, as DESTROY_ID would.
+  std::vector<uint32_t> owned;
+  for (const auto& [handle, id] : ids_)
+    if (id.file == fd) owned.push_back(handle);
+  for (uint32_t handle : owned) destroy(handle);
   // The eventfd is the application's descriptor: close(2) closes it, not
   // the ReadinessFd.
   found->second->readiness.release();
   files_.erase(found);
+  deliver_local();
   return true;
 }
 
@@ -97,6 +125,25 @@ CmId* ConnectionManager::find(int fd, uint32_t handle, int& error) {
   return &found->second;
 }
 
+CmId* ConnectionManager::find_with_device(int fd, uint32_t handle, int& error) {
+  CmId* id = find(fd, handle, error);
+  if (id != nullptr && !id->source.device) {
+    error = EINVAL;
+    return nullptr;
+  }
+  return id;
+}
+
+uint32_t ConnectionManager::new_handle() {
+  // The kernel's ctx_table hands out the lowest free index (xa_alloc).
+  uint32_t handle = 0;
+  for (const auto& [used, id] : ids_) {
+    if (used != handle) break;
+    ++handle;
+  }
+  return handle;
+}
+
 int ConnectionManager::execute(int fd, const uint8_t* buffer, std::size_t length,
                                std::unique_lock<std::mutex>& guard) {
   // ucma_write's checks, in its order.
@@ -106,61 +153,153 @@ int ConnectionManager::execute(int fd, const uint8_t* buffer, std::size_t length
   if (header.cmd > RDMA_USER_CM_CMD_JOIN_MCAST) return EINVAL;
   if (header.in + sizeof header > length) return EINVAL;
   const uint8_t* input = buffer + sizeof header;
+  int result = ENOSYS;
   switch (header.cmd) {
     case RDMA_USER_CM_CMD_CREATE_ID: {
       rdma_ucm_create_id command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return create_id(fd, command, header.out);
+      result = create_id(fd, command, header.out);
+      break;
     }
     case RDMA_USER_CM_CMD_DESTROY_ID: {
       rdma_ucm_destroy_id command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return destroy_id(fd, command, header.out);
+      result = destroy_id(fd, command, header.out);
+      break;
     }
     case RDMA_USER_CM_CMD_BIND_IP: {
       rdma_ucm_bind_ip command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return bind(fd, command.id, reinterpret_cast<const sockaddr*>(&command.addr),
-                  address_size(reinterpret_cast<const sockaddr*>(&command.addr)));
+      const auto* address = reinterpret_cast<const sockaddr*>(&command.addr);
+      // ucma_bind_ip: a family of no size is EINVAL.
+      if (address_size(address) == 0) return EINVAL;
+      result = bind(fd, command.id, address, address_size(address));
+      break;
     }
     case RDMA_USER_CM_CMD_BIND: {
       rdma_ucm_bind command;
       if (!read_command(input, header.in, command)) return EINVAL;
       const auto* address = reinterpret_cast<const sockaddr*>(&command.addr);
-      // ucma_bind: the size must be the family's.
-      if (command.addr_size != address_size(address) || command.reserved != 0) return EINVAL;
-      return bind(fd, command.id, address, command.addr_size);
+      // ucma_bind: the size must be the family's. AF_IB, whose size the
+      // kernel knows, is not served: EAFNOSUPPORT (cm_addresses.h).
+      if (command.reserved != 0 || command.addr_size == 0) return EINVAL;
+      if (address->sa_family == kAfIb && command.addr_size == kSockaddrIbSize) return EAFNOSUPPORT;
+      if (command.addr_size != address_size(address)) return EINVAL;
+      result = bind(fd, command.id, address, command.addr_size);
+      break;
     }
-    case RDMA_USER_CM_CMD_LISTEN: {
-      rdma_ucm_listen command;
+    case RDMA_USER_CM_CMD_RESOLVE_IP: {
+      rdma_ucm_resolve_ip command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return listen(fd, command);
+      const auto* source = reinterpret_cast<const sockaddr*>(&command.src_addr);
+      const auto* destination = reinterpret_cast<const sockaddr*>(&command.dst_addr);
+      // ucma_resolve_ip: a source of a family is checked, the destination
+      // always (rdma_addr_size_in6).
+      if ((source->sa_family != 0 && address_size(source) == 0) || address_size(destination) == 0)
+        return EINVAL;
+      result = resolve(fd, command.id, source->sa_family != 0 ? source : nullptr, destination,
+                       command.timeout_ms);
+      break;
+    }
+    case RDMA_USER_CM_CMD_RESOLVE_ADDR: {
+      rdma_ucm_resolve_addr command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      const auto* source = reinterpret_cast<const sockaddr*>(&command.src_addr);
+      const auto* destination = reinterpret_cast<const sockaddr*>(&command.dst_addr);
+      if (command.reserved != 0) return EINVAL;
+      if (command.src_size != 0 && command.src_size != rdma_family_size(source)) return EINVAL;
+      if (command.dst_size == 0 || command.dst_size != rdma_family_size(destination)) return EINVAL;
+      if ((command.src_size != 0 && source->sa_family == kAfIb) || destination->sa_family == kAfIb)
+        return EAFNOSUPPORT;
+      result = resolve(fd, command.id, command.src_size != 0 ? source : nullptr, destination,
+                       command.timeout_ms);
+      break;
+    }
+    case RDMA_USER_CM_CMD_RESOLVE_ROUTE: {
+      rdma_ucm_resolve_route command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = resolve_route(fd, command);
+      break;
     }
     case RDMA_USER_CM_CMD_QUERY_ROUTE: {
       rdma_ucm_query command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return query_route(fd, command, header.out);
+      result = query_route(fd, command, header.out);
+      break;
     }
-    case RDMA_USER_CM_CMD_QUERY: {
-      rdma_ucm_query command;
-      if (!read_command(input, header.in, command)) return EINVAL;
-      return query(fd, command, header.out);
+    case RDMA_USER_CM_CMD_CONNECT: {
+      rdma_ucm_connect command;
+      if (!read_command_up_to_ece(input, header.in, command)) return EINVAL;
+      result = connect(fd, command);
+      break;
     }
-    case RDMA_USER_CM_CMD_SET_OPTION: {
-      rdma_ucm_set_option command;
+    case RDMA_USER_CM_CMD_LISTEN: {
+      rdma_ucm_listen command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return set_option(fd, command);
+      result = listen(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_ACCEPT: {
+      rdma_ucm_accept command;
+      if (!read_command_up_to_ece(input, header.in, command)) return EINVAL;
+      result = accept(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_REJECT: {
+      rdma_ucm_reject command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = reject(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_DISCONNECT: {
+      rdma_ucm_disconnect command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = disconnect(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_INIT_QP_ATTR: {
+      rdma_ucm_init_qp_attr command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = init_qp_attr(fd, command, header.out);
+      break;
     }
     case RDMA_USER_CM_CMD_GET_EVENT: {
       rdma_ucm_get_event command;
       if (!read_command(input, header.in, command)) return EINVAL;
-      return get_event(fd, command, header.out, guard);
+      result = get_event(fd, command, header.out, guard);
+      break;
+    }
+    case RDMA_USER_CM_CMD_SET_OPTION: {
+      rdma_ucm_set_option command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = set_option(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_NOTIFY: {
+      rdma_ucm_notify command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = notify(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_MIGRATE_ID: {
+      rdma_ucm_migrate_id command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = migrate_id(fd, command);
+      break;
+    }
+    case RDMA_USER_CM_CMD_QUERY: {
+      rdma_ucm_query command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = query(fd, command, header.out);
+      break;
     }
     default:
-      // Address and route resolution, connecting and multicast are not
+      // GET_OPTION has no handler in the kernel either; multicast is not
       // served yet: said, never pretended.
-      return ENOSYS;
+      result = ENOSYS;
   }
+  deliver_local();
+  return result;
 }
 
 int ConnectionManager::create_id(int fd, const rdma_ucm_create_id& command, uint16_t out) {
@@ -168,16 +307,40 @@ int ConnectionManager::create_id(int fd, const rdma_ucm_create_id& command, uint
   const std::optional<uint8_t> qp_type = qp_type_of(command.ps, command.qp_type);
   if (!qp_type) return EINVAL;
   CmId id;
-  id.handle = next_handle_++;
+  id.handle = new_handle();
   id.uid = command.uid;
   id.file = fd;
   id.port_space = command.ps;
   id.qp_type = *qp_type;
+  id.seq_num = seq_num_for(Fabric::get().member(), id.handle);
   rdma_ucm_create_id_resp response{};
   response.id = id.handle;
+  // The response first: a fault there creates nothing (ucma_create_id).
   if (!write_response(command.response, &response, sizeof response)) return EFAULT;
   ids_.emplace(id.handle, id);
   return 0;
+}
+
+void ConnectionManager::destroy(uint32_t handle) {
+  const auto found = ids_.find(handle);
+  if (found == ids_.end()) return;
+  CmId& id = found->second;
+  leave_connection(id);
+  if (id.state == IdState::kListen) publish_listener(id, false);
+  // Events not yet taken go with the id (ucma_destroy_private_ctx); a
+  // listener's unread CONNECT_REQUESTs take their children with them
+  // (ucma_cleanup_ctx_events), which reject their requests.
+  std::vector<uint32_t> children;
+  if (const auto file = files_.find(id.file); file != files_.end()) {
+    std::erase_if(file->second->events, [&](const PendingEvent& event) {
+      if (event.charged != handle) return false;
+      if (event.connect_request) children.push_back(event.response.id);
+      return true;
+    });
+    file->second->update_readiness();
+  }
+  ids_.erase(found);
+  for (uint32_t child : children) destroy(child);
 }
 
 int ConnectionManager::destroy_id(int fd, const rdma_ucm_destroy_id& command, uint16_t out) {
@@ -187,11 +350,7 @@ int ConnectionManager::destroy_id(int fd, const rdma_ucm_destroy_id& command, ui
   if (id == nullptr) return error;
   rdma_ucm_destroy_id_resp response{};
   response.events_reported = id->events_reported;
-  // Events not yet taken go with the id (ucma_destroy_private_ctx).
-  CmFile& file = *files_.at(fd);
-  std::erase_if(file.events, [&](const PendingEvent& event) { return event.id == id->handle; });
-  file.readiness.set_ready(!file.events.empty());
-  ids_.erase(command.id);
+  destroy(command.id);
   if (!write_response(command.response, &response, sizeof response)) return EFAULT;
   return 0;
 }
@@ -201,7 +360,7 @@ int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage
   const uint16_t port = port_of(address);
   for (const auto& [handle, other] : ids_) {
     if (handle == binding.handle || other.port_space != binding.port_space) continue;
-    if (other.state != IdState::kAddrBound && other.state != IdState::kListen) continue;
+    if (other.state == IdState::kIdle || other.state == IdState::kDestroying) continue;
     if (port_of(other.source.address) != port) continue;
     // cma_check_port, in its order: both asked for REUSEADDR; both are
     // AF-only and of different families; either is the wildcard (loopback
@@ -210,10 +369,57 @@ int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage
     if (af_only(binding, address) && af_only(other, other.source.address) &&
         address.ss_family != other.source.address.ss_family)
       continue;
-    if (is_any(address) || is_any(other.source.address)) return EADDRNOTAVAIL;
+    if (binds_no_device(address) || binds_no_device(other.source.address)) return EADDRNOTAVAIL;
     if (same_address(address, other.source.address)) return EADDRINUSE;
   }
+  // The other members' listeners on the wildcard: one host, one port space.
+  if (wire::Endpoint* endpoint = Fabric::get().endpoint())
+    for (const auto& [member, entry] : endpoint->others_listeners()) {
+      if (static_cast<uint16_t>(entry >> 32) != binding.port_space ||
+          static_cast<uint16_t>(entry) != port)
+        continue;
+      const bool other_v6 = (entry & kListenerIpv6) != 0;
+      if (af_only(binding, address) && (entry & kListenerAfOnly) != 0 &&
+          other_v6 != (address.ss_family == AF_INET6))
+        continue;
+      return EADDRNOTAVAIL;
+    }
   return 0;
+}
+
+std::optional<uint32_t> ConnectionManager::listening_member(uint16_t port_space, uint16_t port,
+                                                            const sockaddr_storage& destination) {
+  Fabric& fabric = Fabric::get();
+  for (const auto& device : fabric.devices())
+    if (listener_for(port_space, port, destination, device->index()) != nullptr)
+      return fabric.member();
+  wire::Endpoint* endpoint = fabric.endpoint();
+  if (endpoint == nullptr) return std::nullopt;
+  const bool v6 = destination.ss_family == AF_INET6;
+  for (const auto& [member, entry] : endpoint->others_listeners()) {
+    if (static_cast<uint16_t>(entry >> 32) != port_space || static_cast<uint16_t>(entry) != port)
+      continue;
+    if ((entry & kListenerAfOnly) != 0 && ((entry & kListenerIpv6) != 0) != v6) continue;
+    return member;
+  }
+  return std::nullopt;
+}
+
+void ConnectionManager::publish_listener(CmId& id, bool listening) {
+  if (listening)
+    listening_.emplace(id.handle, ListeningSocket(id.handle));
+  else
+    listening_.erase(id.handle);
+  if (!binds_no_device(id.source.address)) return;  // reached by its address only
+  wire::Endpoint* endpoint = Fabric::get().endpoint();
+  if (endpoint == nullptr) return;
+  const uint64_t entry =
+      listener_entry(id.port_space, port_of(id.source.address), af_only(id, id.source.address),
+                     id.source.address.ss_family == AF_INET6);
+  if (listening)
+    id.published = endpoint->add_listener(entry);
+  else if (id.published)
+    endpoint->remove_listener(entry);
 }
 
 bool ConnectionManager::af_only(const CmId& id, const sockaddr_storage& address) {
@@ -231,7 +437,7 @@ uint16_t ConnectionManager::ephemeral_port(uint16_t port_space) const {
     bool used = false;
     for (const auto& [handle, id] : ids_)
       used |= id.port_space == port_space && port_of(id.source.address) == port &&
-              (id.state == IdState::kAddrBound || id.state == IdState::kListen);
+              id.state != IdState::kIdle;
     if (!used) return static_cast<uint16_t>(port);
   }
   return 0;
@@ -241,7 +447,7 @@ int ConnectionManager::bind(int fd, uint32_t handle, const sockaddr* address, st
   int error = 0;
   CmId* id = find(fd, handle, error);
   if (id == nullptr) return error;
-  if (size == 0) return EAFNOSUPPORT;  // AF_IB and unknown families (cm_addresses.h)
+  if (size == 0) return EAFNOSUPPORT;
   // rdma_bind_addr: only an idle id binds.
   if (id->state != IdState::kIdle) return EINVAL;
   std::optional<Binding> binding = local_binding(address);
@@ -278,61 +484,8 @@ int ConnectionManager::listen(int fd, const rdma_ucm_listen& command) {
   id->backlog =
       command.backlog > 0 && command.backlog < kMaxBacklog ? command.backlog : kMaxBacklog;
   id->state = IdState::kListen;
+  publish_listener(*id, true);
   return 0;
-}
-
-int ConnectionManager::query(int fd, const rdma_ucm_query& command, uint16_t out) {
-  int error = 0;
-  CmId* id = find(fd, command.id, error);
-  if (id == nullptr) return error;
-  if (command.option != RDMA_USER_CM_QUERY_ADDR) return ENOSYS;  // paths: not yet
-  if (out < sizeof(rdma_ucm_query_addr_resp)) return ENOSPC;
-  rdma_ucm_query_addr_resp response{};
-  Fabric& fabric = Fabric::get();
-  if (id->source.device && *id->source.device < static_cast<int>(fabric.devices().size())) {
-    const Device& device = *fabric.devices()[static_cast<std::size_t>(*id->source.device)];
-    response.node_guid = device.profile().device.node_guid;
-    response.port_num = id->source.port;
-    response.pkey = 0xffff;
-    response.ibdev_index = static_cast<uint32_t>(device.index());
-  } else {
-    response.ibdev_index = ~uint32_t{0};  // ucma_query_addr: no device yet
-  }
-  response.src_size = static_cast<uint16_t>(address_size(id->source.address));
-  std::memcpy(&response.src_addr, &id->source.address, response.src_size);
-  response.dst_size = static_cast<uint16_t>(address_size(id->destination));
-  std::memcpy(&response.dst_addr, &id->destination, response.dst_size);
-  if (!write_response(command.response, &response, sizeof response)) return EFAULT;
-  return 0;
-}
-
-int ConnectionManager::query_route(int fd, const rdma_ucm_query& command, uint16_t out) {
-  int error = 0;
-  CmId* id = find(fd, command.id, error);
-  if (id == nullptr) return error;
-  // ucma_query_route: a response without ibdev_index is an older kernel's.
-  if (out < offsetof(rdma_ucm_query_route_resp, ibdev_index)) return ENOSPC;
-  rdma_ucm_query_route_resp response{};
-  std::memcpy(&response.src_addr, &id->source.address,
-              std::min(sizeof response.src_addr, address_size(id->source.address)));
-  std::memcpy(&response.dst_addr, &id->destination,
-              std::min(sizeof response.dst_addr, address_size(id->destination)));
-  Fabric& fabric = Fabric::get();
-  if (id->source.device && *id->source.device < static_cast<int>(fabric.devices().size())) {
-    const Device& device = *fabric.devices()[static_cast<std::size_t>(*id->source.device)];
-    response.node_guid = device.profile().device.node_guid;
-    response.port_num = id->source.port;
-    response.ibdev_index = static_cast<uint32_t>(device.index());
-    // The source GID of the port the address is on (cma_query_ib_route
-    // and its RoCE counterpart report it without a path).
-    const ibv_gid gid = source_gid(device, id->source.address);
-    std::memcpy(response.ib_route[0].sgid, gid.raw, sizeof gid.raw);
-    response.ib_route[0].pkey = htobe16(0xffff);
-  }
-  // No path before the route is resolved (num_paths 0).
-  std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(command.response)), &response,
-              std::min<std::size_t>(out, sizeof response));
-  return command.response == 0 ? EFAULT : 0;
 }
 
 int ConnectionManager::set_option(int fd, const rdma_ucm_set_option& command) {
@@ -350,16 +503,19 @@ int ConnectionManager::set_option(int fd, const rdma_ucm_set_option& command) {
       return 0;
     case RDMA_OPTION_ID_REUSEADDR: {
       if (command.optlen != sizeof(int)) return EINVAL;
-      // rdma_set_reuseaddr: only before the id is bound.
-      if (id->state != IdState::kIdle) return EINVAL;
       int reuse;
       std::memcpy(&reuse, value, sizeof reuse);
+      // rdma_set_reuseaddr: set (not cleared) on any id but a listener, or
+      // anything on an idle one.
+      if (!((reuse != 0 && id->state != IdState::kListen) || id->state == IdState::kIdle))
+        return EINVAL;
       id->reuse_address = reuse != 0;
       return 0;
     }
     case RDMA_OPTION_ID_AFONLY: {
       if (command.optlen != sizeof(int)) return EINVAL;
-      if (id->state != IdState::kIdle) return EINVAL;
+      // rdma_set_afonly: before the id listens or resolves.
+      if (id->state != IdState::kIdle && id->state != IdState::kAddrBound) return EINVAL;
       int only;
       std::memcpy(&only, value, sizeof only);
       id->af_only = only != 0;
@@ -367,6 +523,8 @@ int ConnectionManager::set_option(int fd, const rdma_ucm_set_option& command) {
     }
     case RDMA_OPTION_ID_ACK_TIMEOUT:
       if (command.optlen != sizeof(uint8_t)) return EINVAL;
+      // rdma_set_ack_timeout: connected QPs only.
+      if (id->qp_type != IBV_QPT_RC && id->qp_type != IBV_QPT_XRC_SEND) return EINVAL;
       id->ack_timeout = *static_cast<const uint8_t*>(value);
       return 0;
     default:
@@ -374,26 +532,100 @@ int ConnectionManager::set_option(int fd, const rdma_ucm_set_option& command) {
   }
 }
 
+void ConnectionManager::report(CmId& id, CmEvent event, int status, const rdma_ucm_conn_param* conn,
+                               const rdma_ucm_ud_param* ud) {
+  // ucma_event_handler: an id without a uid (a child not accepted yet)
+  // gets no events.
+  if (id.uid == 0) return;
+  const auto file = files_.find(id.file);
+  if (file == files_.end()) return;
+  PendingEvent pending;
+  pending.charged = id.handle;
+  pending.response.uid = id.uid;
+  pending.response.id = id.handle;
+  pending.response.event = static_cast<uint32_t>(event);
+  pending.response.status = static_cast<uint32_t>(status);
+  if (conn != nullptr) pending.response.param.conn = *conn;
+  if (ud != nullptr) pending.response.param.ud = *ud;
+  push_event(*file->second, pending);
+}
+
+void ConnectionManager::push_event(CmFile& file, const PendingEvent& event) {
+  file.events.push_back(event);
+  file.update_readiness();
+  Fabric::get().notify_waiters();
+}
+
+bool ConnectionManager::expects_messages() const {
+  const uint32_t own = Fabric::get().member();
+  for (const auto& [handle, id] : ids_)
+    if (id.cm_id && id.peer.member != own && id.connection != ConnectionState::kNone &&
+        id.connection != ConnectionState::kTimewait)
+      return true;
+  return false;
+}
+
 int ConnectionManager::get_event(int fd, const rdma_ucm_get_event& command, uint16_t out,
                                  std::unique_lock<std::mutex>& guard) {
-  if (out < sizeof(rdma_ucm_event_resp)) return ENOSPC;
-  CmFile* file = files_.at(fd).get();
-  if (int error = wait_for(guard, file->readiness.nonblocking(), [&] {
-        // The file may be closed by another thread meanwhile.
+  // ucma_get_event: the response up to `reserved` must fit.
+  if (out < offsetof(rdma_ucm_event_resp, reserved)) return ENOSPC;
+  const CmFile* waited_on = files_.at(fd).get();
+  // Closed by another thread meanwhile (or its descriptor reused by a new
+  // file): the kernel's file lives on while a write holds it, with no ids
+  // and no events, so the wait never ends (rping's CM thread, blocked in
+  // rdma_get_cm_event when the main thread destroys the channel, stays
+  // blocked until the process exits).
+  if (int error = wait_for(guard, waited_on->readiness.nonblocking(), [&] {
         const auto found = files_.find(fd);
-        return found == files_.end() || !found->second->events.empty();
+        return found != files_.end() && found->second.get() == waited_on &&
+               !found->second->events.empty();
       }))
     return error;
-  const auto found = files_.find(fd);
-  if (found == files_.end()) return EBADF;
-  file = found->second.get();
-  PendingEvent event = file->events.front();
-  file->events.pop_front();
-  file->readiness.set_ready(!file->events.empty());
-  event.response.id = event.id;
-  if (auto id = ids_.find(event.id); id != ids_.end()) ++id->second.events_reported;
-  if (!write_response(command.response, &event.response, sizeof event.response)) return EFAULT;
+  CmFile& file = *files_.at(fd);
+  const PendingEvent event = file.events.front();
+  // On a fault the event stays queued.
+  if (!write_response(command.response, &event.response,
+                      std::min<std::size_t>(out, sizeof event.response)))
+    return EFAULT;
+  file.events.pop_front();
+  file.update_readiness();
+  if (auto id = ids_.find(event.charged); id != ids_.end()) {
+    ++id->second.events_reported;
+    if (event.connect_request) ++id->second.backlog;  // the listener may queue one more
+  }
+  // A child whose request was read is the application's now: destroying
+  // the listener no longer takes it.
+  if (event.connect_request)
+    if (auto child = ids_.find(event.response.id); child != ids_.end())
+      child->second.listener.reset();
   return 0;
+}
+
+void ConnectionManager::send(const Message& message) {
+  if (message.target.member == Fabric::get().member()) {
+    local_.push_back(message);
+    return;
+  }
+  if (!send_to_member(message) && message.kind == MessageKind::kReq) {
+    // No member holds that index: nobody answers the REQ, and its retries
+    // run out (IBA 12.6.5: after max_cm_retries, UNREACHABLE).
+    Message unreachable = message;
+    unreachable.kind = MessageKind::kUnreachable;
+    unreachable.remote_id = message.local_id;
+    std::swap(unreachable.sender, unreachable.target);
+    local_.push_back(unreachable);
+  }
+}
+
+void ConnectionManager::deliver_local() {
+  if (delivering_) return;  // the outer call goes on with what is queued
+  delivering_ = true;
+  while (!local_.empty()) {
+    const Message message = local_.front();
+    local_.pop_front();
+    receive(message);
+  }
+  delivering_ = false;
 }
 
 }  // namespace verbfault::sim::cm

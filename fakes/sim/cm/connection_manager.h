@@ -1,9 +1,14 @@
 // The simulated fabric's connection manager: the CM files a process opened
 // and the ids made through them, in the kernel's terms
-// (drivers/infiniband/core/ucma.c, cma.c). Every member is guarded by
-// Fabric::mutex, the device's one lock: CM commands are device calls.
+// (drivers/infiniband/core/ucma.c, cma.c, cm.c). Every member is guarded by
+// Fabric::mutex, the device's one lock: CM commands are device calls, and
+// the messages of other members' managers are handled under it by the
+// service thread.
 #pragma once
 
+#include "cm_messages.h"
+#include "fabric_address.h"
+#include "listening_socket.h"
 #include "readiness_fd.h"
 
 // glibc's netinet/in.h before the kernel's headers: it tells linux/in6.h
@@ -36,42 +41,122 @@ enum class IdState {
   kDestroying,
 };
 
+// The id's IB CM state (enum ib_cm_state, cm.c), reduced to those a
+// userspace id passes through: kNone while the id has no IB CM id (before
+// CONNECT, or after a reject reset it).
+enum class ConnectionState {
+  kNone,
+  kReqSent,
+  kReqReceived,
+  kRepSent,
+  kRepReceived,
+  kEstablished,
+  kDreqSent,
+  kDreqReceived,
+  kTimewait,
+  kSidrReqSent,
+};
+
+// The events of the ucma ABI (enum rdma_cm_event_type, the numbers
+// rdma_ucm_event_resp.event carries).
+enum class CmEvent : uint32_t {
+  kAddrResolved = 0,
+  kAddrError = 1,
+  kRouteResolved = 2,
+  kRouteError = 3,
+  kConnectRequest = 4,
+  kConnectResponse = 5,
+  kConnectError = 6,
+  kUnreachable = 7,
+  kRejected = 8,
+  kEstablished = 9,
+  kDisconnected = 10,
+  kDeviceRemoval = 11,
+  kMulticastJoin = 12,
+  kMulticastError = 13,
+  kAddrChange = 14,
+  kTimewaitExit = 15,
+};
+
 // Where an id is bound: the simulated device and port its address belongs
-// to (none for the any address), and the address itself with its port.
+// to (none for the any and loopback addresses), and the address itself
+// with its port.
 struct Binding {
   sockaddr_storage address{};
   std::optional<int> device;  // index in Fabric::devices()
   uint8_t port = 0;
 };
 
+// The path a resolved route holds (ib_sa_path_rec reduced): from the id's
+// port to the node its destination resolved to.
+struct Path {
+  FabricNode target;
+  uint16_t dlid = 0;
+  ibv_gid dgid{};
+  uint8_t mtu = 0;  // enum ibv_mtu
+  uint8_t hop_limit = 0;
+  uint8_t packet_life_time = 0;
+};
+
 struct CmId {
   uint32_t handle = 0;
-  uint64_t uid = 0;  // the application's (librdmacm's id) for its events
-  int file = -1;     // the CM file (its fd) whose events the id's are
+  // The application's (librdmacm's id) for its events; 0 for a child of a
+  // listener until it is accepted: its events are dropped (ucma.c).
+  uint64_t uid = 0;
+  int file = -1;  // the CM file (its fd) whose events the id's are
   uint16_t port_space = 0;
   uint8_t qp_type = 0;
   IdState state = IdState::kIdle;
   Binding source;
   sockaddr_storage destination{};
+  // The starting PSN of the id's receive queue (a kernel id's seq_num):
+  // the peer sends from it, and INIT_QP_ATTR(RTR) gives it as rq_psn.
+  uint32_t seq_num = 0;
+  std::optional<FabricNode> target;  // what the destination resolved to
+  std::optional<Path> path;          // once the route is resolved
   uint32_t events_reported = 0;
-  uint32_t backlog = 0;
+  uint32_t backlog = 0;    // a listener's: CONNECT_REQUESTs it may still queue
+  bool published = false;  // a listener the other members see (publish_listener)
   // RDMA_OPTION_ID_*.
   std::optional<uint8_t> tos;
   bool reuse_address = false;
   std::optional<bool> af_only;
   std::optional<uint8_t> ack_timeout;
+
+  // The connection (the IB CM id's part): `cm_id` once the id has one
+  // (from CONNECT, or made by a request), which a reject resets but keeps.
+  bool cm_id = false;
+  ConnectionState connection = ConnectionState::kNone;
+  std::optional<uint32_t> listener;  // a child's, until its request is read
+  MessageNode peer;                  // the other side's node...
+  uint32_t peer_id = 0;              // ...and its id there
+  uint32_t qp_num = 0;               // the QP this id connects (from CONNECT/ACCEPT)
+  uint32_t remote_qpn = 0;
+  uint32_t remote_psn = 0;  // the peer's starting PSN: this side's sq_psn
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t retry_count = 0;
+  uint8_t rnr_retry_count = 0;
+  uint32_t remote_qkey = 0;  // UD: from the SIDR REP
 };
 
-// One event waiting in a file (rdma_ucm_event_resp without the handle,
-// which GET_EVENT fills in).
+// One event waiting in a file (rdma_ucm_event_resp). `charged`: the id
+// whose events_reported it counts to when read (a CONNECT_REQUEST's is the
+// listener's, its `response.id` the new child's).
 struct PendingEvent {
-  uint32_t id = 0;
+  uint32_t charged = 0;
+  bool connect_request = false;
   rdma_ucm_event_resp response{};
 };
 
+// A file's events, in the order they came; its eventfd is readable while
+// there are any. Those another member's messages made are readable at once,
+// as a CQ's channel fires at once for a held delivery (delivery.h): a
+// program may wait for them in poll(2) on the file, outside the device.
 struct CmFile {
   ReadinessFd readiness;
   std::deque<PendingEvent> events;
+  void update_readiness() { readiness.set_ready(!events.empty()); }
 };
 
 class ConnectionManager {
@@ -83,21 +168,43 @@ class ConnectionManager {
   // The command in `buffer` (header and input); 0 or an errno.
   int execute(int fd, const uint8_t* buffer, std::size_t length,
               std::unique_lock<std::mutex>& guard);
+  // A message of another member's manager (or of this one's).
+  void receive(const Message& message);
+  // A member is gone: its kernel destroyed its ids, as at the close of
+  // their files (what a peer's connection sees of it).
+  void member_gone(uint32_t member);
+  // Whether another member may still send this one a message (an id
+  // connecting or connected to another member): a wait in the device
+  // waits for the fabric (fabric_wait.h).
+  bool expects_messages() const;
 
  private:
+  // Commands (cm_*.cpp), each after ucma.c's handler of the same name.
   int create_id(int fd, const rdma_ucm_create_id& command, uint16_t out);
   int destroy_id(int fd, const rdma_ucm_destroy_id& command, uint16_t out);
   int bind(int fd, uint32_t id, const sockaddr* address, std::size_t size);
   int listen(int fd, const rdma_ucm_listen& command);
+  int resolve(int fd, uint32_t id, const sockaddr* source, const sockaddr* destination,
+              uint32_t timeout_ms);
+  int resolve_route(int fd, const rdma_ucm_resolve_route& command);
   int query(int fd, const rdma_ucm_query& command, uint16_t out);
   int query_route(int fd, const rdma_ucm_query& command, uint16_t out);
   int set_option(int fd, const rdma_ucm_set_option& command);
+  int connect(int fd, const rdma_ucm_connect& command);
+  int accept(int fd, const rdma_ucm_accept& command);
+  int reject(int fd, const rdma_ucm_reject& command);
+  int disconnect(int fd, const rdma_ucm_disconnect& command);
+  int init_qp_attr(int fd, const rdma_ucm_init_qp_attr& command, uint16_t out);
+  int notify(int fd, const rdma_ucm_notify& command);
+  int migrate_id(int fd, const rdma_ucm_migrate_id& command);
   int get_event(int fd, const rdma_ucm_get_event& command, uint16_t out,
                 std::unique_lock<std::mutex>& guard);
 
   // The id `handle` of file `fd`: ENOENT when none, EINVAL when another
   // file's (ucma_get_ctx).
   CmId* find(int fd, uint32_t handle, int& error);
+  // The same, and EINVAL when the id has no device (ucma_get_ctx_dev).
+  CmId* find_with_device(int fd, uint32_t handle, int& error);
   // Why another id of the port space that holds `address`'s port excludes
   // this bind (cma_check_port): EADDRNOTAVAIL when either address is the
   // wildcard, EADDRINUSE when they are the same; 0 when none does.
@@ -105,10 +212,63 @@ class ConnectionManager {
   int port_conflict(const CmId& binding, const sockaddr_storage& address, bool reuse) const;
   static bool af_only(const CmId& id, const sockaddr_storage& address);
   uint16_t ephemeral_port(uint16_t port_space) const;
+  uint32_t new_handle();
+  // A kernel id's seq_num is 24 random bits (__rdma_create_id); here a
+  // function of the member and the handle, so that a run repeats.
+  static uint32_t seq_num_for(uint32_t member, uint32_t handle);
+
+  // This member's node for device `device` (lid, gid).
+  MessageNode own_node(int device) const;
+  // Queues an event for `id` on its file (dropped when the id has no uid).
+  void report(CmId& id, CmEvent event, int status, const rdma_ucm_conn_param* conn = nullptr,
+              const rdma_ucm_ud_param* ud = nullptr);
+  // Queues `event` on `file`, readable at once, and wakes its waiters.
+  void push_event(CmFile& file, const PendingEvent& event);
+  // Hands a message to the manager of `message.target.member`.
+  void send(const Message& message);
+  // A message to the peer of `id`'s connection, of `kind`.
+  Message reply_to(const CmId& id, MessageKind kind) const;
+  // What the kernel's destroy of the IB CM id sends the peer (cm_destroy_id).
+  void leave_connection(CmId& id);
+  // Destroys an id: its connection left, its pending events dropped, the
+  // children of a listener whose requests were not read destroyed too.
+  void destroy(uint32_t handle);
+
+  // The id of this member a message after the REQ is for: by its handle
+  // when the sender knew it, else by the sender's own id (a REJ from an
+  // active side that gave up before it heard of the passive's id).
+  CmId* connection_of(const Message& message);
+  void on_request(const Message& message);
+  void on_reply(CmId& id, const Message& message);
+  void on_ready_to_use(CmId& id);
+  void on_reject(CmId& id, const Message& message);
+  void on_disconnect_request(CmId& id);
+  void on_disconnect_reply(CmId& id);
+  void on_unreachable(CmId& id);
+  void on_sidr_request(const Message& message);
+  void on_sidr_reply(CmId& id, const Message& message);
+  // The listener of this member that a request to (port space, port,
+  // destination) on `device` reaches (cma_find_listener).
+  CmId* listener_for(uint16_t port_space, uint16_t port, const sockaddr_storage& destination,
+                     int device);
+  // The member with a listener that a request for (port space, port) to
+  // a loopback or wildcard `destination` reaches: the fabric is one host,
+  // so 127.0.0.1 reaches a listener of any process on it. nullopt: none.
+  std::optional<uint32_t> listening_member(uint16_t port_space, uint16_t port,
+                                           const sockaddr_storage& destination);
+  // Says (or withdraws) in the fabric's status table that `id` listens on
+  // the wildcard or loopback, for the other members' loopback addresses.
+  void publish_listener(CmId& id, bool listening);
+  // Messages of this member to itself, handled once the command that sent
+  // them is done (the kernel's handlers run after the sender's call too).
+  void deliver_local();
 
   std::map<int, std::unique_ptr<CmFile>> files_;
   std::map<uint32_t, CmId> ids_;
-  uint32_t next_handle_ = 0;
+  std::map<uint32_t, ListeningSocket> listening_;  // of the listeners in ids_
+  static constexpr uint32_t kUnknownId = ~uint32_t{0};
+  std::deque<Message> local_;
+  bool delivering_ = false;
 };
 
 }  // namespace verbfault::sim::cm

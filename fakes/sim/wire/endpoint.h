@@ -158,6 +158,11 @@ class Endpoint {
   // they move their virtual clocks.
   virtual void set_settling(bool settling) = 0;
   virtual bool another_settling() = 0;
+  // The connection manager's listeners in the status table
+  // (StatusTable::add_listener).
+  virtual bool add_listener(uint64_t entry) = 0;
+  virtual void remove_listener(uint64_t entry) = 0;
+  virtual std::vector<std::pair<uint32_t, uint64_t>> others_listeners() = 0;
 };
 
 }  // namespace verbfault::sim::wire

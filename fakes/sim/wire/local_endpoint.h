@@ -85,6 +85,11 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   std::vector<uint32_t> members() override { return table_->live_members(); }
   uint64_t joins() override { return table_->joins(); }
   bool others_live() override { return table_->another_live(); }
+  bool add_listener(uint64_t entry) override { return table_->add_listener(entry); }
+  void remove_listener(uint64_t entry) override { table_->remove_listener(entry); }
+  std::vector<std::pair<uint32_t, uint64_t>> others_listeners() override {
+    return table_->others_listeners();
+  }
   void count_call() override { table_->count_call(); }
   uint64_t others_calls() override { return table_->others_calls(); }
   void set_settling(bool settling) override { table_->set_settling(settling); }

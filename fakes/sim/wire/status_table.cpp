@@ -2,6 +2,7 @@
 
 #include "endpoint.h"
 #include "fabric_name.h"
+#include "fabric_files.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -22,7 +23,9 @@ using Word = std::atomic_ref<uint64_t>;
 static_assert(Word::is_always_lock_free, "the table is shared between processes: lock-free only");
 static_assert(Word::required_alignment <= alignof(uint64_t));
 
-constexpr uint64_t kMagic = 0x3145'4c42'4154'4656;  // "VFTABLE1" read as bytes: layout 1
+// "VFTABLE<layout>" read as bytes.
+constexpr uint64_t kMagic = 0x3045'4c42'4154'4656 + (uint64_t{kStatusTableLayout} << 56);
+static_assert(kStatusTableLayout < 10);
 
 uint64_t load(const uint64_t& word) {
   return Word(const_cast<uint64_t&>(word)).load(std::memory_order_acquire);
@@ -81,8 +84,9 @@ struct StatusTable::Layout {
     uint64_t outside;    // odd while its waiting mark stands for threads that
                          // all wait outside the device (set_outside)
     uint64_t reserved[1];
-    uint64_t sent_to[kMaxMembers];       // (tag, count): see status_table.h
-    uint64_t handled_from[kMaxMembers];  // (tag, count)
+    uint64_t listeners[StatusTable::kListenersPerMember];  // 0: a free entry
+    uint64_t sent_to[kMaxMembers];                         // (tag, count): see status_table.h
+    uint64_t handled_from[kMaxMembers];                    // (tag, count)
   } slots[kMaxMembers];
 };
 
@@ -167,6 +171,7 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   store(slot.settling, 0);
   store(slot.calls, 0);
   store(slot.outside, 0);
+  for (uint64_t& listener : slot.listeners) store(listener, 0);
   for (uint32_t other = 0; other < kMaxMembers; ++other) {
     store(slot.sent_to[other], 0);
     store(slot.handled_from[other], 0);
@@ -179,6 +184,33 @@ bool StatusTable::claim(uint32_t index, std::string& error) {
   store(slot.incarnation, incarnation_);
   store(slot.pid, static_cast<uint64_t>(getpid()));
   return true;
+}
+
+bool StatusTable::add_listener(uint64_t entry) {
+  for (uint64_t& listener : table_->slots[index_].listeners)
+    if (load(listener) == 0) {
+      store(listener, entry);
+      return true;
+    }
+  return false;
+}
+
+void StatusTable::remove_listener(uint64_t entry) {
+  for (uint64_t& listener : table_->slots[index_].listeners)
+    if (load(listener) == entry) {
+      store(listener, 0);
+      return;
+    }
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> StatusTable::others_listeners() const {
+  std::vector<std::pair<uint32_t, uint64_t>> found;
+  for (uint32_t member : live_members()) {
+    if (member == index_) continue;
+    for (const uint64_t& listener : table_->slots[member].listeners)
+      if (const uint64_t entry = load(listener); entry != 0) found.emplace_back(member, entry);
+  }
+  return found;
 }
 
 void StatusTable::mark_listening() {

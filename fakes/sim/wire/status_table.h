@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -110,6 +111,16 @@ class StatusTable {
   // parent's lock is on the open file description, which the parent still
   // has open, so the lock stays): unmaps the child's copy of the table.
   void abandon_after_fork();
+
+  // The connection manager's listeners (sim/cm): what a loopback address
+  // reaches is a listener of any member, the fabric being one host. An
+  // entry is the manager's encoding, nonzero; up to kListenersPerMember
+  // per member (add_listener is false beyond). others_listeners: those of
+  // the live members other than this one, lowest index first.
+  static constexpr std::size_t kListenersPerMember = 16;
+  bool add_listener(uint64_t entry);
+  void remove_listener(uint64_t entry);
+  std::vector<std::pair<uint32_t, uint64_t>> others_listeners() const;
 
   // The size of the file, for tests.
   static std::size_t file_bytes();
