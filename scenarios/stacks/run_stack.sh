@@ -35,6 +35,15 @@
 # counts the iterations asked for, sent and acknowledged, with a positive
 # bandwidth at 1 MiB.
 #
+# TEST cm_<program>_<profile>: a program of rdmacm-utils between two
+# processes through the simulated connection manager: rping (-C 10, every
+# ping verified on both sides), ucmatose and udaddy (both sides' transfers
+# complete, "return status 0"), rdma_server with rdma_client (each "end
+# 0"), rstream (100 transfers of 4 KiB, the result row on both sides). The
+# client is started once the server's id listens, and addresses it by
+# 127.0.0.1 on ib, by 198.18.0.1 (the server's port) on roce, where the
+# kernel resolves no route to loopback. ctest labels them rdma_cm too.
+#
 # TEST mpi_<pml>_np<N>_<profile>: `mpirun -np N` of --mpi-program
 # (mpi_pingpong.c: 1 MiB there and back between ranks 0 and 1, then an
 # allreduce) with Open MPI's pml ucx (UCX as above), or pml ob1 with the
@@ -73,6 +82,9 @@ qperf_tests=(rc_bi_bw rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_writ
              ver_rc_compare_swap ver_rc_fetch_add uc_bi_bw uc_bw uc_lat uc_rdma_write_bw
              uc_rdma_write_lat uc_rdma_write_poll_lat ud_bi_bw ud_bw ud_lat)
 fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce)
+# librdmacm's own programs (rdmacm-utils), through the simulated
+# connection manager (issue 33): cm_<program>_<profile>.
+cm_programs=(rping ucmatose udaddy rdma_server rstream)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
@@ -85,7 +97,8 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                ucx_ucp_put_bw_1m_rc_roce ucx_tag_lat_8_ud_roce mpi_ucx_np2_ib mpi_ucx_np4_roce
                mpi_ob1_np2_ib qperf_rc_lat qperf_rc_bw qperf_uc_lat qperf_ud_lat
                qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr fi_info_ib fi_rdm_pingpong_ib
-               fi_rdm_pingpong_roce)
+               fi_rdm_pingpong_roce cm_rping_ib cm_rping_roce cm_ucmatose_ib cm_udaddy_roce
+               cm_rdma_server_ib cm_rstream_ib)
 
 list_tests() {
   local t s x p
@@ -95,6 +108,7 @@ list_tests() {
   printf '%s\n' "${mpi_tests[@]}"
   printf 'qperf_%s\n' "${qperf_tests[@]}"
   printf '%s\n' "${fi_tests[@]}"
+  for t in "${cm_programs[@]}"; do for p in "${profiles[@]}"; do echo "cm_${t}_${p}"; done; done
 }
 
 usage() {
@@ -448,7 +462,90 @@ run_fi_pingpong() {
   echo "$me: $name: pass: $(tr -s ' ' <<< "$row")"
 }
 
+# Whether process $1 has an rdma_cm id listening: the simulated connection
+# manager shows each as a listening socket "@verbfault-cm/<pid>/<id>"
+# (sim/cm/listening_socket.h).
+cm_listens() {
+  grep -q "@verbfault-cm/$1/" /proc/net/unix 2>/dev/null
+}
+
+# cm_<program>_<profile>: the server, then once it listens the client
+# (rdma_server's is rdma_client), on port $port. The client addresses the
+# server by 127.0.0.1 on InfiniBand; on RoCE by the server's port address,
+# 198.18.0.1: a loopback route has no netdev there, and the kernel's
+# rdma_resolve_route fails with ENODEV, as rping prints on rxe.
+run_cm() {
+  local rest=${name#cm_} program profile address
+  profile=${rest##*_}; program=${rest%_*}
+  command -v "$program" > /dev/null || fail "$program is not installed (Debian: apt-get install rdmacm-utils)"
+  address=127.0.0.1
+  [[ $profile == roce ]] && address=198.18.0.1
+  local server client
+  case $program in
+    rping) server=(rping -s -v -C 10 -p "$port"); client=(rping -c -a "$address" -v -C 10 -p "$port") ;;
+    ucmatose) server=(ucmatose -p "$port"); client=(ucmatose -s "$address" -p "$port") ;;
+    # udaddy's -p is the port space; its port is 7174, on a fabric of the
+    # test's own.
+    udaddy) server=(udaddy); client=(udaddy -s "$address") ;;
+    rdma_server) server=(rdma_server -p "$port"); client=(rdma_client -s "$address" -p "$port") ;;
+    rstream) server=(rstream -p "$port" -S 4096 -C 100)
+             client=(rstream -s "$address" -p "$port" -S 4096 -C 100) ;;
+  esac
+  local server_log=$workdir/server.log client_log=$workdir/client.log
+  if [[ -n $verbfault ]]; then
+    export VERBFAULT_SIM_PROFILE="$profile"
+    # udaddy's server answers its ten messages with ten unsignaled sends on
+    # a send queue of ten (udaddy.c post_sends): one more and
+    # ibv_post_send fails with ENOMEM. The check says so; the program's.
+    [[ $program == udaddy ]] &&
+      allowed_findings='^verbfault: check resource\.unsignaled_sends_fill_queue on qp#0 '
+    run_harnessed -- "${server[@]}" ::: "${client[@]}"
+    server_log=$workdir/verbfault.log client_log=$workdir/verbfault.log
+  else
+    deadline=$((SECONDS + timeout))
+    local env_both=(LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$"
+                    VERBFAULT_SIM_PROFILE="$profile")
+    env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$server_log" 2>&1 < /dev/null &
+    server_pid=$!
+    until cm_listens "$server_pid"; do
+      running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened"; }
+      ((SECONDS < deadline)) || fail "the server did not listen within ${timeout} s"
+      sleep 0.05
+    done
+    env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$client_log" 2>&1 < /dev/null &
+    client_pid=$!
+    await "$server_pid" "$client_pid"
+    wait "$server_pid"; server_rc=$?
+    wait "$client_pid"; client_rc=$?
+    ((server_rc == 0)) || fail "the server's exit status is $server_rc"
+    ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+  fi
+  # What each program prints when it did what it meant to.
+  both_logs() { if [[ $server_log == "$client_log" ]]; then cat "$server_log"; else cat "$server_log" "$client_log"; fi; }
+  local n
+  case $program in
+    rping)
+      n=$(grep -c '^ping data: rdma-ping-' "$client_log")
+      ((n == 10)) || fail "the client verified $n pings, not 10"
+      n=$(grep -c '^server ping data: rdma-ping-' "$server_log")
+      ((n == 10)) || fail "the server verified $n pings, not 10" ;;
+    ucmatose|udaddy)
+      n=$(both_logs | grep -c '^return status 0$')
+      ((n == 2)) || fail "$n of the two sides said 'return status 0'"
+      n=$(both_logs | grep -c '^data transfers complete$')
+      ((n == 2)) || fail "$n of the two sides completed their transfers" ;;
+    rdma_server)
+      grep -q '^rdma_server: end 0$' "$server_log" || fail "rdma_server did not end with 0"
+      grep -q '^rdma_client: end 0$' "$client_log" || fail "rdma_client did not end with 0" ;;
+    rstream)
+      n=$(both_logs | grep -cE '^custom +4k +100 +1 ')
+      ((n == 2)) || fail "$n of the two sides printed the result row of 100 transfers of 4k" ;;
+  esac
+  echo "$me: $name: pass"
+}
+
 case $name in
+  cm_*) run_cm ;;
   fi_info_*) run_fi_info ;;
   fi_rdm_pingpong_*) run_fi_pingpong ;;
   ucx_*) run_ucx ;;
