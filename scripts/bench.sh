@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the benchmarks (Release, ./build-bench) and runs
 # bench/local_fabric once (the simulated device between two processes, no
-# harness: out/bench-local-fabric.{json,log}), then
+# harness: out/bench-local-fabric.{json,log}) and bench/cm_connect
+# (connection setup through the simulated connection manager:
+# out/bench-cm-connect.{json,log}), then
 # bench/interposer_overhead once per harness mode, each in its own process
 # (libverbfault.so reads its configuration once, when it loads):
 #   no-plan  nothing set: every call passes through the interposer;
@@ -35,7 +37,7 @@ build_dir="${BENCH_BUILD_DIR:-build-bench}"
 # The test suite keeps its default (on) so that the same directory serves
 # `ctest` of a Release build too; only the benchmark is built here.
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DVERBFAULT_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead local_fabric
+cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead local_fabric cm_connect
 mkdir -p out
 
 # The local fabric: RDMA WRITE 64 KiB and SEND ping-pong between this
@@ -46,6 +48,13 @@ echo "== local fabric: $fabric_line"
 "$build_dir/bench/local_fabric" --benchmark_out=out/bench-local-fabric.json --benchmark_out_format=json \
   --benchmark_repetitions="${REPETITIONS:-5}" --benchmark_report_aggregates_only=true "$@" 2>&1 |
   tee out/bench-local-fabric.log
+
+# Connection setup through the simulated connection manager (librdmacm in
+# one process): connect to ESTABLISHED against a pipe round trip.
+echo "== connection manager: $build_dir/bench/cm_connect"
+"$build_dir/bench/cm_connect" --benchmark_out=out/bench-cm-connect.json --benchmark_out_format=json \
+  --benchmark_repetitions="${REPETITIONS:-5}" --benchmark_report_aggregates_only=true "$@" 2>&1 |
+  tee out/bench-cm-connect.log
 
 bench="$build_dir/bench/interposer_overhead"
 trace="${BENCH_TRACE:-out/bench-trace.jsonl}"
