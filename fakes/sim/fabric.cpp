@@ -1,5 +1,7 @@
 #include "fabric.h"
 
+#include "cm/connection_manager.h"
+
 #include "device_nap.h"
 
 #include "fabric_address.h"
@@ -230,12 +232,16 @@ bool Fabric::deadline_pending() const {
     if (!qp->send_queue().empty() &&
         qp->send_queue().front().not_before_ns != std::numeric_limits<uint64_t>::max())
       return true;
-  return false;
+  // An id in the connection manager's timewait: TIMEWAIT_EXIT will come.
+  const cm::ConnectionManager* manager = cm::ConnectionManager::existing();
+  return manager != nullptr && manager->next_deadline().has_value();
 }
 
 bool Fabric::advance_clock() {
-  if (waiting_.empty()) return false;
-  uint64_t next = std::numeric_limits<uint64_t>::max();
+  cm::ConnectionManager* manager = cm::ConnectionManager::existing();
+  const std::optional<uint64_t> cm_next = manager ? manager->next_deadline() : std::nullopt;
+  if (waiting_.empty() && !cm_next) return false;
+  uint64_t next = cm_next.value_or(std::numeric_limits<uint64_t>::max());
   for (QueuePair* qp : waiting_) {
     if (!qp->send_queue().empty()) next = std::min(next, qp->send_queue().front().not_before_ns);
   }
@@ -255,6 +261,7 @@ bool Fabric::advance_clock() {
     qp->send_queue().front().waiting = false;
     requester::progress(*qp);
   }
+  if (manager != nullptr) manager->expire(clock_.now());
   return true;
 }
 

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -481,11 +482,24 @@ TEST_F(CmFileTest, AConnectionRunsTheIbCmExchange) {
   EXPECT_EQ(event->event, 10u);
   EXPECT_EQ(event->id, client);
 
+  // The IB CM's timewait, on the virtual clock: a GET_EVENT that finds
+  // nothing lets it run, and both ids get TIMEWAIT_EXIT, in id order.
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->event, 15u);  // TIMEWAIT_EXIT
+  EXPECT_EQ(event->id, std::min(client, child));
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->event, 15u);
+  EXPECT_EQ(event->id, std::max(client, child));
+  EXPECT_FALSE(next_event());
+
   uint32_t reported = 0;
   ASSERT_EQ(destroy(client, reported), 0);
-  EXPECT_EQ(reported, 4u);  // ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_RESPONSE, DISCONNECTED
+  EXPECT_EQ(reported, 5u);  // ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_RESPONSE, DISCONNECTED,
+                            // TIMEWAIT_EXIT
   ASSERT_EQ(destroy(child, reported), 0);
-  EXPECT_EQ(reported, 2u);  // ESTABLISHED, DISCONNECTED
+  EXPECT_EQ(reported, 3u);  // ESTABLISHED, DISCONNECTED, TIMEWAIT_EXIT
   ASSERT_EQ(destroy(listener, reported), 0);
   EXPECT_EQ(reported, 1u);  // the CONNECT_REQUEST is the listener's
 }

@@ -195,7 +195,7 @@ int ConnectionManager::reject(int fd, const rdma_ucm_reject& command) {
       id->connection = ConnectionState::kNone;
       break;
     case ConnectionState::kRepSent:
-      id->connection = ConnectionState::kTimewait;
+      enter_timewait(*id);
       break;
     default:
       return EINVAL;
@@ -218,7 +218,7 @@ int ConnectionManager::disconnect(int fd, const rdma_ucm_disconnect& command) {
     id->connection = ConnectionState::kDreqSent;
     send(reply_to(*id, MessageKind::kDreq));
   } else if (id->connection == ConnectionState::kDreqReceived) {
-    id->connection = ConnectionState::kTimewait;
+    enter_timewait(*id);
     send(reply_to(*id, MessageKind::kDrep));
   }
   return 0;
@@ -307,6 +307,41 @@ void ConnectionManager::leave_connection(CmId& id) {
       break;
   }
   id.connection = ConnectionState::kNone;
+}
+
+void ConnectionManager::enter_timewait(CmId& id) {
+  id.connection = ConnectionState::kTimewait;
+  // cm_enter_timewait: the address vector's timeout, as cm_convert_to_ms
+  // makes milliseconds of it (2^(t-8) ms): about 128 ms on InfiniBand and
+  // 2 s on RoCE with this fabric's packet lifetimes.
+  const uint8_t timeout = id.path ? static_cast<uint8_t>(id.path->packet_life_time + 1) : 14;
+  const uint64_t ms = uint64_t{1} << std::max(0, timeout - 8);
+  timewait_[id.handle] = Fabric::get().clock().now() + ms * 1000 * 1000;
+}
+
+std::optional<uint64_t> ConnectionManager::next_deadline() const {
+  std::optional<uint64_t> next;
+  for (const auto& [handle, at] : timewait_)
+    if (!next || at < *next) next = at;
+  return next;
+}
+
+void ConnectionManager::expire(uint64_t now) {
+  // In id order: the order of the events must not depend on anything but
+  // the program.
+  std::vector<uint32_t> due;
+  for (const auto& [handle, at] : timewait_)
+    if (at <= now) due.push_back(handle);
+  for (uint32_t handle : due) {
+    timewait_.erase(handle);
+    auto found = ids_.find(handle);
+    if (found == ids_.end()) continue;
+    CmId& id = found->second;
+    if (id.connection == ConnectionState::kTimewait) id.connection = ConnectionState::kNone;
+    // cma_ib_handler: TIMEWAIT_EXIT only to an id in DISCONNECT.
+    if (id.state == IdState::kDisconnect) report(id, CmEvent::kTimewaitExit, 0);
+  }
+  deliver_local();
 }
 
 CmId* ConnectionManager::connection_of(const Message& message) {
@@ -585,7 +620,7 @@ void ConnectionManager::on_disconnect_request(CmId& id) {
       break;
     case ConnectionState::kDreqSent:
       // Both sides sent a DREQ: each answers the other's (cm_dreq_handler).
-      id.connection = ConnectionState::kTimewait;
+      enter_timewait(id);
       send(reply_to(id, MessageKind::kDrep));
       break;
     default:
@@ -598,7 +633,7 @@ void ConnectionManager::on_disconnect_request(CmId& id) {
 
 void ConnectionManager::on_disconnect_reply(CmId& id) {
   if (id.connection != ConnectionState::kDreqSent) return;
-  id.connection = ConnectionState::kTimewait;
+  enter_timewait(id);
   if (id.state != IdState::kConnect) return;
   id.state = IdState::kDisconnect;
   report(id, CmEvent::kDisconnected, 0);

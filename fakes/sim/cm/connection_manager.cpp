@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -79,9 +80,21 @@ uint32_t ConnectionManager::seq_num_for(uint32_t member, uint32_t handle) {
   return x & 0xffffff;
 }
 
+namespace {
+std::atomic<ConnectionManager*> g_manager{nullptr};
+}  // namespace
+
 ConnectionManager& ConnectionManager::get() {
-  static ConnectionManager* manager = new ConnectionManager;  // lives to _exit
+  static ConnectionManager* manager = [] {
+    auto* made = new ConnectionManager;  // lives to _exit
+    g_manager.store(made, std::memory_order_release);
+    return made;
+  }();
   return *manager;
+}
+
+ConnectionManager* ConnectionManager::existing() {
+  return g_manager.load(std::memory_order_acquire);
 }
 
 int ConnectionManager::open_file(int flags) {
@@ -340,6 +353,7 @@ void ConnectionManager::destroy(uint32_t handle) {
     file->second->update_readiness();
   }
   ids_.erase(found);
+  timewait_.erase(handle);
   for (uint32_t child : children) destroy(child);
 }
 

@@ -162,6 +162,9 @@ struct CmFile {
 class ConnectionManager {
  public:
   static ConnectionManager& get();
+  // The manager if a CM file was ever opened (nullptr before): asked on
+  // the device's paths, which must not make it.
+  static ConnectionManager* existing();
 
   int open_file(int flags);
   bool close_file(int fd);
@@ -177,6 +180,12 @@ class ConnectionManager {
   // connecting or connected to another member): a wait in the device
   // waits for the fabric (fabric_wait.h).
   bool expects_messages() const;
+  // The IB CM's timewait (IBA 12.9.8.2): an id that left its connection
+  // waits before its QP number may be reused, then gets TIMEWAIT_EXIT. On
+  // the virtual clock (Fabric::advance_clock): the earliest deadline, and
+  // what expires at `now`.
+  std::optional<uint64_t> next_deadline() const;
+  void expire(uint64_t now);
 
  private:
   // Commands (cm_*.cpp), each after ucma.c's handler of the same name.
@@ -230,6 +239,8 @@ class ConnectionManager {
   Message reply_to(const CmId& id, MessageKind kind) const;
   // What the kernel's destroy of the IB CM id sends the peer (cm_destroy_id).
   void leave_connection(CmId& id);
+  // The connection of `id` ends here: its timewait starts.
+  void enter_timewait(CmId& id);
   // Destroys an id: its connection left, its pending events dropped, the
   // children of a listener whose requests were not read destroyed too.
   void destroy(uint32_t handle);
@@ -266,6 +277,7 @@ class ConnectionManager {
   std::map<int, std::unique_ptr<CmFile>> files_;
   std::map<uint32_t, CmId> ids_;
   std::map<uint32_t, ListeningSocket> listening_;  // of the listeners in ids_
+  std::map<uint32_t, uint64_t> timewait_;          // id -> when its timewait ends (ns)
   static constexpr uint32_t kUnknownId = ~uint32_t{0};
   std::deque<Message> local_;
   bool delivering_ = false;
