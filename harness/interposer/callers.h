@@ -6,7 +6,8 @@
 namespace verbfault::interposer {
 
 // Whether `return_address` lies in libverbfault, libibverbs, a verbs
-// provider (lib*-rdmav*.so, libmlx*), librdmacm or libnl. Learns the
+// provider (lib*-rdmav*.so, libmlx*) or libnl (librdmacm is the program's:
+// callers.cpp says why). Learns the
 // loaded objects on first use and again when an address is in none of
 // them (a library loaded later).
 bool called_from_rdma_stack(const void* return_address);
