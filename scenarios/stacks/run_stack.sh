@@ -263,7 +263,8 @@ run_ucx() {
   check_ucx_result "$workdir/client.log" "$workdir/server.log"
 }
 
-# Runs the caller's ${server[@]} and, once it listens on $port,
+# Runs the caller's ${server[@]} and, once it listens (on $port, or with
+# an rdma_cm id when the caller sets server_ready=await_cm_listening),
 # ${client[@]}, each with ${env_both[@]} and its VERBFAULT_PROC (0, 1),
 # their output in server.log and client.log: both must exit 0 within
 # --timeout.
@@ -271,7 +272,7 @@ run_bare_pair() {
   deadline=$((SECONDS + timeout))
   env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$workdir/server.log" 2>&1 < /dev/null &
   server_pid=$!
-  await_listening
+  "${server_ready:-await_listening}"
   env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$workdir/client.log" 2>&1 < /dev/null &
   client_pid=$!
   await "$server_pid" "$client_pid"
@@ -462,11 +463,15 @@ run_fi_pingpong() {
   echo "$me: $name: pass: $(tr -s ' ' <<< "$row")"
 }
 
-# Whether process $1 has an rdma_cm id listening: the simulated connection
-# manager shows each as a listening socket "@verbfault-cm/<pid>/<id>"
-# (sim/cm/listening_socket.h).
-cm_listens() {
-  grep -q "@verbfault-cm/$1/" /proc/net/unix 2>/dev/null
+# Waits until the server $server_pid has an rdma_cm id listening, within
+# $deadline: the simulated connection manager shows each as a listening
+# socket "@verbfault-cm/<pid>/<id>" (sim/cm/listening_socket.h).
+await_cm_listening() {
+  until grep -q "@verbfault-cm/$server_pid/" /proc/net/unix 2>/dev/null; do
+    running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened"; }
+    ((SECONDS < deadline)) || fail "the server did not listen within ${timeout} s"
+    sleep 0.05
+  done
 }
 
 # cm_<program>_<profile>: the server, then once it listens the client
@@ -502,23 +507,9 @@ run_cm() {
     run_harnessed -- "${server[@]}" ::: "${client[@]}"
     server_log=$workdir/verbfault.log client_log=$workdir/verbfault.log
   else
-    deadline=$((SECONDS + timeout))
     local env_both=(LD_PRELOAD="$preload" VERBFAULT_FABRIC="st-$name-$$"
                     VERBFAULT_SIM_PROFILE="$profile")
-    env "${env_both[@]}" VERBFAULT_PROC=0 "${server[@]}" > "$server_log" 2>&1 < /dev/null &
-    server_pid=$!
-    until cm_listens "$server_pid"; do
-      running "$server_pid" || { wait "$server_pid"; server_rc=$?; fail "the server ended before it listened"; }
-      ((SECONDS < deadline)) || fail "the server did not listen within ${timeout} s"
-      sleep 0.05
-    done
-    env "${env_both[@]}" VERBFAULT_PROC=1 "${client[@]}" > "$client_log" 2>&1 < /dev/null &
-    client_pid=$!
-    await "$server_pid" "$client_pid"
-    wait "$server_pid"; server_rc=$?
-    wait "$client_pid"; client_rc=$?
-    ((server_rc == 0)) || fail "the server's exit status is $server_rc"
-    ((client_rc == 0)) || fail "the client's exit status is $client_rc"
+    server_ready=await_cm_listening run_bare_pair
   fi
   # What each program prints when it did what it meant to.
   both_logs() { if [[ $server_log == "$client_log" ]]; then cat "$server_log"; else cat "$server_log" "$client_log"; fi; }

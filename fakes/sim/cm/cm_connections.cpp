@@ -449,24 +449,10 @@ void ConnectionManager::on_request(const Message& message) {
     send(answer);
     return;
   }
-  // cma_ib_new_conn_id and ucma's new context: a child in CONNECT, on the
-  // listener's file, no uid until accepted; its source the address asked
-  // for, on the listener's port; its destination the requester's.
-  CmId child;
-  child.handle = new_handle();
-  child.file = listener->file;
-  child.port_space = listener->port_space;
-  child.qp_type = listener->qp_type;
-  child.state = IdState::kConnect;
-  child.source.address = message.destination;
-  set_port(child.source.address, message.service_port);
-  child.source.device = device;
-  child.source.port = 1;
-  child.destination = message.source;
-  child.seq_num = seq_num_for(fabric.member(), child.handle);
+  CmId& child = make_child(*listener, message, device);
   const Device& port = *fabric.devices()[static_cast<std::size_t>(device)];
   Path path;
-  path.target = FabricNode{message.sender.member, message.sender.device};
+  path.target = child.peer_node();
   path.dlid = message.sender.lid;
   path.dgid = message.sender.gid;
   path.mtu =
@@ -474,12 +460,6 @@ void ConnectionManager::on_request(const Message& message) {
   path.hop_limit = port.ethernet() ? 64 : 0;
   path.packet_life_time = port.ethernet() ? 18 : 14;
   child.path = path;
-  child.target = path.target;
-  child.cm_id = true;
-  child.connection = ConnectionState::kReqReceived;
-  child.listener = listener->handle;
-  child.peer = message.sender;
-  child.peer_id = message.local_id;
   child.remote_qpn = message.qp_num;
   child.remote_psn = message.starting_psn;
   // cm_format_req_event: the requester's depth is this side's resources.
@@ -487,16 +467,8 @@ void ConnectionManager::on_request(const Message& message) {
   child.initiator_depth = message.responder_resources;
   child.retry_count = message.retry_count;
   child.rnr_retry_count = message.rnr_retry_count;
-  const uint32_t child_handle = child.handle;
-  ids_.emplace(child_handle, child);
 
-  --listener->backlog;
-  PendingEvent pending;
-  pending.charged = listener->handle;
-  pending.connect_request = true;
-  pending.response.uid = listener->uid;
-  pending.response.id = child_handle;
-  pending.response.event = static_cast<uint32_t>(CmEvent::kConnectRequest);
+  PendingEvent pending = connect_request(*listener, child);
   rdma_ucm_conn_param& conn = pending.response.param.conn;
   conn = conn_param_of(message, kReqPrivateData - kIpHeaderBytes);
   conn.responder_resources = message.initiator_depth;
@@ -529,39 +501,52 @@ void ConnectionManager::on_sidr_request(const Message& message) {
   }
   // cma_ib_new_udp_id: a child in CONNECT whose request is answered by
   // ACCEPT (SIDR REP) or REJECT.
+  CmId& child = make_child(*listener, message, device);
+  PendingEvent pending = connect_request(*listener, child);
+  rdma_ucm_ud_param& ud = pending.response.param.ud;
+  const uint8_t length = kSidrReqPrivateData - kIpHeaderBytes;
+  std::memcpy(ud.private_data, message.private_data, length);
+  ud.private_data_len = length;
+  push_event(*files_.at(listener->file), pending);
+}
+
+CmId& ConnectionManager::make_child(const CmId& listener, const Message& message, int device) {
+  // cma_ib_new_conn_id / cma_ib_new_udp_id and ucma's new context: a child
+  // in CONNECT, on the listener's file, no uid until accepted; its source
+  // the address asked for, on the listener's port; its destination the
+  // requester's.
   CmId child;
   child.handle = new_handle();
-  child.file = listener->file;
-  child.port_space = listener->port_space;
-  child.qp_type = listener->qp_type;
+  child.file = listener.file;
+  child.port_space = listener.port_space;
+  child.qp_type = listener.qp_type;
   child.state = IdState::kConnect;
   child.source.address = message.destination;
   set_port(child.source.address, message.service_port);
   child.source.device = device;
   child.source.port = 1;
   child.destination = message.source;
-  child.seq_num = seq_num_for(fabric.member(), child.handle);
-  child.target = FabricNode{message.sender.member, message.sender.device};
+  child.seq_num = seq_num_for(Fabric::get().member(), child.handle);
   child.cm_id = true;
   child.connection = ConnectionState::kReqReceived;
-  child.listener = listener->handle;
+  child.listener = listener.handle;
   child.peer = message.sender;
   child.peer_id = message.local_id;
-  const uint32_t child_handle = child.handle;
-  ids_.emplace(child_handle, child);
+  child.target = child.peer_node();
+  return ids_.emplace(child.handle, child).first->second;
+}
 
-  --listener->backlog;
+PendingEvent ConnectionManager::connect_request(CmId& listener, const CmId& child) {
+  // Charged to the listener, with its uid and the child's id; it takes a
+  // unit of the listener's backlog until read (ucma_connect_event_handler).
+  --listener.backlog;
   PendingEvent pending;
-  pending.charged = listener->handle;
+  pending.charged = listener.handle;
   pending.connect_request = true;
-  pending.response.uid = listener->uid;
-  pending.response.id = child_handle;
+  pending.response.uid = listener.uid;
+  pending.response.id = child.handle;
   pending.response.event = static_cast<uint32_t>(CmEvent::kConnectRequest);
-  rdma_ucm_ud_param& ud = pending.response.param.ud;
-  const uint8_t length = kSidrReqPrivateData - kIpHeaderBytes;
-  std::memcpy(ud.private_data, message.private_data, length);
-  ud.private_data_len = length;
-  push_event(*files_.at(listener->file), pending);
+  return pending;
 }
 
 void ConnectionManager::on_reply(CmId& id, const Message& message) {

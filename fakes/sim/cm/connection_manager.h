@@ -138,6 +138,8 @@ struct CmId {
   uint8_t retry_count = 0;
   uint8_t rnr_retry_count = 0;
   uint32_t remote_qkey = 0;  // UD: from the SIDR REP
+
+  FabricNode peer_node() const { return FabricNode{peer.member, peer.device}; }
 };
 
 // One event waiting in a file (rdma_ucm_event_resp). `charged`: the id
@@ -258,6 +260,10 @@ class ConnectionManager {
   void on_unreachable(CmId& id);
   void on_sidr_request(const Message& message);
   void on_sidr_reply(CmId& id, const Message& message);
+  // The child id a request to `listener` makes on `device`, in ids_.
+  CmId& make_child(const CmId& listener, const Message& message, int device);
+  // Its CONNECT_REQUEST event (the parameters are the caller's).
+  static PendingEvent connect_request(CmId& listener, const CmId& child);
   // The listener of this member that a request to (port space, port,
   // destination) on `device` reaches (cma_find_listener).
   CmId* listener_for(uint16_t port_space, uint16_t port, const sockaddr_storage& destination,
