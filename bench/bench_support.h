@@ -53,6 +53,12 @@ class RunCollector : public ::benchmark::ConsoleReporter {
   }
 
  protected:
+  // The real time per iteration of benchmark `name` (run with
+  // UseRealTime), 0 when it did not run.
+  double real_time(const std::string& name) const {
+    auto it = times_.find(name + "/real_time");
+    return it == times_.end() ? 0.0 : it->second;
+  }
   std::map<std::string, double> times_;
   std::map<std::string, double> rates_;
 };

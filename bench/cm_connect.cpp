@@ -132,12 +132,8 @@ BENCHMARK(BM_ConnectToEstablished)->UseRealTime();
 class RatioReporter : public verbfault::bench::RunCollector {
  public:
   void PrintRatios() const {
-    auto time = [&](const char* name) {
-      auto it = times_.find(std::string(name) + "/real_time");
-      return it == times_.end() ? 0.0 : it->second;
-    };
-    const double connect = time("BM_ConnectToEstablished");
-    const double pipe = time("BM_PipeRoundTrip64");
+    const double connect = real_time("BM_ConnectToEstablished");
+    const double pipe = real_time("BM_PipeRoundTrip64");
     if (connect > 0 && pipe > 0)
       std::printf("ratio BM_ConnectToEstablished/BM_PipeRoundTrip64 latency: %.2f\n",
                   connect / pipe);

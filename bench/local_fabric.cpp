@@ -509,17 +509,13 @@ class RatioReporter : public verbfault::bench::RunCollector {
  public:
   // Same bytes per iteration: throughput ratio = inverse time ratio.
   void PrintRatios() const {
-    auto time = [&](const char* name) {
-      auto it = times_.find(std::string(name) + "/real_time");
-      return it == times_.end() ? 0.0 : it->second;
-    };
-    const double write = time("BM_RemoteWrite64K");
-    const double copy = time("BM_Memcpy64K");
+    const double write = real_time("BM_RemoteWrite64K");
+    const double copy = real_time("BM_Memcpy64K");
     if (write > 0 && copy > 0)
       std::printf("ratio BM_RemoteWrite64K/BM_Memcpy64K throughput: %.2f (goal >= 0.3)\n",
                   copy / write);
-    const double send = time("BM_RemoteSendPingPong64");
-    const double pipe = time("BM_PipePingPong64");
+    const double send = real_time("BM_RemoteSendPingPong64");
+    const double pipe = real_time("BM_PipePingPong64");
     if (send > 0 && pipe > 0)
       std::printf("ratio BM_RemoteSendPingPong64/BM_PipePingPong64 latency: %.2f (goal <= 5)\n",
                   send / pipe);

@@ -178,7 +178,10 @@ bool expects_deliveries(CompletionQueue& cq) {
 bool remote_work_possible() {
   Fabric& fabric = Fabric::get();
   if (fabric.peers_may_send()) return true;
-  if (cm::ConnectionManager::get().expects_messages()) return true;
+  // Not get(): asked on the poll path, which must not make the manager.
+  if (const cm::ConnectionManager* manager = cm::ConnectionManager::existing();
+      manager != nullptr && manager->expects_messages())
+    return true;
   wire::Endpoint* endpoint = fabric.started_endpoint();
   if (endpoint == nullptr || !FabricWaiter::on_shared_fabric()) return false;
   if (fabric.expected_members() > 1) return true;  // a group run: the others are peers

@@ -349,7 +349,8 @@ void on_peer_gone(uint32_t member) {
   auto guard = Fabric::enter_from_wire();
   Fabric& fabric = Fabric::get();
   fabric.forget_peer(member);
-  cm::ConnectionManager::get().member_gone(member);
+  if (cm::ConnectionManager* manager = cm::ConnectionManager::existing())
+    manager->member_gone(member);
   remote_payload::forget(member);  // its segments unmapped here
   // Its held requests need no answer any more.
   auto& held = held_requests();

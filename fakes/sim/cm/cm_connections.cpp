@@ -20,9 +20,6 @@ namespace verbfault::sim::cm {
 
 namespace {
 
-// cma_set_default_qkey: RDMA_UDP_QKEY for the UDP and IB port spaces.
-constexpr uint32_t kDefaultQkey = 0x01234567;
-
 bool is_ud(const CmId& id) {
   return id.qp_type == IBV_QPT_UD;
 }
@@ -314,7 +311,7 @@ void ConnectionManager::enter_timewait(CmId& id) {
   // cm_enter_timewait: the address vector's timeout, as cm_convert_to_ms
   // makes milliseconds of it (2^(t-8) ms): about 128 ms on InfiniBand and
   // 2 s on RoCE with this fabric's packet lifetimes.
-  const uint8_t timeout = id.path ? static_cast<uint8_t>(id.path->packet_life_time + 1) : 14;
+  const uint8_t timeout = id.path ? id.path->ack_timeout() : 14;
   const uint64_t ms = uint64_t{1} << std::max(0, timeout - 8);
   timewait_[id.handle] = Fabric::get().clock().now() + ms * 1000 * 1000;
 }
@@ -450,16 +447,8 @@ void ConnectionManager::on_request(const Message& message) {
     return;
   }
   CmId& child = make_child(*listener, message, device);
-  const Device& port = *fabric.devices()[static_cast<std::size_t>(device)];
-  Path path;
-  path.target = child.peer_node();
-  path.dlid = message.sender.lid;
-  path.dgid = message.sender.gid;
-  path.mtu =
-      std::min<uint8_t>(message.path_mtu, static_cast<uint8_t>(port.profile().port.active_mtu));
-  path.hop_limit = port.ethernet() ? 64 : 0;
-  path.packet_life_time = port.ethernet() ? 18 : 14;
-  child.path = path;
+  child.path = path_to(device_at(device), child, child.peer_node(), message.sender.lid,
+                       message.sender.gid, message.path_mtu);
   child.remote_qpn = message.qp_num;
   child.remote_psn = message.starting_psn;
   // cm_format_req_event: the requester's depth is this side's resources.
@@ -647,7 +636,7 @@ void ConnectionManager::on_sidr_reply(CmId& id, const Message& message) {
   ud.qp_num = message.qp_num;
   ud.qkey = message.qkey;
   // The address vector of the path (ib_init_ah_attr_from_path).
-  const Device& device = *Fabric::get().devices()[static_cast<std::size_t>(*id.source.device)];
+  const Device& device = device_at(*id.source.device);
   ud.ah_attr.port_num = id.source.port;
   if (device.ethernet()) {
     ud.ah_attr.is_global = 1;

@@ -49,6 +49,10 @@ inline constexpr uint8_t kSidrReqPrivateData = 216;
 inline constexpr uint8_t kSidrRepPrivateData = 136;
 inline constexpr uint8_t kIpHeaderBytes = 36;
 
+// The qkey of a UD id of the UDP and IB port spaces (RDMA_UDP_QKEY,
+// cma_set_default_qkey): in the SIDR REP and in INIT_QP_ATTR.
+inline constexpr uint32_t kDefaultQkey = 0x01234567;
+
 // A node of the fabric as a message names it: which member, which of its
 // devices, and the port's addresses, so that the receiver can address the
 // sender's QP (its AV: LID on InfiniBand, GID on RoCE).

@@ -16,25 +16,13 @@
 
 namespace verbfault::sim::cm {
 
-namespace {
-
-constexpr uint32_t kDefaultQkey = 0x01234567;  // cma_set_default_qkey
-
-// The QP's local ACK timeout (IBA 9.7.6.1.3): twice the path's packet
-// lifetime plus the HCA's ACK delay (cm_ack_timeout), 5 bits.
-uint8_t ack_timeout_of(const Path& path) {
-  return static_cast<uint8_t>(std::min(31, path.packet_life_time + 1));
-}
-
-}  // namespace
-
 int ConnectionManager::init_qp_attr(int fd, const rdma_ucm_init_qp_attr& command, uint16_t out) {
   if (out < sizeof(ib_uverbs_qp_attr)) return ENOSPC;
   int error = 0;
   CmId* id = find_with_device(fd, command.id, error);
   if (id == nullptr) return error;
   if (command.qp_state > IBV_QPS_ERR) return EINVAL;
-  const Device& device = *Fabric::get().devices()[static_cast<std::size_t>(*id->source.device)];
+  const Device& device = device_at(*id->source.device);
   ib_uverbs_qp_attr response{};
   response.qp_state = command.qp_state;
   uint32_t mask = IBV_QP_STATE;
@@ -96,7 +84,7 @@ int ConnectionManager::init_qp_attr(int fd, const rdma_ucm_init_qp_attr& command
         response.retry_cnt = id->retry_count;
         response.rnr_retry = id->rnr_retry_count;
         response.max_rd_atomic = id->initiator_depth;
-        response.timeout = ack_timeout_of(*id->path);
+        response.timeout = id->path->ack_timeout();
         mask |= IBV_QP_SQ_PSN | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
                 IBV_QP_TIMEOUT;
         break;

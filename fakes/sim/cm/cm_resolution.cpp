@@ -26,23 +26,37 @@ ibv_gid gid_of(const FabricNode& node, bool ethernet) {
                   : link_local_gid(ib_guid_of(node.member, node.device));
 }
 
-// The packet lifetime of a path: the SA's answer on InfiniBand (a fabric of
-// one switch hop: 2^14 * 4.096 ns, about 67 ms, a typical subnet manager's
-// value), CMA_IBOE_PACKET_LIFETIME (18) on RoCE, or the id's ack_timeout - 1.
-uint8_t packet_life_time(const CmId& id, bool ethernet) {
-  if (id.ack_timeout && *id.ack_timeout > 0) return static_cast<uint8_t>(*id.ack_timeout - 1);
-  return ethernet ? 18 : 14;
-}
-
 void copy_address(void* to, std::size_t room, const sockaddr_storage& address) {
   std::memcpy(to, &address, std::min(room, address_size(address)));
 }
 
 }  // namespace
 
+const Device& ConnectionManager::device_at(int index) {
+  return *Fabric::get().devices()[static_cast<std::size_t>(index)];
+}
+
+Path ConnectionManager::path_to(const Device& port, const CmId& id, const FabricNode& target,
+                                uint16_t dlid, const ibv_gid& dgid, uint8_t mtu) {
+  Path path;
+  path.target = target;
+  path.dlid = dlid;
+  path.dgid = dgid;
+  path.mtu = std::min(mtu, static_cast<uint8_t>(port.profile().port.active_mtu));
+  path.hop_limit = port.ethernet() ? 64 : 0;  // IPv4's default TTL on RoCE
+  // The packet lifetime: the SA's answer on InfiniBand (a fabric of one
+  // switch hop: 2^14 * 4.096 ns, about 67 ms, a typical subnet manager's
+  // value), CMA_IBOE_PACKET_LIFETIME (18) on RoCE, or the id's ack_timeout - 1.
+  if (id.ack_timeout && *id.ack_timeout > 0)
+    path.packet_life_time = static_cast<uint8_t>(*id.ack_timeout - 1);
+  else
+    path.packet_life_time = port.ethernet() ? 18 : 14;
+  return path;
+}
+
 MessageNode ConnectionManager::own_node(int device_index) const {
   Fabric& fabric = Fabric::get();
-  const Device& device = *fabric.devices()[static_cast<std::size_t>(device_index)];
+  const Device& device = device_at(device_index);
   MessageNode node;
   node.member = fabric.member();
   node.device = device_index;
@@ -134,18 +148,13 @@ int ConnectionManager::resolve_route(int fd, const rdma_ucm_resolve_route& comma
   CmId* id = find_with_device(fd, command.id, error);
   if (id == nullptr) return error;
   if (command.timeout_ms == 0 || id->state != IdState::kAddrResolved || !id->target) return EINVAL;
-  const Device& device = *Fabric::get().devices()[static_cast<std::size_t>(*id->source.device)];
+  const Device& device = device_at(*id->source.device);
   // cma_resolve_iboe_route: a loopback id has no netdev bound, so no L2
   // address to reach: ENODEV (rping: "rdma_resolve_route: No such device").
   if (device.ethernet() && binds_no_device(id->destination)) return ENODEV;
-  Path path;
-  path.target = *id->target;
-  path.dlid = device.ethernet() ? 0 : lid_of(id->target->member, id->target->device);
-  path.dgid = gid_of(*id->target, device.ethernet());
-  path.mtu = static_cast<uint8_t>(device.profile().port.active_mtu);
-  path.hop_limit = device.ethernet() ? 64 : 0;  // IPv4's default TTL on RoCE
-  path.packet_life_time = packet_life_time(*id, device.ethernet());
-  id->path = path;
+  id->path = path_to(device, *id, *id->target,
+                     device.ethernet() ? 0 : lid_of(id->target->member, id->target->device),
+                     gid_of(*id->target, device.ethernet()), IBV_MTU_4096);
   id->state = IdState::kRouteResolved;
   report(*id, CmEvent::kRouteResolved, 0);
   return 0;
@@ -158,9 +167,8 @@ int ConnectionManager::query(int fd, const rdma_ucm_query& command, uint16_t out
   if (command.option != RDMA_USER_CM_QUERY_ADDR) return ENOSYS;  // PATH, GID: AF_IB's
   if (out < sizeof(rdma_ucm_query_addr_resp)) return ENOSPC;
   rdma_ucm_query_addr_resp response{};
-  Fabric& fabric = Fabric::get();
   if (id->source.device) {
-    const Device& device = *fabric.devices()[static_cast<std::size_t>(*id->source.device)];
+    const Device& device = device_at(*id->source.device);
     response.node_guid = device.profile().device.node_guid;
     response.port_num = id->source.port;
     response.pkey = htobe16(0xffff);
@@ -185,9 +193,8 @@ int ConnectionManager::query_route(int fd, const rdma_ucm_query& command, uint16
   rdma_ucm_query_route_resp response{};
   copy_address(&response.src_addr, sizeof response.src_addr, id->source.address);
   copy_address(&response.dst_addr, sizeof response.dst_addr, id->destination);
-  Fabric& fabric = Fabric::get();
   if (id->source.device) {
-    const Device& device = *fabric.devices()[static_cast<std::size_t>(*id->source.device)];
+    const Device& device = device_at(*id->source.device);
     response.node_guid = device.profile().device.node_guid;
     response.port_num = id->source.port;
     response.ibdev_index = static_cast<uint32_t>(device.kernel_index());

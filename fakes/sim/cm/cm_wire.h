@@ -16,8 +16,8 @@ namespace verbfault::sim::cm {
 // Called under Fabric::mutex.
 bool send_to_member(const Message& message);
 
-// A frame's body as it came from member `from`: the message when it is one
-// (its sender is `from`), else nullopt-like false.
+// A frame's body as it came from member `from`: false unless it is a
+// message whose sender is `from`.
 bool message_of_frame(uint32_t from, std::span<const uint8_t> body, Message& message);
 
 }  // namespace verbfault::sim::cm

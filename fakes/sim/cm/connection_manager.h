@@ -17,12 +17,17 @@
 #include <rdma/rdma_user_cm.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+
+namespace verbfault::sim {
+class Device;
+}
 
 namespace verbfault::sim::cm {
 
@@ -96,6 +101,10 @@ struct Path {
   uint8_t mtu = 0;  // enum ibv_mtu
   uint8_t hop_limit = 0;
   uint8_t packet_life_time = 0;
+
+  // The QP's local ACK timeout (IBA 9.7.6.1.3): twice the packet lifetime
+  // plus the HCA's ACK delay (cm_ack_timeout), 5 bits.
+  uint8_t ack_timeout() const { return static_cast<uint8_t>(std::min(31, packet_life_time + 1)); }
 };
 
 struct CmId {
@@ -228,6 +237,13 @@ class ConnectionManager {
   // function of the member and the handle, so that a run repeats.
   static uint32_t seq_num_for(uint32_t member, uint32_t handle);
 
+  // This member's device `index` (an id's source.device).
+  static const Device& device_at(int index);
+  // The path from `id`'s port on `port` to `target` (its LID and GID),
+  // at most `mtu`: the hop limit and packet lifetime of this fabric's
+  // routes (cm_resolution.cpp).
+  static Path path_to(const Device& port, const CmId& id, const FabricNode& target, uint16_t dlid,
+                      const ibv_gid& dgid, uint8_t mtu);
   // This member's node for device `device` (lid, gid).
   MessageNode own_node(int device) const;
   // Queues an event for `id` on its file (dropped when the id has no uid).
