@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -610,6 +611,50 @@ TEST(WirePeers, GoneAfterTheLastFrameOfAKilledMember) {
   EXPECT_EQ(log.count("gone 2"), 1u);
   EXPECT_FALSE(send_char(*endpoint, 1, 'x'));
   EXPECT_FALSE(send_char(*endpoint, 2, 'x'));
+}
+
+// A member that ended counts as live (and the fabric as not quiescent)
+// until its departure has been handled here: the kernel drops its table
+// lock when it dies, while its last frames still wait to be read. Taken as
+// gone at once, a waiter judged the fabric idle with the peer's last ACK
+// unread (local_fabric.same_seed, ibv_rc_pingpong -e, once in a CI run).
+TEST(WirePeers, AnEndedMemberCountsUntilItsLastFrameIsHandled) {
+  ScratchFabric fabric("departing");
+  Signal go, sent;
+  Child sender = spawn([&]() -> int {
+    CHILD_CHECK(go.wait() == 'g');
+    auto endpoint = child_join(fabric.name(), 1);
+    for (char c : std::string("abc")) CHILD_CHECK(send_char(*endpoint, 0, c));
+    sent.post('s');
+    return 0;  // ends with the frames unread: drain() wrote them
+  });
+  auto endpoint = must_join(fabric.name(), 0);
+  ASSERT_TRUE(endpoint);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> handled{0};
+  std::atomic<bool> gone{false};
+  endpoint->start(
+      [&](uint32_t, std::span<const uint8_t>) {
+        released.wait();  // the first frame holds the service thread
+        ++handled;
+      },
+      [&](uint32_t) { gone = true; });
+  go.post('g');
+  ASSERT_EQ(sent.wait(), 's');
+  EXPECT_EQ(sender.wait(), 0);
+  EXPECT_TRUE(endpoint->alive(1));
+  EXPECT_TRUE(endpoint->others_live());
+  endpoint->set_waiting(true);
+  EXPECT_FALSE(endpoint->quiescent());
+  EXPECT_EQ(handled.load(), 0);
+  release.set_value();
+  ASSERT_TRUE(eventually([&] { return gone.load(); }));
+  EXPECT_EQ(handled.load(), 3);
+  EXPECT_FALSE(endpoint->alive(1));
+  EXPECT_FALSE(endpoint->others_live());
+  EXPECT_TRUE(endpoint->quiescent());
+  endpoint->set_waiting(false);
 }
 
 // What send() queued because the socket was full is written by drain()

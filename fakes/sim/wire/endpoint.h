@@ -120,6 +120,12 @@ class Endpoint {
   // (fcntl(2) F_OFD_SETLK); the kernel drops both when the process ends,
   // before it is a zombie (kill(pid, 0) would still say yes then), so the
   // lock tells whether the index is held with one fcntl(2) F_OFD_GETLK.
+  // A member that ended counts as live until its departure has been
+  // handled here (the PeerGoneHandler returned): the kernel drops its lock
+  // at once, while its last frames may still wait unread in our socket (an
+  // ACK a process sent just before it exited: a waiter that took it as gone
+  // judged the fabric idle, and its peer's last completion came too late).
+  // So do others_live() and quiescent().
   virtual bool alive(uint32_t member) = 0;
 
   // The status table. set_waiting(true) before sleeping in the fabric,

@@ -365,6 +365,7 @@ void LocalEndpoint::admit(IncomingConnection* connection) {
     peer.incarnation = connection->incarnation();
     lock.unlock();
     peer.in = connection;
+    heard_from_.fetch_or(uint64_t{1} << member, std::memory_order_release);
     watch(connection);
     return;
   }
@@ -412,6 +413,16 @@ void LocalEndpoint::on_incoming(uint64_t id) {
       status == IncomingConnection::Status::kInvalid) {
     deliver_gone(connection->member());
   }
+}
+
+uint64_t LocalEndpoint::departing() const {
+  uint64_t departing = 0;
+  for (uint64_t heard = heard_from_.load(std::memory_order_acquire); heard != 0;
+       heard &= heard - 1) {
+    const auto member = static_cast<uint32_t>(__builtin_ctzll(heard));
+    if (!table_->live(member)) departing |= uint64_t{1} << member;
+  }
+  return departing;
 }
 
 void LocalEndpoint::uncork() {
@@ -482,6 +493,7 @@ void LocalEndpoint::deliver_gone(uint32_t member) {
     peer.in = nullptr;
   }
   if (on_peer_gone_) on_peer_gone_(member);
+  heard_from_.fetch_and(~(uint64_t{1} << member), std::memory_order_release);
   // Newer holders that connected meanwhile, oldest first: the first is
   // admitted, any later one parks behind it again.
   std::vector<IncomingConnection*> parked = std::move(peer.parked);

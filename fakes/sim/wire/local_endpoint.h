@@ -71,7 +71,12 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
     return send_frame(member, parts, true);
   }
   void drain(std::chrono::milliseconds limit) override;
-  bool alive(uint32_t member) override { return table_->live(member); }
+  // A member whose process ended still counts until its departure has been
+  // handled here (departing()): its last frames may wait unread in our
+  // socket, and the kernel drops its table lock before we read them.
+  bool alive(uint32_t member) override {
+    return table_->live(member) || (departing() >> member & 1) != 0;
+  }
   void set_waiting(bool waiting) override {
     // A member that waits holds back nothing: it would wait for itself
     // (quiescence counts a deferred frame as sent, not handled).
@@ -81,10 +86,10 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   void set_outside(bool outside) override { table_->set_outside(outside); }
   bool outside(uint32_t member) override { return table_->outside(member); }
   bool settling(uint32_t member) override { return table_->settling(member); }
-  bool quiescent() override { return table_->quiescent(); }
+  bool quiescent() override { return table_->quiescent() && departing() == 0; }
   std::vector<uint32_t> members() override { return table_->live_members(); }
   uint64_t joins() override { return table_->joins(); }
-  bool others_live() override { return table_->another_live(); }
+  bool others_live() override { return table_->another_live() || departing() != 0; }
   bool add_listener(uint64_t entry) override { return table_->add_listener(entry); }
   void remove_listener(uint64_t entry) override { table_->remove_listener(entry); }
   std::vector<std::pair<uint32_t, uint64_t>> others_listeners() override {
@@ -118,6 +123,9 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
 
   bool send_frame(uint32_t member, std::span<const std::span<const uint8_t>> parts,
                   bool expects_answer);
+  // Members we have an admitted connection from whose departure is not
+  // handled yet (deliver_gone) but whose table lock is gone: a bit each.
+  uint64_t departing() const;
   // Leaves what is still queued for `member` to the service thread: its
   // socket's EPOLLOUT in the epoll set (the peer's mutex held).
   void arm_for_write_locked(uint32_t member, OutgoingConnection& out);
@@ -182,6 +190,11 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   // member), set under their Peer::mutex; a hint for set_waiting(), which
   // must not lock every peer on every wait.
   std::atomic<uint64_t> deferred_to_{0};
+  // Members with an admitted connection to us (bit per member): set by the
+  // service thread when it admits one, cleared once their departure has
+  // been handled (deliver_gone, after the PeerGoneHandler); read by any
+  // thread (departing()).
+  std::atomic<uint64_t> heard_from_{0};
   // Every incoming connection (not yet identified, admitted, parked), by id.
   std::unordered_map<uint64_t, std::unique_ptr<IncomingConnection>> incoming_;
 };
