@@ -67,6 +67,10 @@ inline uint64_t eui64_of(uint32_t member, int device) {
 }
 // RoCE: the netdev's IPv4 address, 198.18.<m>.<d+1> (RFC 2544's benchmark
 // range: never a real network's), host byte order.
+// Every member's ports share one subnet, 198.18.0.0/16 (RFC 2544's
+// benchmarking range, routed nowhere), as the hosts of one fabric's IPoIB
+// or RoCE network do.
+inline constexpr unsigned kFabricPrefixLength = 16;
 inline uint32_t ipv4_of(uint32_t member, int device) {
   return 198u << 24 | 18u << 16 | (member & 0xff) << 8 | static_cast<uint32_t>(device + 1);
 }

@@ -325,13 +325,19 @@ TEST_F(CmFileTest, APortIsTakenOnceUnlessBothAskToReuseIt) {
   EXPECT_EQ(listen(reusing[0]), 0);
 }
 
-// The kernel binds a loopback address with no device (cma_any_addr); not
-// yet here (cm_addresses.cpp says why): the errno of an address nobody
-// has. Resolving one works (the id binds the wildcard).
-TEST_F(CmFileTest, ALoopbackAddressIsNotBoundYet) {
-  uint32_t handle;
+// The kernel binds a loopback address with no device (cma_any_addr): the
+// id has no port until it resolves, and the port number is taken as by the
+// wildcard (a port address beside it is refused, cma_check_port).
+TEST_F(CmFileTest, ALoopbackAddressBindsNoDevice) {
+  uint32_t handle, beside;
   ASSERT_EQ(create_id(RDMA_PS_TCP, handle), 0);
-  EXPECT_EQ(bind_ipv4(handle, "127.0.0.1", 7490), EADDRNOTAVAIL);
+  ASSERT_EQ(create_id(RDMA_PS_TCP, beside), 0);
+  EXPECT_EQ(bind_ipv4(handle, "127.0.0.1", 7490), 0);
+  const rdma_ucm_query_route_resp bound = route(handle);
+  EXPECT_EQ(bound.node_guid, 0u);
+  EXPECT_EQ(bound.port_num, 0);
+  EXPECT_EQ(ntohs(bound.src_addr.sin6_port), 7490);
+  EXPECT_EQ(bind_ipv4(beside, "198.18.0.1", 7490), EADDRNOTAVAIL);
 }
 
 TEST_F(CmFileTest, PortZeroTakesAnEphemeralPort) {

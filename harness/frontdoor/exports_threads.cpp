@@ -6,12 +6,29 @@
 // glibc 2.34 moved a function into libc under a new version, the old one
 // is exported too.
 #include "caller.h"
+#include "socket_addresses.h"
 #include "thread_calls.h"
 
 #include <sched.h>
 #include <unistd.h>
 
 using namespace verbfault::interposer;
+
+namespace {
+
+// The peer's address as the program sees it: a simulated port's, not its
+// loopback stand-in (socket_addresses.h).
+template <class Result>
+Result shown(Result result, sockaddr* address, socklen_t capacity, const socklen_t* length) {
+  if (result >= 0) socket_addresses::from_kernel(address, capacity, length);
+  return result;
+}
+
+socklen_t capacity_of(const socklen_t* length) {
+  return length != nullptr ? *length : 0;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -258,11 +275,15 @@ ssize_t read(int fd, void* buffer, size_t count) {
 
 // accept(2) is accept4(2) without flags, in glibc as here.
 int accept(int fd, sockaddr* address, socklen_t* length) {
-  return thread_calls::accept4(fd, address, length, 0, VERBFAULT_CALLER);
+  const socklen_t capacity = capacity_of(length);
+  return shown(thread_calls::accept4(fd, address, length, 0, VERBFAULT_CALLER), address, capacity,
+               length);
 }
 
 int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
-  return thread_calls::accept4(fd, address, length, flags, VERBFAULT_CALLER);
+  const socklen_t capacity = capacity_of(length);
+  return shown(thread_calls::accept4(fd, address, length, flags, VERBFAULT_CALLER), address,
+               capacity, length);
 }
 
 // recv(2) is recvfrom(2) without an address, in glibc as here.
@@ -272,12 +293,17 @@ ssize_t recv(int fd, void* buffer, size_t length, int flags) {
 
 ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
                  socklen_t* address_length) {
-  return thread_calls::recvfrom(fd, buffer, length, flags, address, address_length,
-                                VERBFAULT_CALLER);
+  const socklen_t capacity = capacity_of(address_length);
+  return shown(
+      thread_calls::recvfrom(fd, buffer, length, flags, address, address_length, VERBFAULT_CALLER),
+      address, capacity, address_length);
 }
 
 ssize_t recvmsg(int fd, msghdr* message, int flags) {
-  return thread_calls::recvmsg(fd, message, flags, VERBFAULT_CALLER);
+  if (message == nullptr) return thread_calls::recvmsg(fd, message, flags, VERBFAULT_CALLER);
+  const socklen_t capacity = message->msg_namelen;
+  return shown(thread_calls::recvmsg(fd, message, flags, VERBFAULT_CALLER),
+               static_cast<sockaddr*>(message->msg_name), capacity, &message->msg_namelen);
 }
 
 // What a program built with _FORTIFY_SOURCE calls instead of poll, ppoll,
@@ -310,8 +336,10 @@ ssize_t __recv_chk(int fd, void* buffer, size_t length, size_t buffer_length, in
 ssize_t __recvfrom_chk(int fd, void* buffer, size_t length, size_t buffer_length, int flags,
                        sockaddr* address, socklen_t* address_length) {
   if (length > buffer_length) __chk_fail();
-  return thread_calls::recvfrom(fd, buffer, length, flags, address, address_length,
-                                VERBFAULT_CALLER);
+  const socklen_t capacity = capacity_of(address_length);
+  return shown(
+      thread_calls::recvfrom(fd, buffer, length, flags, address, address_length, VERBFAULT_CALLER),
+      address, capacity, address_length);
 }
 
 }  // extern "C"

@@ -27,4 +27,22 @@ SystemNode system_node(std::string_view path) {
   return node;
 }
 
+std::vector<NetworkInterface> network_interfaces() {
+  if (sim::devices().empty()) return {};
+  std::vector<NetworkInterface> interfaces;
+  for (sim::NetworkInterface& found : sim::network_interfaces()) {
+    NetworkInterface& out = interfaces.emplace_back();
+    out.name = std::move(found.name);
+    out.index = found.index;
+    out.ethernet = found.ethernet;
+    out.running = found.running;
+    out.ipv4 = found.ipv4;
+    out.prefix_length = found.prefix_length;
+    out.mtu = found.mtu;
+    out.hardware_address = found.hardware_address;
+    out.hardware_length = found.hardware_length;
+  }
+  return interfaces;
+}
+
 }  // namespace verbfault::provider

@@ -3,6 +3,9 @@
 // devices' files are the kernel's and never pass through here.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,5 +32,22 @@ bool system_path_prefix(std::string_view path);
 // What `path` (absolute, normalized; the last symlink not followed) is
 // among the files the simulated devices add; kAbsent: none of them.
 SystemNode system_node(std::string_view path);
+
+// The IP interface behind each simulated port (its RoCE netdev, its IPoIB
+// interface), for getifaddrs(3), if_nametoindex(3) and the SIOCGIF* ioctls.
+struct NetworkInterface {
+  std::string name;       // vfeth<N> (RoCE) or vfib<N> (InfiniBand)
+  unsigned index = 0;     // its interface index
+  bool ethernet = false;  // ARPHRD_ETHER; else ARPHRD_INFINIBAND
+  bool running = false;   // the port is ACTIVE
+  uint32_t ipv4 = 0;      // host byte order
+  unsigned prefix_length = 0;
+  unsigned mtu = 0;
+  std::array<uint8_t, 20> hardware_address{};
+  std::size_t hardware_length = 0;
+};
+// This process's simulated ports' interfaces; empty without simulated
+// devices.
+std::vector<NetworkInterface> network_interfaces();
 
 }  // namespace verbfault::provider

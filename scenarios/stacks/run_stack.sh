@@ -26,14 +26,20 @@
 # and no other.
 #
 # TEST fi_info_<profile>: `fi_info -p verbs`, one process. A pass: it
-# lists vfsim0 as a verbs MSG domain and vfsim0-dgram as a DGRAM domain
-# with the RDM endpoint of libfabric's RXD layer on it (verbs;ofi_rxd).
+# lists vfsim0 as a verbs MSG domain with the RDM endpoint of libfabric's
+# RXM layer on it (verbs;ofi_rxm), and vfsim0-dgram as a DGRAM domain with
+# the RDM endpoint of its RXD layer (verbs;ofi_rxd).
 #
-# TEST fi_rdm_pingpong_<profile>: `fi_pingpong -p verbs -e rdm -c` (RXD
-# over UD; -c checks every byte) between two processes, every size from
-# 64 B to 1 MiB. A pass: both exit 0 and the client's row of each size
-# counts the iterations asked for, sent and acknowledged, with a positive
-# bandwidth at 1 MiB.
+# TEST fi_<endpoint>_pingpong_<profile>: `fi_pingpong -c` (-c checks every
+# byte) between two processes, every size from 64 B to 1 MiB: rdm is
+# `-p verbs -e rdm` as libfabric picks its layer, addressed by 127.0.0.1;
+# msg is `-p verbs -e msg` (a verbs RC connection through the connection
+# manager) and rxm `-p "verbs;ofi_rxm" -e rdm` (RXM over such
+# connections), both addressed by the server's port address 198.18.0.1,
+# which the verbs provider finds among the system's interfaces (vfib0,
+# vfeth0) and fabtests' control connection reaches over TCP. A pass: both
+# exit 0 and the client's row of each size counts the iterations asked
+# for, sent and acknowledged, with a positive bandwidth at 1 MiB.
 #
 # TEST cm_<program>_<profile>: a program of rdmacm-utils between two
 # processes through the simulated connection manager: rping (-C 10, every
@@ -81,7 +87,8 @@ qperf_tests=(rc_bi_bw rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_writ
              rc_rdma_write_lat rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr
              ver_rc_compare_swap ver_rc_fetch_add uc_bi_bw uc_bw uc_lat uc_rdma_write_bw
              uc_rdma_write_lat uc_rdma_write_poll_lat ud_bi_bw ud_bw ud_lat)
-fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce)
+fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce fi_msg_pingpong_ib
+          fi_msg_pingpong_roce fi_rxm_pingpong_ib fi_rxm_pingpong_roce)
 # librdmacm's own programs (rdmacm-utils), through the simulated
 # connection manager (issue 33): cm_<program>_<profile>.
 cm_programs=(rping ucmatose udaddy rdma_server rstream)
@@ -97,8 +104,8 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                ucx_ucp_put_bw_1m_rc_roce ucx_tag_lat_8_ud_roce mpi_ucx_np2_ib mpi_ucx_np4_roce
                mpi_ob1_np2_ib qperf_rc_lat qperf_rc_bw qperf_uc_lat qperf_ud_lat
                qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr fi_info_ib fi_rdm_pingpong_ib
-               fi_rdm_pingpong_roce cm_rping_ib cm_rping_roce cm_ucmatose_ib cm_udaddy_roce
-               cm_rdma_server_ib cm_rstream_ib)
+               fi_rdm_pingpong_roce fi_msg_pingpong_ib fi_rxm_pingpong_roce cm_rping_ib
+               cm_rping_roce cm_ucmatose_ib cm_udaddy_roce cm_rdma_server_ib cm_rstream_ib)
 
 list_tests() {
   local t s x p
@@ -422,19 +429,25 @@ run_fi_info() {
   entries=$(awk '/^provider:/ { p = $2 } /^ +domain:/ { d = $2 } /^ +type:/ { print p, d, $2 }' "$log")
   local want
   for want in "verbs vfsim0 FI_EP_MSG" "verbs vfsim0-dgram FI_EP_DGRAM" \
-              "verbs;ofi_rxd vfsim0-dgram FI_EP_RDM"; do
+              "verbs;ofi_rxd vfsim0-dgram FI_EP_RDM" "verbs;ofi_rxm vfsim0 FI_EP_RDM"; do
     grep -qxF "$want" <<< "$entries" || fail "fi_info lists no '$want' (provider, domain, type)"
   done
   echo "$me: $name: pass: $(tr '\n' ',' <<< "$entries")"
 }
 
-# fi_rdm_pingpong_<profile>
+# fi_<endpoint>_pingpong_<profile>
 run_fi_pingpong() {
-  local profile=${name#fi_rdm_pingpong_}
+  local profile=${name##*_} endpoint=${name#fi_}
+  endpoint=${endpoint%%_*}
   command -v fi_pingpong > /dev/null || fail "fi_pingpong is not installed (Debian: apt-get install libfabric-bin)"
   iterations=100
-  local server=(fi_pingpong -p verbs -e rdm -c -I "$iterations" -B "$port")
-  local client=(fi_pingpong -p verbs -e rdm -c -I "$iterations" -P "$port" 127.0.0.1)
+  local how=(-p verbs -e rdm) address=127.0.0.1
+  case $endpoint in
+    msg) how=(-p verbs -e msg) address=198.18.0.1 ;;
+    rxm) how=(-p "verbs;ofi_rxm" -e rdm) address=198.18.0.1 ;;
+  esac
+  local server=(fi_pingpong "${how[@]}" -c -I "$iterations" -B "$port")
+  local client=(fi_pingpong "${how[@]}" -c -I "$iterations" -P "$port" "$address")
   local log=$workdir/client.log
   if [[ -n $verbfault ]]; then
     export VERBFAULT_SIM_PROFILE="$profile"
@@ -538,7 +551,7 @@ run_cm() {
 case $name in
   cm_*) run_cm ;;
   fi_info_*) run_fi_info ;;
-  fi_rdm_pingpong_*) run_fi_pingpong ;;
+  fi_*_pingpong_*) run_fi_pingpong ;;
   ucx_*) run_ucx ;;
   mpi_*) run_mpi ;;
   qperf_*) run_qperf ;;

@@ -123,14 +123,8 @@ std::optional<Binding> local_binding(const sockaddr* address) {
   if (size == 0) return std::nullopt;
   Binding binding;
   std::memcpy(&binding.address, address, size);
-  if (is_any(binding.address)) return binding;
-  // The kernel binds loopback with no device too (cma_any_addr). Not yet
-  // here: libfabric's verbs provider binds 127.0.0.1 to find the device
-  // of an address, and with no IP address of the simulated ports among
-  // the system's interfaces (getifaddrs) it then names the domain by an
-  // AF_IB address that librdmacm, kept to IP, cannot resolve: fi_pingpong
-  // -e rdm's fi_domain fails with ENODATA.
-  if (is_loopback(binding.address)) return std::nullopt;
+  // The kernel binds loopback with no device too (cma_any_addr).
+  if (binds_no_device(binding.address)) return binding;
   const std::optional<uint32_t> v4 = ipv4_of_address(binding.address);
   if (!v4) return std::nullopt;
   Fabric& fabric = Fabric::get();

@@ -51,8 +51,8 @@ sockaddr_storage address_of(uint32_t member, int device, sa_family_t family);
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b);
 // Where a bind to `address` lands: the wildcard binds no device; an
 // address of one of this process's simulated ports binds that port;
-// anything else is nobody's here (nullopt: EADDRNOTAVAIL), loopback
-// included for now (cm_addresses.cpp says why).
+// a loopback address binds no device, as the wildcard (the kernel's
+// cma_any_addr); anything else is nobody's here (nullopt: EADDRNOTAVAIL).
 std::optional<Binding> local_binding(const sockaddr* address);
 // The GID of `device`'s port that stands for `address` (RoCE: the entry of
 // the address, IBTA A17.4.5, found in the table; InfiniBand: GID 0, the

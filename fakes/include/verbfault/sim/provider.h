@@ -9,6 +9,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -135,6 +136,27 @@ SystemNode system_node(std::string_view path);
 // add to the system (one of sim/system_files.h's directories or below):
 // cheap, no lock; a path outside is never served.
 bool system_path_prefix(std::string_view path);
+
+// ---- the network interfaces behind the ports --------------------------------
+// Each simulated port has an IP interface, as rxe's port has its netdev and
+// an InfiniBand port its IPoIB interface: librdmacm users find RDMA ports by
+// their addresses (libfabric's verbs provider walks getifaddrs(3) and binds
+// an rdma_cm id to each address). Named vfeth<N> (RoCE) or vfib<N>
+// (InfiniBand) after the device's index; its IPv4 address is the one the
+// connection manager maps to the port (198.18.<member>.<N+1>/16).
+struct NetworkInterface {
+  std::string name;
+  unsigned index = 0;     // the interface index (if_nametoindex(3))
+  bool ethernet = false;  // ARPHRD_ETHER; else ARPHRD_INFINIBAND
+  bool running = false;   // the port is ACTIVE (IFF_RUNNING, IFF_LOWER_UP)
+  uint32_t ipv4 = 0;      // host byte order
+  unsigned prefix_length = 0;
+  unsigned mtu = 0;
+  std::array<uint8_t, 20> hardware_address{};
+  std::size_t hardware_length = 0;  // 6 (MAC) or 20 (IPoIB)
+};
+// This process's, in device order; empty without simulated devices.
+std::vector<NetworkInterface> network_interfaces();
 
 ibv_context* open_device(ibv_device* device);
 int close_device(ibv_context* context);

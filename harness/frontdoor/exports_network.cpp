@@ -1,0 +1,73 @@
+// Exported network calls of the C library: the simulated ports' IP
+// interfaces (interposer/network_interfaces.h) and the sockets on their
+// addresses (interposer/socket_addresses.h). They carry glibc's symbol
+// versions (libibverbs.map). accept, recvfrom and recvmsg, which the thread
+// scheduler also sees, are in exports_threads.cpp.
+#include "caller.h"
+#include "libc_network.h"
+#include "network_interfaces.h"
+#include "socket_addresses.h"
+
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+using namespace verbfault::interposer;
+
+extern "C" {
+
+int getifaddrs(ifaddrs** list) {
+  return network_interfaces::getifaddrs(list, VERBFAULT_CALLER);
+}
+
+void freeifaddrs(ifaddrs* list) {
+  network_interfaces::freeifaddrs(list);
+}
+
+unsigned if_nametoindex(const char* name) {
+  return network_interfaces::if_nametoindex(name);
+}
+
+char* if_indextoname(unsigned index, char* name) {
+  return network_interfaces::if_indextoname(index, name);
+}
+
+// ioctl(2): one pointer-sized argument at most (ioctl_list(2)).
+int ioctl(int fd, unsigned long request, ...) {
+  va_list args;
+  va_start(args, request);
+  void* argument = va_arg(args, void*);
+  va_end(args);
+  int result = 0;
+  if (network_interfaces::interface_ioctl(request, argument, &result)) return result;
+  return libc::network().ioctl(fd, request, argument);
+}
+
+int bind(int fd, const sockaddr* address, socklen_t length) {
+  return socket_addresses::bind(fd, address, length);
+}
+
+int connect(int fd, const sockaddr* address, socklen_t length) {
+  return socket_addresses::connect(fd, address, length);
+}
+
+int getsockname(int fd, sockaddr* address, socklen_t* length) {
+  return socket_addresses::getsockname(fd, address, length);
+}
+
+int getpeername(int fd, sockaddr* address, socklen_t* length) {
+  return socket_addresses::getpeername(fd, address, length);
+}
+
+ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
+               socklen_t length) {
+  return socket_addresses::sendto(fd, buffer, size, flags, address, length);
+}
+
+ssize_t sendmsg(int fd, const msghdr* message, int flags) {
+  return socket_addresses::sendmsg(fd, message, flags);
+}
+
+}  // extern "C"
