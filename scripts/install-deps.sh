@@ -10,7 +10,7 @@ packages=(
   chromium chromium-driver python3-selenium
   python3-jsonschema libxml2-utils python3-pyverbs
   infiniband-diags ucx-utils libfabric-bin openmpi-bin libopenmpi-dev qperf rdmacm-utils
-  librdmacm-dev
+  librdmacm-dev libucx-dev
   clang libclang-rt-14-dev
 )
 missing=()

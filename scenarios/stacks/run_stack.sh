@@ -3,7 +3,7 @@
 # qperf) as two or more processes on the simulated device vfsim0, joined
 # in a local fabric, and checks the result line (README.md).
 #
-#   run_stack.sh [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S]
+#   run_stack.sh [--lib PATH] [--mpi-program PATH] [--ucp-program PATH] [--port N] [--timeout S]
 #                [--workdir DIR] [--verbfault CLI] TEST
 #   run_stack.sh --list | --list-harness
 #
@@ -35,17 +35,22 @@
 # `-p verbs -e rdm` as libfabric picks its layer, addressed by 127.0.0.1;
 # msg is `-p verbs -e msg` (a verbs RC connection through the connection
 # manager) and rxm `-p "verbs;ofi_rxm" -e rdm` (RXM over such
-# connections), both addressed by the server's port address 198.18.0.1,
+# connections) and dgram `-p verbs -e dgram` (UD, sizes up to the path
+# MTU), addressed by the server's port address 198.18.0.1,
 # which the verbs provider finds among the system's interfaces (vfib0,
 # vfeth0) and fabtests' control connection reaches over TCP. A pass: both
 # exit 0 and the client's row of each size counts the iterations asked
-# for, sent and acknowledged, with a positive bandwidth at 1 MiB.
+# for, sent and acknowledged, with a positive bandwidth at the largest.
 #
 # TEST cm_<program>_<profile>: a program of rdmacm-utils between two
 # processes through the simulated connection manager: rping (-C 10, every
 # ping verified on both sides), ucmatose and udaddy (both sides' transfers
 # complete, "return status 0"), rdma_server with rdma_client (each "end
-# 0"), rstream (100 transfers of 4 KiB, the result row on both sides). The
+# 0"), rstream (100 transfers of 4 KiB, the result row on both sides), and
+# --ucp-program (ucp_sockaddr.c: UCX's client-server connection by socket
+# address through its rdmacm connection manager, then tagged messages of
+# 8 B, 4 KiB and 1 MiB echoed and checked byte for byte, over rc_verbs;
+# ucx_perftest 1.13 has no socket-address mode). The
 # client is started once the server's id listens, and addresses it by
 # 127.0.0.1 on ib, by 198.18.0.1 (the server's port) on roce, where the
 # kernel resolves no route to loopback. ctest labels them rdma_cm too.
@@ -88,10 +93,11 @@ qperf_tests=(rc_bi_bw rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_writ
              ver_rc_compare_swap ver_rc_fetch_add uc_bi_bw uc_bw uc_lat uc_rdma_write_bw
              uc_rdma_write_lat uc_rdma_write_poll_lat ud_bi_bw ud_bw ud_lat)
 fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce fi_msg_pingpong_ib
-          fi_msg_pingpong_roce fi_rxm_pingpong_ib fi_rxm_pingpong_roce)
+          fi_msg_pingpong_roce fi_rxm_pingpong_ib fi_rxm_pingpong_roce fi_dgram_pingpong_ib
+          fi_dgram_pingpong_roce)
 # librdmacm's own programs (rdmacm-utils), through the simulated
 # connection manager (issue 33): cm_<program>_<profile>.
-cm_programs=(rping ucmatose udaddy rdma_server rstream)
+cm_programs=(rping ucmatose udaddy rdma_server rstream ucp_sockaddr)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
@@ -104,8 +110,9 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                ucx_ucp_put_bw_1m_rc_roce ucx_tag_lat_8_ud_roce mpi_ucx_np2_ib mpi_ucx_np4_roce
                mpi_ob1_np2_ib qperf_rc_lat qperf_rc_bw qperf_uc_lat qperf_ud_lat
                qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr fi_info_ib fi_rdm_pingpong_ib
-               fi_rdm_pingpong_roce fi_msg_pingpong_ib fi_rxm_pingpong_roce cm_rping_ib
-               cm_rping_roce cm_ucmatose_ib cm_udaddy_roce cm_rdma_server_ib cm_rstream_ib)
+               fi_rdm_pingpong_roce fi_msg_pingpong_ib fi_rxm_pingpong_roce fi_dgram_pingpong_roce
+               cm_rping_ib cm_rping_roce cm_ucmatose_ib cm_udaddy_roce cm_rdma_server_ib
+               cm_rstream_ib cm_ucp_sockaddr_ib)
 
 list_tests() {
   local t s x p
@@ -119,17 +126,18 @@ list_tests() {
 }
 
 usage() {
-  echo "usage: $0 [--lib PATH] [--mpi-program PATH] [--port N] [--timeout S] [--workdir DIR] [--verbfault CLI] TEST | --list | --list-harness" >&2
+  echo "usage: $0 [--lib PATH] [--mpi-program PATH] [--ucp-program PATH] [--port N] [--timeout S] [--workdir DIR] [--verbfault CLI] TEST | --list | --list-harness" >&2
   exit 2
 }
 
-lib=""; mpi_program=""; port=""; timeout=60; workdir=""; name=""; verbfault=""
+lib=""; mpi_program=""; ucp_program=""; port=""; timeout=60; workdir=""; name=""; verbfault=""
 while (($#)); do
   case $1 in
     --verbfault) verbfault=${2-}; shift 2 || usage ;;
     --list-harness) printf '%s\n' "${harness_tests[@]}"; exit 0 ;;
     --lib) lib=${2-}; shift 2 || usage ;;
     --mpi-program) mpi_program=${2-}; shift 2 || usage ;;
+    --ucp-program) ucp_program=${2-}; shift 2 || usage ;;
     --port) port=${2-}; shift 2 || usage ;;
     --timeout) timeout=${2-}; shift 2 || usage ;;
     --workdir) workdir=${2-}; shift 2 || usage ;;
@@ -445,7 +453,15 @@ run_fi_pingpong() {
   case $endpoint in
     msg) how=(-p verbs -e msg) address=198.18.0.1 ;;
     rxm) how=(-p "verbs;ofi_rxm" -e rdm) address=198.18.0.1 ;;
+    dgram) how=(-p verbs -e dgram) address=198.18.0.1 ;;
   esac
+  # A datagram is one packet: sizes up to the path MTU (4 KiB on ib, 1 KiB
+  # on roce's 1024-byte MTU).
+  local sizes=(64 256 1k 4k 64k 1m) largest=1m
+  if [[ $endpoint == dgram ]]; then
+    sizes=(64 256 1k) largest=1k
+    [[ $profile == ib ]] && sizes+=(4k) largest=4k
+  fi
   local server=(fi_pingpong "${how[@]}" -c -I "$iterations" -B "$port")
   local client=(fi_pingpong "${how[@]}" -c -I "$iterations" -P "$port" "$address")
   local log=$workdir/client.log
@@ -462,7 +478,7 @@ run_fi_pingpong() {
   # per size: "64  100  =100  12k  0.17s  0.08  844.17  0.00". Under
   # verbfault run both sides print into one log: each size twice.
   local size rows row sent acked bandwidth
-  for size in 64 256 1k 4k 64k 1m; do
+  for size in "${sizes[@]}"; do
     rows=$(grep -E "^$size +[0-9]" "$log")
     [[ -n $rows ]] || fail "no row for $size bytes"
     while read -r _ sent acked _ _ bandwidth _; do
@@ -470,9 +486,9 @@ run_fi_pingpong() {
         fail "the row for $size bytes counts $sent sent and $acked acknowledged, not $iterations"
     done <<< "$rows"
   done
-  row=$(grep -E '^1m +[0-9]' "$log" | tail -n 1)
+  row=$(grep -E "^$largest +[0-9]" "$log" | tail -n 1)
   read -r _ _ _ _ _ bandwidth _ <<< "$row"
-  awk -v r="$bandwidth" 'BEGIN { exit !(r + 0 > 0) }' || fail "the bandwidth at 1 MiB is '$bandwidth', not positive"
+  awk -v r="$bandwidth" 'BEGIN { exit !(r + 0 > 0) }' || fail "the bandwidth at $largest is '$bandwidth', not positive"
   echo "$me: $name: pass: $(tr -s ' ' <<< "$row")"
 }
 
@@ -495,7 +511,11 @@ await_cm_listening() {
 run_cm() {
   local rest=${name#cm_} program profile address
   profile=${rest##*_}; program=${rest%_*}
-  command -v "$program" > /dev/null || fail "$program is not installed (Debian: apt-get install rdmacm-utils)"
+  if [[ $program == ucp_sockaddr ]]; then
+    [[ -n $ucp_program && -x $ucp_program ]] || fail "--ucp-program '$ucp_program': not an executable (ucp_sockaddr, built from ucp_sockaddr.c)"
+  else
+    command -v "$program" > /dev/null || fail "$program is not installed (Debian: apt-get install rdmacm-utils)"
+  fi
   address=127.0.0.1
   [[ $profile == roce ]] && address=198.18.0.1
   local server client
@@ -508,6 +528,8 @@ run_cm() {
     rdma_server) server=(rdma_server -p "$port"); client=(rdma_client -s "$address" -p "$port") ;;
     rstream) server=(rstream -p "$port" -S 4096 -C 100)
              client=(rstream -s "$address" -p "$port" -S 4096 -C 100) ;;
+    ucp_sockaddr) server=("$ucp_program" "$port"); client=("$ucp_program" "$port" "$address")
+                  export UCX_NET_DEVICES=vfsim0:1 UCX_TLS=rc_verbs,ud_verbs ;;
   esac
   local server_log=$workdir/server.log client_log=$workdir/client.log
   if [[ -n $verbfault ]]; then
@@ -544,6 +566,13 @@ run_cm() {
     rstream)
       n=$(both_logs | grep -cE '^custom +4k +100 +1 ')
       ((n == 2)) || fail "$n of the two sides printed the result row of 100 transfers of 4k" ;;
+    ucp_sockaddr)
+      for n in 8 4096 1048576; do
+        grep -q "^ucp_sockaddr: client: 20 messages of $n bytes echoed intact$" "$client_log" ||
+          fail "the client did not get 20 messages of $n bytes back intact"
+      done
+      n=$(both_logs | grep -cE '^ucp_sockaddr: (client|server): done$')
+      ((n == 2)) || fail "$n of the two sides ended" ;;
   esac
   echo "$me: $name: pass"
 }
