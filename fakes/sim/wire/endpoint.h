@@ -99,11 +99,12 @@ class Endpoint {
   // As send(), for a frame the member's service thread answers with a
   // frame of its own as soon as it has handled it, whatever its
   // application does (an RDMA WRITE, READ or atomic the responder never
-  // holds). While such an answer is owed, later small frames to that
+  // holds). While such an answer is owed, later small requests to that
   // member wait in this process's queue instead of costing a write each,
   // and leave together, in order, when the next frame from that member has
   // been handled, when this member waits in the fabric (set_waiting(true)),
-  // before a larger frame, or at drain(): the owed answer is what bounds
+  // before a frame that is not deferred (an answer, or a larger frame), or
+  // at drain(): the owed answer is what bounds
   // their wait, as a requester's ACK clock does. Thread-safe.
   virtual bool send_expecting_answer(uint32_t member,
                                      std::span<const std::span<const uint8_t>> parts) = 0;

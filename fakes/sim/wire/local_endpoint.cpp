@@ -193,8 +193,13 @@ bool LocalEndpoint::send_frame(uint32_t member, std::span<const std::span<const 
   if (service_thread && corked_) {
     if (!out.enqueue(parts, length)) return false;
     corked_to_ |= uint64_t{1} << member;
-  } else if (!service_thread && peer.answers_owed > 0 && length <= kMaxDeferredFrame) {
-    // An answer is on its way; its arrival writes this frame (on_incoming).
+  } else if (!service_thread && expects_answer && peer.answers_owed > 0 &&
+             length <= kMaxDeferredFrame) {
+    // An answer is on its way; its arrival writes this request
+    // (on_incoming). Only a request waits so: an answer (a request the
+    // application's ibv_post_recv let run) is what the member waits for,
+    // and two members each holding back its answer for the other's would
+    // wait forever while their applications spin outside verbs (riostream).
     if (!out.enqueue(parts, length)) return false;
     deferred_to_.fetch_or(uint64_t{1} << member, std::memory_order_relaxed);
   } else {
