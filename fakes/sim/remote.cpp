@@ -164,13 +164,22 @@ void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
 // virtual clock, the next request), which nothing of the application
 // sees, so it applies at once, unless an answer before it is held.
 void deliver_answer(QueuePair& qp, Delivery delivery) {
+  Fabric& fabric = Fabric::get();
   if (delivery.completes || qp.held_answers > 0) {
     if (qp.send_cq().hold(std::move(delivery))) ++qp.held_answers;
+    // The answer frees its place in the window of requests in flight now,
+    // not when a poll reveals it: an HCA sends the rest of its send queue
+    // whether or not the application polls (riostream posts 200 RDMA
+    // WRITEs, all signaled, and then spins on memory for its peer's
+    // answer; with the window held by unrevealed ACKs, the last 72 never
+    // left and both sides spun forever).
+    fabric.set_holding_deliveries(true);
+    requester::progress(qp);
+    fabric.set_holding_deliveries(false);
     return;
   }
   // What it completes after all (a retry limit reached, the next WR failing
   // its local checks) is held like any delivery.
-  Fabric& fabric = Fabric::get();
   fabric.set_holding_deliveries(true);
   requester::apply_answer(qp, delivery);
   fabric.set_holding_deliveries(false);

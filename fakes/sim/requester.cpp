@@ -267,7 +267,10 @@ void progress(QueuePair& qp) {
   // Past the WQEs in flight to another process (a prefix of the queue).
   std::size_t next = 0;
   while (next < sq.size() && sq[next].in_flight) ++next;
-  while (next < sq.size() && next < kWindow && qp.state() == IBV_QPS_RTS) {
+  // Answers held in the CQ (delivery.h) answered the first WQEs in flight
+  // already: they are out of the window, as on an HCA, whose send queue
+  // moves on with the ACKs whether or not the application polls.
+  while (next < sq.size() && next < kWindow + qp.held_answers && qp.state() == IBV_QPS_RTS) {
     if (sq[next].waiting) {
       if (sq[next].not_before_ns != UINT64_MAX) fabric.schedule(&qp);
       return;

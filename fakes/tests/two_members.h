@@ -50,10 +50,11 @@ struct Card {
 };
 
 // One member's device objects: a PD, a CQ, one RC QP (remote write and
-// read allowed), and the regions a test registers.
+// read allowed; `depth` WRs each way, the CQ four times that), and the
+// regions a test registers.
 class Member {
  public:
-  Member(const std::string& fabric, int index) {
+  Member(const std::string& fabric, int index, uint32_t depth = 16) {
     setenv("VERBFAULT_FABRIC", fabric.c_str(), 1);
     setenv("VERBFAULT_PROC", std::to_string(index).c_str(), 1);
     CHILD_CHECK(!sim::devices().empty());
@@ -63,11 +64,11 @@ class Member {
     CHILD_CHECK(sim::query_port(context_, 1, &port) == 0);
     lid_ = port.lid;
     pd_ = sim::alloc_pd(context_);
-    cq_ = sim::create_cq(context_, 64, nullptr, nullptr, 0);
+    cq_ = sim::create_cq(context_, static_cast<int>(4 * depth), nullptr, nullptr, 0);
     ibv_qp_init_attr init{};
     init.send_cq = init.recv_cq = cq_;
     init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = init.cap.max_recv_wr = 16;
+    init.cap.max_send_wr = init.cap.max_recv_wr = depth;
     init.cap.max_send_sge = init.cap.max_recv_sge = 4;
     qp_ = sim::create_qp(pd_, &init);
     CHILD_CHECK(pd_ != nullptr && cq_ != nullptr && qp_ != nullptr);

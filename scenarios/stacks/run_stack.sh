@@ -46,7 +46,9 @@
 # processes through the simulated connection manager: rping (-C 100, every
 # ping verified on both sides), ucmatose and udaddy (both sides' transfers
 # complete, "return status 0"), rdma_server with rdma_client (each "end
-# 0"), rstream (100 transfers of 4 KiB, the result row on both sides), and
+# 0"), rstream and riostream (100 transfers of 4 KiB, riostream's by
+# RDMA WRITE into the peer's riomap'ed buffer; the result row on both
+# sides), and
 # --ucp-program (ucp_sockaddr.c: UCX's client-server connection by socket
 # address through its rdmacm connection manager, then tagged messages of
 # 8 B, 4 KiB and 1 MiB echoed and checked byte for byte, over rc_verbs;
@@ -97,7 +99,7 @@ fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce fi_msg
           fi_dgram_pingpong_roce)
 # librdmacm's own programs (rdmacm-utils), through the simulated
 # connection manager (issue 33): cm_<program>_<profile>.
-cm_programs=(rping ucmatose udaddy rdma_server rstream ucp_sockaddr)
+cm_programs=(rping ucmatose udaddy rdma_server rstream riostream ucp_sockaddr)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
@@ -112,7 +114,7 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr fi_info_ib fi_rdm_pingpong_ib
                fi_rdm_pingpong_roce fi_msg_pingpong_ib fi_rxm_pingpong_roce fi_dgram_pingpong_roce
                cm_rping_ib cm_rping_roce cm_ucmatose_ib cm_udaddy_roce cm_rdma_server_ib
-               cm_rstream_ib cm_ucp_sockaddr_ib)
+               cm_rstream_ib cm_riostream_ib cm_ucp_sockaddr_ib)
 
 list_tests() {
   local t s x p
@@ -526,8 +528,8 @@ run_cm() {
     # test's own.
     udaddy) server=(udaddy); client=(udaddy -s "$address") ;;
     rdma_server) server=(rdma_server -p "$port"); client=(rdma_client -s "$address" -p "$port") ;;
-    rstream) server=(rstream -p "$port" -S 4096 -C 100)
-             client=(rstream -s "$address" -p "$port" -S 4096 -C 100) ;;
+    rstream|riostream) server=("$program" -p "$port" -S 4096 -C 100)
+                       client=("$program" -s "$address" -p "$port" -S 4096 -C 100) ;;
     ucp_sockaddr) server=("$ucp_program" "$port"); client=("$ucp_program" "$port" "$address")
                   export UCX_NET_DEVICES=vfsim0:1 UCX_TLS=rc_verbs,ud_verbs ;;
   esac
@@ -565,7 +567,7 @@ run_cm() {
     rdma_server)
       grep -q '^rdma_server: end 0$' "$server_log" || fail "rdma_server did not end with 0"
       grep -q '^rdma_client: end 0$' "$client_log" || fail "rdma_client did not end with 0" ;;
-    rstream)
+    rstream|riostream)
       n=$(both_logs | grep -cE '^custom +4k +100 +1 ')
       ((n == 2)) || fail "$n of the two sides printed the result row of 100 transfers of 4k" ;;
     ucp_sockaddr)
