@@ -20,11 +20,6 @@ void* next_definition(const char* name, const char* version) {
 
 namespace {
 
-template <class Fn>
-void find(Fn& fn, const char* name, const char* version) {
-  fn = reinterpret_cast<Fn>(next_definition(name, version));
-}
-
 #if defined(__SANITIZE_THREAD__)
 // A ThreadSanitizer build (VERBFAULT_TSAN). TSan learns of a lock, a
 // condition variable, a semaphore or a thread only through its

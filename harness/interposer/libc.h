@@ -73,6 +73,11 @@ struct Functions {
 // own (dlvsym RTLD_NEXT); a C library without it ends the process with
 // one line: nothing of the harness can work then.
 void* next_definition(const char* name, const char* version);
+// next_definition into a function pointer of its type.
+template <class Fn>
+void find(Fn& fn, const char* name, const char* version) {
+  fn = reinterpret_cast<Fn>(next_definition(name, version));
+}
 
 // The C library's functions, resolved on first use (a constructor of
 // another library may lock a mutex before ours ran); never changes after.

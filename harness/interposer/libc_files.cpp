@@ -6,11 +6,6 @@ namespace verbfault::interposer::libc {
 
 namespace {
 
-template <class Fn>
-void find(Fn& fn, const char* name, const char* version) {
-  fn = reinterpret_cast<Fn>(next_definition(name, version));
-}
-
 FileFunctions resolve() {
   FileFunctions f{};
   // The versions a program built on Debian 12 (glibc 2.36) binds to.
