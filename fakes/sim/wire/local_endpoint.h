@@ -75,7 +75,7 @@ class LocalEndpoint final : public Endpoint, private IncomingConnection::Sink {
   // handled here (departing()): its last frames may wait unread in our
   // socket, and the kernel drops its table lock before we read them.
   bool alive(uint32_t member) override {
-    return table_->live(member) || (departing() >> member & 1) != 0;
+    return table_->live(member) || (member < kMaxMembers && (departing() >> member & 1) != 0);
   }
   void set_waiting(bool waiting) override {
     // A member that waits holds back nothing: it would wait for itself
