@@ -162,7 +162,7 @@ void freeifaddrs(ifaddrs* list) {
   {
     std::lock_guard lock(blocks_mutex);
     std::vector<InterfaceEntries*>& all = blocks();
-    for (; *link != nullptr && ours == nullptr; link = &(*link)->ifa_next) {
+    for (; *link != nullptr; link = &(*link)->ifa_next) {
       const auto found =
           std::find(all.begin(), all.end(), reinterpret_cast<InterfaceEntries*>(*link));
       if (found == all.end()) continue;

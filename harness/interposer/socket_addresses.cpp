@@ -54,7 +54,7 @@ const sockaddr* to_kernel(const sockaddr* address, socklen_t length, sockaddr_st
   if (!v4 || (*v4 & kNetworkMask) != kPortsNetwork || length > sizeof storage) return address;
   // Only where the process has simulated ports: elsewhere 198.18/16 is
   // whatever the host's routes make of it.
-  if (provider::network_interfaces().empty()) return address;
+  if (!provider::has_network_interfaces()) return address;
   std::memcpy(&storage, address, length);
   auto* mapped = reinterpret_cast<sockaddr*>(&storage);
   set_ipv4(mapped, kStandInNetwork | (*v4 & ~kNetworkMask));
@@ -74,7 +74,7 @@ void from_kernel(sockaddr* address, socklen_t capacity, const socklen_t* length)
   const socklen_t written = std::min(capacity, *length);
   const std::optional<uint32_t> v4 = ipv4_in(address, written);
   if (!v4 || (*v4 & kNetworkMask) != kStandInNetwork) return;
-  if (provider::network_interfaces().empty()) return;
+  if (!provider::has_network_interfaces()) return;
   set_ipv4(address, kPortsNetwork | (*v4 & ~kNetworkMask));
 }
 

@@ -27,8 +27,12 @@ SystemNode system_node(std::string_view path) {
   return node;
 }
 
+bool has_network_interfaces() {
+  return !sim::devices().empty();
+}
+
 std::vector<NetworkInterface> network_interfaces() {
-  if (sim::devices().empty()) return {};
+  if (!has_network_interfaces()) return {};
   std::vector<NetworkInterface> interfaces;
   for (sim::NetworkInterface& found : sim::network_interfaces()) {
     NetworkInterface& out = interfaces.emplace_back();

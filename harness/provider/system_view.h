@@ -49,5 +49,8 @@ struct NetworkInterface {
 // This process's simulated ports' interfaces; empty without simulated
 // devices.
 std::vector<NetworkInterface> network_interfaces();
+// Whether the process has simulated devices (and so their interfaces):
+// cheap, no copy.
+bool has_network_interfaces();
 
 }  // namespace verbfault::provider
