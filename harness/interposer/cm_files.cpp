@@ -1,5 +1,7 @@
 #include "cm_files.h"
 
+#include "cm_faults.h"
+
 #include "connection_manager.h"
 #include "libc.h"
 #include "thread_calls.h"
@@ -18,25 +20,33 @@ namespace verbfault::interposer::cm_files {
 
 ssize_t write(int fd, const void* buffer, std::size_t length) {
   if (!provider::cm_file(fd)) return libc::real().write(fd, buffer, length);
-  // A blocking GET_EVENT is a wait on the file's readability, which the
-  // thread scheduler models as a wait on a completion channel's: the
-  // thread waits in the scheduler, not in the device, while the others run.
   rdma_ucm_cmd_hdr header{};
-  if (length >= sizeof header && buffer != nullptr) {
+  const bool blocking_get_event = [&] {
+    if (length < sizeof header || buffer == nullptr) return false;
     std::memcpy(&header, buffer, sizeof header);
     const int flags = fcntl(fd, F_GETFL);
-    if (header.cmd == RDMA_USER_CM_CMD_GET_EVENT && flags >= 0 && (flags & O_NONBLOCK) == 0 &&
-        thread_calls::wait_readable(fd, "rdma_get_cm_event") ==
-            thread_calls::Readable::interrupted) {
+    return header.cmd == RDMA_USER_CM_CMD_GET_EVENT && flags >= 0 && (flags & O_NONBLOCK) == 0;
+  }();
+  for (;;) {
+    // A blocking GET_EVENT is a wait on the file's readability, which the
+    // thread scheduler models as a wait on a completion channel's: the
+    // thread waits in the scheduler, not in the device, while the others
+    // run.
+    if (blocking_get_event && thread_calls::wait_readable(fd, "rdma_get_cm_event") ==
+                                  thread_calls::Readable::interrupted) {
       errno = EINTR;
       return -1;
     }
+    const cm_faults::Executed executed = cm_faults::execute(fd, buffer, length);
+    // An event the plan made never happen: the next one is the answer (a
+    // non-blocking file's GET_EVENT then finds none: EAGAIN).
+    if (!executed.withdrawn) return executed.result;
   }
-  return provider::cm_write(fd, buffer, length);
 }
 
 int close(int fd) {
   if (!provider::cm_file(fd)) return libc::real().close(fd);
+  cm_faults::closed(fd);  // before the number can be another file's
   return provider::cm_close(fd);
 }
 

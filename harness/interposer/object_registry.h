@@ -99,7 +99,8 @@ class ObjectRegistry {
   SlotMap by_handle_;
   SlotMap by_qp_num_;
   std::unordered_map<std::uint32_t, const void*> contexts_by_index_;
-  std::array<std::uint32_t, 8> next_index_{};  // per ObjectKind
+  static constexpr std::size_t kKinds = static_cast<std::size_t>(ObjectKind::cm_id) + 1;
+  std::array<std::uint32_t, kKinds> next_index_{};  // per ObjectKind
 };
 
 }  // namespace verbfault::interposer

@@ -4,6 +4,15 @@
 
 namespace verbfault::provider {
 
+// The two enums are one list, in one order.
+static_assert(static_cast<int>(CmFault::kReject) == static_cast<int>(sim::cm::Fault::kReject) &&
+              static_cast<int>(CmFault::kAddrError) ==
+                  static_cast<int>(sim::cm::Fault::kAddrError) &&
+              static_cast<int>(CmFault::kRouteError) ==
+                  static_cast<int>(sim::cm::Fault::kRouteError) &&
+              static_cast<int>(CmFault::kUnreachable) ==
+                  static_cast<int>(sim::cm::Fault::kUnreachable));
+
 int cm_open(int flags) {
   return sim::cm::open_file(flags);
 }
@@ -12,8 +21,12 @@ bool cm_file(int fd) {
   return sim::cm::is_file(fd);
 }
 
-ssize_t cm_write(int fd, const void* buffer, std::size_t length) {
-  return sim::cm::write(fd, buffer, length);
+ssize_t cm_write(int fd, const void* buffer, std::size_t length, CmFault fault) {
+  return sim::cm::write(fd, buffer, length, static_cast<sim::cm::Fault>(fault));
+}
+
+bool cm_withdraw_event(int fd, unsigned handle) {
+  return sim::cm::withdraw_event(fd, handle);
 }
 
 int cm_close(int fd) {

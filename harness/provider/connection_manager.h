@@ -14,8 +14,15 @@ namespace verbfault::provider {
 int cm_open(int flags);
 // Whether `fd` is a CM file of the simulated fabric: lock-free, one load.
 bool cm_file(int fd);
+// A network failure the command meets, made at its cause by the
+// simulated connection manager (the plan's cm_* kinds;
+// verbfault/sim/cm.h says what each does).
+enum class CmFault : unsigned char { kNone, kAddrError, kRouteError, kUnreachable, kReject };
 // write(2) of a command to it (the kernel's ucma ABI); close(2) of it.
-ssize_t cm_write(int fd, const void* buffer, std::size_t length);
+ssize_t cm_write(int fd, const void* buffer, std::size_t length, CmFault fault = CmFault::kNone);
+// The event of id `handle` that GET_EVENT on `fd` just returned never
+// happened (the id no longer counts it as reported). false: no such id.
+bool cm_withdraw_event(int fd, unsigned handle);
 int cm_close(int fd);
 // The character device's numbers, for fstat(2) of a CM file.
 unsigned cm_major();

@@ -104,8 +104,34 @@ int ConnectionManager::connect(int fd, const rdma_ucm_connect& command) {
   id->cm_id = true;
   id->connection = is_ud(*id) ? ConnectionState::kSidrReqSent : ConnectionState::kReqSent;
   id->state = IdState::kConnect;
+  if (fault_ == Fault::kUnreachable || fault_ == Fault::kReject) {
+    // The harness's cm_unreachable / cm_reject: the passive side never
+    // hears of the request; its answer (none, or a reject) is made here as
+    // the wire would bring it (connect_fault_answer).
+    local_.push_back(connect_fault_answer(request, fault_));
+    return 0;
+  }
   send(request);
   return 0;
+}
+
+Message ConnectionManager::connect_fault_answer(const Message& request, Fault fault) {
+  Message answer = request;
+  answer.remote_id = request.local_id;
+  answer.local_id = kUnknownId;
+  std::swap(answer.sender, answer.target);
+  std::memset(answer.private_data, 0, sizeof answer.private_data);
+  if (fault == Fault::kUnreachable) {
+    answer.kind = MessageKind::kUnreachable;  // every retry of the REQ lost
+    return answer;
+  }
+  const bool ud = request.kind == MessageKind::kSidrReq;
+  answer.kind = ud ? MessageKind::kSidrRep : MessageKind::kRej;
+  answer.reason = ud ? kSidrReject : kRejectConsumer;
+  answer.qp_num = 0;
+  std::memcpy(answer.private_data, kRejectPrivateData.data(), kRejectPrivateData.size());
+  answer.private_data_len = static_cast<uint8_t>(kRejectPrivateData.size());
+  return answer;
 }
 
 int ConnectionManager::accept(int fd, const rdma_ucm_accept& command) {

@@ -58,20 +58,25 @@ bool is_file(int fd) {
           1) != 0;
 }
 
-ssize_t write(int fd, const void* buffer, std::size_t length) {
+ssize_t write(int fd, const void* buffer, std::size_t length, Fault fault) {
   std::unique_lock guard(Fabric::get().mutex);
   if (!is_file(fd)) {  // closed by another thread meanwhile
     errno = EBADF;
     return -1;
   }
   Fabric::get().next_step();
-  const int error =
-      ConnectionManager::get().execute(fd, static_cast<const uint8_t*>(buffer), length, guard);
+  const int error = ConnectionManager::get().execute(fd, static_cast<const uint8_t*>(buffer),
+                                                    length, guard, fault);
   if (error != 0) {
     errno = error;
     return -1;
   }
   return static_cast<ssize_t>(length);
+}
+
+bool withdraw_event(int fd, unsigned handle) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().withdraw_event(fd, handle);
 }
 
 int close_file(int fd) {

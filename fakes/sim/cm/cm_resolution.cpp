@@ -137,6 +137,13 @@ int ConnectionManager::resolve(int fd, uint32_t handle, const sockaddr* source,
     report(*id, CmEvent::kAddrError, -ENODEV);
     return 0;
   }
+  if (fault_ == Fault::kAddrError) {
+    // The harness's cm_addr_error: the neighbour's hardware address never
+    // came (no ARP reply; on IPoIB no answer either): addr.c's request
+    // times out, ADDR_ERROR -ETIMEDOUT, the id bound as before.
+    report(*id, CmEvent::kAddrError, -ETIMEDOUT);
+    return 0;
+  }
   id->target = target;
   id->state = IdState::kAddrResolved;
   report(*id, CmEvent::kAddrResolved, 0);
@@ -152,6 +159,16 @@ int ConnectionManager::resolve_route(int fd, const rdma_ucm_resolve_route& comma
   // cma_resolve_iboe_route: a loopback id has no netdev bound, so no L2
   // address to reach: ENODEV (rping: "rdma_resolve_route: No such device").
   if (device.ethernet() && binds_no_device(id->destination)) return ENODEV;
+  if (fault_ == Fault::kRouteError) {
+    // The harness's cm_route_error. InfiniBand: the subnet administrator
+    // never answers the path record query (cma_query_ib_route):
+    // ROUTE_ERROR -ETIMEDOUT, the id back to ADDR_RESOLVED. RoCE resolves
+    // the route locally and fails in the call itself: the port's netdev is
+    // gone (cma_resolve_iboe_route: ENODEV), the id ADDR_RESOLVED still.
+    if (device.ethernet()) return ENODEV;
+    report(*id, CmEvent::kRouteError, -ETIMEDOUT);
+    return 0;
+  }
   id->path = path_to(device, *id, *id->target,
                      device.ethernet() ? 0 : lid_of(id->target->member, id->target->device),
                      gid_of(*id->target, device.ethernet()), IBV_MTU_4096);

@@ -158,7 +158,23 @@ uint32_t ConnectionManager::new_handle() {
 }
 
 int ConnectionManager::execute(int fd, const uint8_t* buffer, std::size_t length,
-                               std::unique_lock<std::mutex>& guard) {
+                               std::unique_lock<std::mutex>& guard, Fault fault) {
+  fault_ = fault;
+  const int result = execute_command(fd, buffer, length, guard);
+  fault_ = Fault::kNone;
+  return result;
+}
+
+bool ConnectionManager::withdraw_event(int fd, uint32_t handle) {
+  int error = 0;
+  CmId* id = find(fd, handle, error);
+  if (id == nullptr || id->events_reported == 0) return false;
+  --id->events_reported;
+  return true;
+}
+
+int ConnectionManager::execute_command(int fd, const uint8_t* buffer, std::size_t length,
+                                       std::unique_lock<std::mutex>& guard) {
   // ucma_write's checks, in its order.
   rdma_ucm_cmd_hdr header;
   if (length < sizeof header) return EINVAL;

@@ -10,6 +10,7 @@
 #include "fabric_address.h"
 #include "listening_socket.h"
 #include "readiness_fd.h"
+#include "verbfault/sim/cm.h"
 
 // glibc's netinet/in.h before the kernel's headers: it tells linux/in6.h
 // (included by rdma_user_cm.h) that the C library defines in6_addr.
@@ -179,9 +180,12 @@ class ConnectionManager {
 
   int open_file(int flags);
   bool close_file(int fd);
-  // The command in `buffer` (header and input); 0 or an errno.
+  // The command in `buffer` (header and input); 0 or an errno. `fault`:
+  // the network failure this command meets (verbfault/sim/cm.h).
   int execute(int fd, const uint8_t* buffer, std::size_t length,
-              std::unique_lock<std::mutex>& guard);
+              std::unique_lock<std::mutex>& guard, Fault fault = Fault::kNone);
+  // The last event GET_EVENT read for id `handle` of `fd` never happened.
+  bool withdraw_event(int fd, uint32_t handle);
   // A message of another member's manager (or of this one's).
   void receive(const Message& message);
   // A member is gone: its kernel destroyed its ids, as at the close of
@@ -199,6 +203,8 @@ class ConnectionManager {
   void expire(uint64_t now);
 
  private:
+  int execute_command(int fd, const uint8_t* buffer, std::size_t length,
+                      std::unique_lock<std::mutex>& guard);
   // Commands (cm_*.cpp), each after ucma.c's handler of the same name.
   int create_id(int fd, const rdma_ucm_create_id& command, uint16_t out);
   int destroy_id(int fd, const rdma_ucm_destroy_id& command, uint16_t out);
@@ -255,6 +261,9 @@ class ConnectionManager {
   void send(const Message& message);
   // A message to the peer of `id`'s connection, of `kind`.
   Message reply_to(const CmId& id, MessageKind kind) const;
+  // The answer a connect that meets `fault` (kUnreachable, kReject) gets
+  // instead of the passive side's: from the peer's node, for `request`'s id.
+  static Message connect_fault_answer(const Message& request, Fault fault);
   // What the kernel's destroy of the IB CM id sends the peer (cm_destroy_id).
   void leave_connection(CmId& id);
   // The connection of `id` ends here: its timewait starts.
@@ -303,6 +312,9 @@ class ConnectionManager {
   static constexpr uint32_t kUnknownId = ~uint32_t{0};
   std::deque<Message> local_;
   bool delivering_ = false;
+  // The fault the command being executed meets (execute sets it for the
+  // command's length): read by resolve, resolve_route and connect.
+  Fault fault_ = Fault::kNone;
 };
 
 }  // namespace verbfault::sim::cm

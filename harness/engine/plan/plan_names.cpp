@@ -27,6 +27,12 @@ const std::vector<Named<FaultKind>>& fault_kind_names() {
       {FaultKind::partial_poll, "partial_poll"},
       {FaultKind::port_down, "port_down"},
       {FaultKind::device_fatal, "device_fatal"},
+      {FaultKind::cm_addr_error, "cm_addr_error"},
+      {FaultKind::cm_route_error, "cm_route_error"},
+      {FaultKind::cm_unreachable, "cm_unreachable"},
+      {FaultKind::cm_reject, "cm_reject"},
+      {FaultKind::cm_lost_disconnect, "cm_lost_disconnect"},
+      {FaultKind::cm_timewait_exit_missing, "cm_timewait_exit_missing"},
   };
   return table;
 }
@@ -37,7 +43,7 @@ const std::vector<Named<ObjectKind>>& object_kind_names() {
       {ObjectKind::mr, "mr"},           {ObjectKind::cq, "cq"},
       {ObjectKind::srq, "srq"},         {ObjectKind::qp, "qp"},
       {ObjectKind::ah, "ah"},           {ObjectKind::channel, "channel"},
-      {ObjectKind::thread, "thread"},
+      {ObjectKind::thread, "thread"},    {ObjectKind::cm_id, "cm_id"},
   };
   return table;
 }

@@ -36,6 +36,19 @@ void validate(const Rule& rule, std::string_view source) {
     reject(source, rule, "missing verb or error: expected e.g. verb_failure(post_send,ENOMEM)");
   if (k == FaultKind::delayed_completion && (!rule.polls || *rule.polls == 0))
     reject(source, rule, "missing polls: expected a number of polls >= 1");
+  // The CM's faults act on CM ids, the others on verbs objects; a CM id has
+  // no QP type, opcode, side or work request of its own to select by.
+  const Selector& s = rule.selector;
+  if (is_cm_fault(k)) {
+    if (s.object && s.object->kind != ObjectKind::cm_id)
+      reject(source, rule,
+             "object '" + to_string(*s.object) + "': expected an rdma_cm id such as cm_id#0");
+    if (s.qp_type || s.opcode || s.side || s.wr_id)
+      reject(source, rule, "selector qp_type/opcode/side/wr_id: expected only object and proc");
+  } else if (s.object && s.object->kind == ObjectKind::cm_id) {
+    reject(source, rule,
+           "object '" + to_string(*s.object) + "': expected a verbs object (cm_id is for cm_*)");
+  }
   if (!rule.selector.wr_id && rule.selector.wr_id_mask != ~std::uint64_t{0})
     reject(source, rule, "wr_id_mask without wr_id: expected both");
   if (rule.port && *rule.port == 0) reject(source, rule, "port 0: expected 1..255");

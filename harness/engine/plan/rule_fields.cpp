@@ -68,7 +68,7 @@ void set_field(Rule& rule, std::string_view key, std::string_view value) {
     // A thread is named in traces, but faults act on verbs objects.
     if (!ref || ref->kind == ObjectKind::thread)
       fail("object " + quoted(value),
-           "kind#index with kind one of context, pd, mr, cq, srq, qp, ah, channel");
+           "kind#index with kind one of context, pd, mr, cq, srq, qp, ah, channel, cm_id");
     s.object = *ref;
   } else if (key == "qp_type") {
     s.qp_type = named(qp_type_names(), key, value);

@@ -42,6 +42,14 @@ Site site_of(const Rule& rule) {
     case FaultKind::port_down:
     case FaultKind::device_fatal:
       return Site::call;
+    case FaultKind::cm_addr_error:
+    case FaultKind::cm_route_error:
+    case FaultKind::cm_unreachable:
+    case FaultKind::cm_reject:
+      return Site::cm_command;
+    case FaultKind::cm_lost_disconnect:
+    case FaultKind::cm_timewait_exit_missing:
+      return Site::cm_event;
   }
   return Site::call;
 }
@@ -58,6 +66,7 @@ bool matches_all(const Rule& rule) {
     case FaultKind::retry_exhausted:
       return false;
     default:
+      if (is_cm_fault(rule.kind)) return false;  // each counts its own step
       break;
   }
   const Selector& s = rule.selector;
@@ -140,6 +149,13 @@ Counter& FaultEngine::counter(const SiteRule& entry, const record::Object& objec
 bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
   const Selector& s = rule.selector;
   if (rule.kind == FaultKind::verb_failure && rule.verb != at.verb) return false;
+  // A CM rule counts the commands or events of its own step only (a
+  // connect is the opportunity of cm_unreachable and cm_reject alike).
+  if (is_cm_fault(rule.kind)) {
+    const bool connect = rule.kind == FaultKind::cm_unreachable || rule.kind == FaultKind::cm_reject;
+    if (at.cm_step != rule.kind && !(connect && at.cm_step == FaultKind::cm_unreachable))
+      return false;
+  }
   // An affiliated event happens on an object of its own kind (a QP event on
   // a QP...); port and device events on any object of the context.
   if (rule.kind == FaultKind::async_event) {

@@ -38,6 +38,8 @@ enum class Site : std::uint8_t {
   arm,         // each req_notify_cq call
   cq_event,    // each completion event ibv_get_cq_event returns
   call,        // each other hooked call on an object (create/modify/...)
+  cm_command,  // each rdma_cm command that starts a step of an id (resolve, connect)
+  cm_event,    // each rdma_cm event an id is about to report
 };
 
 Site site_of(const Rule& rule);
@@ -51,6 +53,9 @@ struct Opportunity {
   std::optional<Side> side;
   std::optional<std::uint64_t> wr_id;
   std::optional<Verb> verb;  // the call, for verb_failure (none: no rule can fail it)
+  // The CM step: the fault kind whose opportunity this command or event
+  // is (cm_addr_error for a resolve, cm_lost_disconnect for DISCONNECTED...).
+  std::optional<FaultKind> cm_step;
 };
 
 struct Decision {
@@ -122,7 +127,7 @@ class FaultEngine {
   bool has_rules(Site site, std::uint32_t kinds) const {
     return (site_kinds_[static_cast<std::size_t>(site)] & kinds) != 0;
   }
-  static_assert(static_cast<int>(FaultKind::device_fatal) < 32, "fault kinds fit a bitmask");
+  static_assert(static_cast<int>(FaultKind::cm_timewait_exit_missing) < 32, "fault kinds fit a bitmask");
   static constexpr std::uint32_t kind_bit(FaultKind kind) {
     return std::uint32_t{1} << static_cast<unsigned>(kind);
   }
@@ -170,8 +175,8 @@ class FaultEngine {
   Plan plan_;
   std::uint64_t seed_ = 0;
   // The rules of each site, in plan order.
-  std::array<std::vector<SiteRule>, 6> by_site_;
-  std::array<std::uint32_t, 6> site_kinds_{};  // kind_bit()s of each site's rules
+  std::array<std::vector<SiteRule>, 8> by_site_;
+  std::array<std::uint32_t, 8> site_kinds_{};  // kind_bit()s of each site's rules
   // Rules that name their object count on that one object: one counter
   // each. The others count per object: counters_[slot * rules + rule], one
   // flat table (a decision touches no object's own state), zeroed for an

@@ -38,13 +38,29 @@ enum class FaultKind : std::uint8_t {
   partial_poll,
   port_down,
   device_fatal,
+  // The connection manager's (rdma_cm) failures, on an id (cm_id#N): each
+  // counts the commands or events of the step it breaks (README "Fault
+  // plans"): rdma_resolve_addr, rdma_resolve_route, rdma_connect, or the
+  // DISCONNECTED / TIMEWAIT_EXIT events the id is about to report.
+  cm_addr_error,
+  cm_route_error,
+  cm_unreachable,
+  cm_reject,
+  cm_lost_disconnect,
+  cm_timewait_exit_missing,
 };
+
+// Whether `kind` is one of the connection manager's (cm_*): decided on CM
+// ids, not on verbs objects.
+constexpr bool is_cm_fault(FaultKind kind) { return kind >= FaultKind::cm_addr_error; }
 
 // Object types a selector can name by creation index ("qp#2" is the third
 // QP the process created). Indexes count per type from 0 in creation order.
 // `thread` names a thread of the scheduler in the trace ("thread#0" is the
-// main thread); no fault selects a thread.
-enum class ObjectKind : std::uint8_t { context, pd, mr, cq, srq, qp, ah, channel, thread };
+// main thread); no fault selects a thread. `cm_id` is an rdma_cm id
+// (rdma_create_id, or a listener's child made by a connect request), in the
+// order the process's connection manager made them.
+enum class ObjectKind : std::uint8_t { context, pd, mr, cq, srq, qp, ah, channel, thread, cm_id };
 
 struct ObjectRef {
   ObjectKind kind;

@@ -100,6 +100,12 @@ TEST(Plans, EveryRuleRoundTripsThroughBothForms) {
       "device_fatal context#0 nth=4",
       "flush qp#0 proc=1 nth=2",
       "partial_poll proc=ib_write_bw",
+      "cm_addr_error cm_id#2 nth=1",
+      "cm_route_error p=0.5",
+      "cm_unreachable proc=1",
+      "cm_reject cm_id#0 count=1",
+      "cm_lost_disconnect cm_id#3",
+      "cm_timewait_exit_missing every=2",
   };
   Plan plan;
   for (const std::string& text : rules) {
@@ -231,6 +237,24 @@ TEST(Plans, ControlCharactersInAQuotedInputAreEscaped) {
   EXPECT_NE(not_yaml.find("unknown escape character: \\x01"), std::string::npos) << not_yaml;
   EXPECT_STREQ(PlanError("caf\xc3\xa9: expected").what(), "caf\xc3\xa9: expected")
       << "UTF-8 text is kept";
+}
+
+// A CM fault acts on an rdma_cm id, a verbs fault on a verbs object: each
+// named object of the other kind, and a CM rule's work-request selectors,
+// are one line naming the rule and what was expected.
+TEST(Plans, CmFaultsSelectCmIdsAndVerbsFaultsVerbsObjects) {
+  EXPECT_NE(rule_error("cm_reject qp#0").find("cm_reject: object 'qp#0': expected an rdma_cm id"),
+            std::string::npos)
+      << rule_error("cm_reject qp#0");
+  EXPECT_NE(rule_error("flush cm_id#1").find("flush: object 'cm_id#1': expected a verbs object"),
+            std::string::npos)
+      << rule_error("flush cm_id#1");
+  EXPECT_NE(rule_error("cm_unreachable opcode=send").find("expected only object and proc"),
+            std::string::npos);
+  EXPECT_NE(rule_error("cm_reject thread#0").find("kind#index with kind one of"),
+            std::string::npos);
+  EXPECT_EQ(parse_rule("cm_lost_disconnect cm_id#3").selector.object,
+            (ObjectRef{ObjectKind::cm_id, 3}));
 }
 
 TEST(Plans, AParameterOfAnotherKindIsRejected) {

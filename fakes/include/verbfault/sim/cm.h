@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+
 #include <cstddef>
 #include <string_view>
 
@@ -36,10 +37,38 @@ int open_file(int flags);
 // Whether `fd` is an open CM file. Lock-free: asked on every write(2) and
 // close(2) of the process.
 bool is_file(int fd);
+// A failure of the network the harness's fault plan asks for (its cm_*
+// kinds), made at its cause by the command it is given to:
+//   kAddrError    RESOLVE_IP/RESOLVE_ADDR: the neighbour (ARP, IPoIB)
+//                 resolution gets no answer: ADDR_ERROR, -ETIMEDOUT
+//                 (addr.c's timeout), the id back to ADDR_BOUND;
+//   kRouteError   RESOLVE_ROUTE: the path query gets no answer from the
+//                 subnet administrator: ROUTE_ERROR, -ETIMEDOUT, the id
+//                 back to ADDR_RESOLVED;
+//   kUnreachable  CONNECT: the REQ (SIDR REQ) is lost on every retry:
+//                 UNREACHABLE, -ETIMEDOUT (IBA 12.6.5: max_cm_retries);
+//   kReject       CONNECT: the passive side rejects it (IBA 12.6.7,
+//                 reason 28 consumer-defined, with private data; a UD id's
+//                 SIDR REP status 2, IBA 12.11.2): REJECTED (UNREACHABLE
+//                 with status 2 for UD), the passive application never
+//                 hearing of it, as when its CM refuses a request its
+//                 listener's backlog has no room for.
+enum class Fault : unsigned char { kNone, kAddrError, kRouteError, kUnreachable, kReject };
+
+// The private data of an injected REJ: what an application that reads
+// REJECTED's private data finds.
+inline constexpr std::string_view kRejectPrivateData = "verbfault: cm_reject";
+
 // write(2) of a command to a CM file: the command's return as the kernel's
 // ucma_write gives it (`length` on success; -1 with errno set). A blocking
-// GET_EVENT waits here until an event comes.
-ssize_t write(int fd, const void* buffer, std::size_t length);
+// GET_EVENT waits here until an event comes. `fault`: made by this command
+// if it is the one the fault breaks (else ignored).
+ssize_t write(int fd, const void* buffer, std::size_t length, Fault fault = Fault::kNone);
+// The event of id `handle` that GET_EVENT on `fd` just returned never
+// happened (cm_lost_disconnect, cm_timewait_exit_missing): it no longer
+// counts among the id's reported events, which DESTROY_ID returns and
+// librdmacm's rdma_destroy_id waits to see acknowledged. false: no such id.
+bool withdraw_event(int fd, unsigned handle);
 // close(2) of a CM file: its ids are destroyed, as at the kernel's release
 // of the file. Returns what close(2) of the descriptor returns.
 int close_file(int fd);

@@ -1,0 +1,197 @@
+#include "cm_faults.h"
+
+#include "connection_manager.h"
+#include "state.h"
+
+#include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
+#include <rdma/rdma_user_cm.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+
+namespace verbfault::interposer::cm_faults {
+
+namespace {
+
+// The ucma ABI's event numbers (enum rdma_cm_event_type) this file reads.
+constexpr std::uint32_t kConnectRequest = 4;
+constexpr std::uint32_t kDisconnected = 10;
+constexpr std::uint32_t kTimewaitExit = 15;
+
+// The registry's key of id `handle` of CM file `fd`: an address nothing
+// lives at (the top byte set), one per (file, id), so that the ids of two
+// files never meet.
+const void* key_of(int fd, std::uint32_t handle) {
+  return reinterpret_cast<const void*>(std::uintptr_t{0xc5} << 56 |
+                                       static_cast<std::uintptr_t>(fd) << 32 | handle);
+}
+
+int file_of(const void* key) {
+  return static_cast<int>(reinterpret_cast<std::uintptr_t>(key) >> 32 & 0xffffff);
+}
+
+// The command's structure from the bytes after the header, if all of it
+// was written (the simulated CM refuses a shorter one itself).
+template <class Command>
+std::optional<Command> command_of(const void* buffer, std::size_t length) {
+  if (length < sizeof(rdma_ucm_cmd_hdr) + sizeof(Command)) return std::nullopt;
+  Command command;
+  std::memcpy(&command, static_cast<const std::uint8_t*>(buffer) + sizeof(rdma_ucm_cmd_hdr),
+              sizeof command);
+  return command;
+}
+
+template <class Response>
+std::optional<Response> response_of(std::uint64_t address) {
+  if (address == 0) return std::nullopt;
+  Response response;
+  std::memcpy(&response, reinterpret_cast<const void*>(address), sizeof response);
+  return response;
+}
+
+// The id a command starts a step of, and the step (the kind whose
+// opportunity it is: a connect is cm_unreachable's and cm_reject's).
+struct Step {
+  std::uint32_t id = 0;
+  FaultKind kind{};
+};
+
+std::optional<Step> step_of(std::uint32_t cmd, const void* buffer, std::size_t length) {
+  switch (cmd) {
+    case RDMA_USER_CM_CMD_RESOLVE_IP:
+      if (auto c = command_of<rdma_ucm_resolve_ip>(buffer, length))
+        return Step{c->id, FaultKind::cm_addr_error};
+      break;
+    case RDMA_USER_CM_CMD_RESOLVE_ADDR:
+      if (auto c = command_of<rdma_ucm_resolve_addr>(buffer, length))
+        return Step{c->id, FaultKind::cm_addr_error};
+      break;
+    case RDMA_USER_CM_CMD_RESOLVE_ROUTE:
+      if (auto c = command_of<rdma_ucm_resolve_route>(buffer, length))
+        return Step{c->id, FaultKind::cm_route_error};
+      break;
+    case RDMA_USER_CM_CMD_CONNECT:
+      if (auto c = command_of<rdma_ucm_connect>(buffer, length))
+        return Step{c->id, FaultKind::cm_unreachable};
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+provider::CmFault cause_of(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::cm_addr_error:
+      return provider::CmFault::kAddrError;
+    case FaultKind::cm_route_error:
+      return provider::CmFault::kRouteError;
+    case FaultKind::cm_unreachable:
+      return provider::CmFault::kUnreachable;
+    case FaultKind::cm_reject:
+      return provider::CmFault::kReject;
+    default:
+      return provider::CmFault::kNone;
+  }
+}
+
+void track(State& state, int fd, std::uint32_t handle) {
+  state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true);
+}
+
+void forget(State& state, int fd, std::uint32_t handle) {
+  if (Tracked* id = state.registry.find(key_of(fd, handle))) state.remove_object(*id);
+}
+
+// The engine's decision for an opportunity of `kinds` on id `handle`.
+std::optional<Decision> decide(State& state, Site site, int fd, std::uint32_t handle,
+                               FaultKind step, std::initializer_list<FaultKind> kinds) {
+  Tracked* id = state.registry.find(key_of(fd, handle));
+  if (id == nullptr) return std::nullopt;
+  Opportunity at;
+  at.site = site;
+  at.object = id;
+  at.cm_step = step;
+  auto decision = state.engine.decide(at, kinds);
+  if (decision) state.engine.record_fault(*id, *decision, "cause");
+  return decision;
+}
+
+}  // namespace
+
+Executed execute(int fd, const void* buffer, std::size_t length) {
+  rdma_ucm_cmd_hdr header{};
+  if (buffer == nullptr || length < sizeof header || !g_active)
+    return {provider::cm_write(fd, buffer, length)};
+  std::memcpy(&header, buffer, sizeof header);
+  State& state = State::get();
+
+  provider::CmFault fault = provider::CmFault::kNone;
+  if (state.engine.has_rules(Site::cm_command))
+    if (const std::optional<Step> step = step_of(header.cmd, buffer, length)) {
+      std::lock_guard lock(state.mutex);
+      if (auto decision =
+              decide(state, Site::cm_command, fd, step->id, step->kind,
+                     {FaultKind::cm_addr_error, FaultKind::cm_route_error,
+                      FaultKind::cm_unreachable, FaultKind::cm_reject}))
+        fault = cause_of(decision->rule->kind);
+    }
+
+  const ssize_t result = provider::cm_write(fd, buffer, length, fault);
+  if (result < 0) return {result};
+
+  // What the command made or ended: the ids to name, the event to judge.
+  switch (header.cmd) {
+    case RDMA_USER_CM_CMD_CREATE_ID:
+      if (auto c = command_of<rdma_ucm_create_id>(buffer, length))
+        if (auto r = response_of<rdma_ucm_create_id_resp>(c->response)) {
+          std::lock_guard lock(state.mutex);
+          track(state, fd, r->id);
+        }
+      break;
+    case RDMA_USER_CM_CMD_DESTROY_ID:
+      if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
+        std::lock_guard lock(state.mutex);
+        forget(state, fd, c->id);
+      }
+      break;
+    case RDMA_USER_CM_CMD_GET_EVENT: {
+      auto c = command_of<rdma_ucm_get_event>(buffer, length);
+      // The event's first fields (uid, id, event, status): the response
+      // is at least that long (rdma_get_cm_event writes all of it).
+      struct Head {
+        std::uint64_t uid;
+        std::uint32_t id;
+        std::uint32_t event;
+      };
+      if (!c || header.out < sizeof(Head)) break;
+      const auto head = response_of<Head>(c->response);
+      if (!head) break;
+      std::lock_guard lock(state.mutex);
+      if (head->event == kConnectRequest) track(state, fd, head->id);
+      const std::optional<FaultKind> step =
+          head->event == kDisconnected   ? std::optional(FaultKind::cm_lost_disconnect)
+          : head->event == kTimewaitExit ? std::optional(FaultKind::cm_timewait_exit_missing)
+                                         : std::nullopt;
+      if (step && state.engine.has_rules(Site::cm_event) &&
+          decide(state, Site::cm_event, fd, head->id, *step,
+                 {FaultKind::cm_lost_disconnect, FaultKind::cm_timewait_exit_missing}) &&
+          provider::cm_withdraw_event(fd, head->id))
+        return {result, true};
+      break;
+    }
+    default:
+      break;
+  }
+  return {result};
+}
+
+void closed(int fd) {
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  for (Tracked* id : state.registry.all(ObjectKind::cm_id))
+    if (file_of(id->handle) == fd) state.remove_object(*id);
+}
+
+}  // namespace verbfault::interposer::cm_faults

@@ -1,0 +1,30 @@
+// The connection manager's faults (the plan's cm_* kinds) on the commands
+// librdmacm writes to a CM file of the simulated fabric. The ids those
+// commands make are tracked as cm_id#N, in the order this process's
+// connection manager made them (rdma_create_id, and a listener's child at
+// its CONNECT_REQUEST); each step a kind breaks is an opportunity the fault
+// engine decides, and the simulated connection manager makes the failure
+// at its cause (verbfault/sim/cm.h): the peer's side of a connection sees
+// what the network would show it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace verbfault::interposer::cm_faults {
+
+// What executing a command came to.
+struct Executed {
+  ssize_t result = 0;  // write(2)'s return (errno set when -1)
+  // A GET_EVENT whose event the plan made never happen (cm_lost_disconnect,
+  // cm_timewait_exit_missing): the caller waits for the next one.
+  bool withdrawn = false;
+};
+
+// write(2) of the command in `buffer` to the simulated CM file `fd`.
+Executed execute(int fd, const void* buffer, std::size_t length);
+// close(2) of a CM file: its ids are gone (lock not held).
+void closed(int fd);
+
+}  // namespace verbfault::interposer::cm_faults
