@@ -645,9 +645,11 @@ TEST(WirePeers, AnEndedMemberCountsUntilItsLastFrameIsHandled) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> handled{0};
+  std::atomic<bool> holding{false};
   std::atomic<bool> gone{false};
   endpoint->start(
       [&](uint32_t, std::span<const uint8_t>) {
+        holding = true;
         released.wait();  // the first frame holds the service thread
         ++handled;
       },
@@ -655,6 +657,10 @@ TEST(WirePeers, AnEndedMemberCountsUntilItsLastFrameIsHandled) {
   go.post('g');
   ASSERT_EQ(sent.wait(), 's');
   EXPECT_EQ(sender.wait(), 0);
+  // The member's connection admitted (its first frame is being handled):
+  // on a loaded machine the service thread may come to it only after the
+  // member ended.
+  ASSERT_TRUE(eventually([&] { return holding.load(); }));
   EXPECT_TRUE(endpoint->alive(1));
   EXPECT_TRUE(endpoint->others_live());
   endpoint->set_waiting(true);
