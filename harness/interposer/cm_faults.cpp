@@ -96,8 +96,11 @@ provider::CmFault cause_of(FaultKind kind) {
   }
 }
 
+// Names a new id; one already named keeps its name (a CONNECT_REQUEST
+// that a delay put back names its child when first read).
 void track(State& state, int fd, std::uint32_t handle) {
-  state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true);
+  if (state.registry.find(key_of(fd, handle)) == nullptr)
+    state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true);
 }
 
 void forget(State& state, int fd, std::uint32_t handle) {
@@ -106,15 +109,24 @@ void forget(State& state, int fd, std::uint32_t handle) {
 
 // The engine's decision for an opportunity of `kinds` on id `handle`.
 std::optional<Decision> decide(State& state, Site site, int fd, std::uint32_t handle,
-                               FaultKind step, std::initializer_list<FaultKind> kinds) {
+                               FaultKind step, std::initializer_list<FaultKind> kinds,
+                               std::optional<CmEvent> event = std::nullopt) {
   Tracked* id = state.registry.find(key_of(fd, handle));
   if (id == nullptr) return std::nullopt;
   Opportunity at;
   at.site = site;
   at.object = id;
   at.cm_step = step;
+  at.cm_event = event;
   auto decision = state.engine.decide(at, kinds);
-  if (decision) state.engine.record_fault(*id, *decision, "cause");
+  if (decision) {
+    if (decision->rule->kind == FaultKind::cm_delay)
+      state.engine.record_fault(*id, *decision, "cause",
+                                {{"event", to_string(*decision->rule->cm_event)},
+                                 {"delay_ms", *decision->rule->delay_ms}});
+    else
+      state.engine.record_fault(*id, *decision, "cause");
+  }
   return decision;
 }
 
@@ -169,14 +181,26 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       const auto head = response_of<Head>(c->response);
       if (!head) break;
       std::lock_guard lock(state.mutex);
+      // A CONNECT_REQUEST names its child (the response's id): the
+      // opportunities of its events, cm_delay's of this one too.
       if (head->event == kConnectRequest) track(state, fd, head->id);
+      if (head->event <= static_cast<std::uint32_t>(CmEvent::timewait_exit) &&
+          state.engine.has_rules(Site::cm_event, engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
+          !provider::cm_event_was_delayed(fd)) {
+        const auto event = static_cast<CmEvent>(head->event);
+        if (auto decision = decide(state, Site::cm_event, fd, head->id, FaultKind::cm_delay,
+                                   {FaultKind::cm_delay}, event))
+          if (provider::cm_delay_event(fd, std::uint64_t{*decision->rule->delay_ms} * 1000000))
+            return {result, true};
+      }
       const std::optional<FaultKind> step =
           head->event == kDisconnected   ? std::optional(FaultKind::cm_lost_disconnect)
           : head->event == kTimewaitExit ? std::optional(FaultKind::cm_timewait_exit_missing)
                                          : std::nullopt;
       if (step && state.engine.has_rules(Site::cm_event) &&
           decide(state, Site::cm_event, fd, head->id, *step,
-                 {FaultKind::cm_lost_disconnect, FaultKind::cm_timewait_exit_missing}) &&
+                 {FaultKind::cm_lost_disconnect, FaultKind::cm_timewait_exit_missing},
+                 static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
         return {result, true};
       break;

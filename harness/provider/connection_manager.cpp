@@ -29,6 +29,14 @@ bool cm_withdraw_event(int fd, unsigned handle) {
   return sim::cm::withdraw_event(fd, handle);
 }
 
+bool cm_delay_event(int fd, unsigned long long delay_ns) {
+  return sim::cm::delay_event(fd, delay_ns);
+}
+
+bool cm_event_was_delayed(int fd) {
+  return sim::cm::event_was_delayed(fd);
+}
+
 int cm_close(int fd) {
   return sim::cm::close_file(fd);
 }

@@ -23,6 +23,11 @@ ssize_t cm_write(int fd, const void* buffer, std::size_t length, CmFault fault =
 // The event of id `handle` that GET_EVENT on `fd` just returned never
 // happened (the id no longer counts it as reported). false: no such id.
 bool cm_withdraw_event(int fd, unsigned handle);
+// The event GET_EVENT on `fd` just returned comes again `delay_ns` of
+// virtual time later, behind what comes meanwhile (it was never read);
+// whether the event just returned was such a one (not delayed twice).
+bool cm_delay_event(int fd, unsigned long long delay_ns);
+bool cm_event_was_delayed(int fd);
 int cm_close(int fd);
 // The character device's numbers, for fstat(2) of a CM file.
 unsigned cm_major();

@@ -284,6 +284,9 @@ int ConnectionManager::migrate_id(int fd, const rdma_ucm_migrate_id& command) {
         ++it;
       }
     }
+    // And those held up on the way arrive at the new file.
+    for (auto& [due, held] : delayed_)
+      if (held.event.charged == id->handle) held.file = fd;
     from.update_readiness();
     to.update_readiness();
     id->file = fd;
@@ -346,6 +349,8 @@ std::optional<uint64_t> ConnectionManager::next_deadline() const {
   std::optional<uint64_t> next;
   for (const auto& [handle, at] : timewait_)
     if (!next || at < *next) next = at;
+  if (!delayed_.empty() && (!next || delayed_.begin()->first < *next))
+    next = delayed_.begin()->first;
   return next;
 }
 
@@ -363,6 +368,13 @@ void ConnectionManager::expire(uint64_t now) {
     if (id.connection == ConnectionState::kTimewait) id.connection = ConnectionState::kNone;
     // cma_ib_handler: TIMEWAIT_EXIT only to an id in DISCONNECT.
     if (id.state == IdState::kDisconnect) report(id, CmEvent::kTimewaitExit, 0);
+  }
+  // Held-up events reach their files, in the order they were held.
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    const DelayedEvent held = delayed_.begin()->second;
+    delayed_.erase(delayed_.begin());
+    if (const auto file = files_.find(held.file); file != files_.end())
+      push_event(*file->second, held.event);
   }
   deliver_local();
 }

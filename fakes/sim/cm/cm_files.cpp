@@ -79,6 +79,16 @@ bool withdraw_event(int fd, unsigned handle) {
   return is_file(fd) && ConnectionManager::get().withdraw_event(fd, handle);
 }
 
+bool delay_event(int fd, unsigned long long delay_ns) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().delay_event(fd, delay_ns);
+}
+
+bool event_was_delayed(int fd) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().event_was_delayed(fd);
+}
+
 int close_file(int fd) {
   {
     std::lock_guard guard(Fabric::get().mutex);

@@ -173,6 +173,31 @@ bool ConnectionManager::withdraw_event(int fd, uint32_t handle) {
   return true;
 }
 
+bool ConnectionManager::delay_event(int fd, uint64_t delay_ns) {
+  const auto file = files_.find(fd);
+  if (file == files_.end() || !file->second->last_read || file->second->last_read->delayed)
+    return false;
+  PendingEvent event = *file->second->last_read;
+  file->second->last_read.reset();
+  // Undo what reading it did (get_event): it was never read.
+  if (auto id = ids_.find(event.charged); id != ids_.end()) {
+    if (id->second.events_reported > 0) --id->second.events_reported;
+    if (event.connect_request) {
+      if (id->second.backlog > 0) --id->second.backlog;
+      if (auto child = ids_.find(event.response.id); child != ids_.end())
+        child->second.listener = event.charged;
+    }
+  }
+  event.delayed = true;
+  delayed_.emplace(Fabric::get().clock().now() + delay_ns, DelayedEvent{fd, event});
+  return true;
+}
+
+bool ConnectionManager::event_was_delayed(int fd) const {
+  const auto file = files_.find(fd);
+  return file != files_.end() && file->second->last_read && file->second->last_read->delayed;
+}
+
 int ConnectionManager::execute_command(int fd, const uint8_t* buffer, std::size_t length,
                                        std::unique_lock<std::mutex>& guard) {
   // ucma_write's checks, in its order.
@@ -368,6 +393,11 @@ void ConnectionManager::destroy(uint32_t handle) {
     });
     file->second->update_readiness();
   }
+  std::erase_if(delayed_, [&](const auto& held) {
+    if (held.second.event.charged != handle) return false;
+    if (held.second.event.connect_request) children.push_back(held.second.event.response.id);
+    return true;
+  });
   ids_.erase(found);
   timewait_.erase(handle);
   for (uint32_t child : children) destroy(child);
@@ -619,6 +649,7 @@ int ConnectionManager::get_event(int fd, const rdma_ucm_get_event& command, uint
     return EFAULT;
   file.events.pop_front();
   file.update_readiness();
+  file.last_read = event;
   if (auto id = ids_.find(event.charged); id != ids_.end()) {
     ++id->second.events_reported;
     if (event.connect_request) ++id->second.backlog;  // the listener may queue one more

@@ -158,6 +158,7 @@ struct CmId {
 struct PendingEvent {
   uint32_t charged = 0;
   bool connect_request = false;
+  bool delayed = false;  // put back by delay_event: not delayed twice
   rdma_ucm_event_resp response{};
 };
 
@@ -168,6 +169,7 @@ struct PendingEvent {
 struct CmFile {
   ReadinessFd readiness;
   std::deque<PendingEvent> events;
+  std::optional<PendingEvent> last_read;  // what GET_EVENT returned last
   void update_readiness() { readiness.set_ready(!events.empty()); }
 };
 
@@ -186,6 +188,10 @@ class ConnectionManager {
               std::unique_lock<std::mutex>& guard, Fault fault = Fault::kNone);
   // The last event GET_EVENT read for id `handle` of `fd` never happened.
   bool withdraw_event(int fd, uint32_t handle);
+  // The last event GET_EVENT read on `fd` comes again `delay_ns` later
+  // (verbfault/sim/cm.h); whether that event was such a one.
+  bool delay_event(int fd, uint64_t delay_ns);
+  bool event_was_delayed(int fd) const;
   // A message of another member's manager (or of this one's).
   void receive(const Message& message);
   // A member is gone: its kernel destroyed its ids, as at the close of
@@ -309,6 +315,13 @@ class ConnectionManager {
   std::map<uint32_t, CmId> ids_;
   std::map<uint32_t, ListeningSocket> listening_;  // of the listeners in ids_
   std::map<uint32_t, uint64_t> timewait_;          // id -> when its timewait ends (ns)
+  // Events held up on the way (delay_event): when each reaches its file
+  // (ns, virtual), in the order they were held.
+  struct DelayedEvent {
+    int file = -1;
+    PendingEvent event;
+  };
+  std::multimap<uint64_t, DelayedEvent> delayed_;
   static constexpr uint32_t kUnknownId = ~uint32_t{0};
   std::deque<Message> local_;
   bool delivering_ = false;

@@ -55,6 +55,8 @@ std::vector<const char*> parameters(FaultKind kind) {
       return {"polls"};
     case FaultKind::port_down:
       return {"port"};
+    case FaultKind::cm_delay:
+      return {"cm_event", "delay_ms"};
     default:
       return {};
   }
@@ -155,6 +157,8 @@ std::string to_cli(const Rule& rule) {
   if (rule.error) params.push_back(errno_name(*rule.error));
   if (rule.polls) params.push_back(std::to_string(*rule.polls));
   if (rule.port) params.push_back(std::to_string(*rule.port));
+  if (rule.cm_event) params.emplace_back(to_string(*rule.cm_event));
+  if (rule.delay_ms) params.push_back(std::to_string(*rule.delay_ms));
   if (!params.empty()) {
     out += "(";
     for (std::size_t i = 0; i < params.size(); ++i) out += (i ? "," : "") + params[i];

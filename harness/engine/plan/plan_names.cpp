@@ -33,6 +33,7 @@ const std::vector<Named<FaultKind>>& fault_kind_names() {
       {FaultKind::cm_reject, "cm_reject"},
       {FaultKind::cm_lost_disconnect, "cm_lost_disconnect"},
       {FaultKind::cm_timewait_exit_missing, "cm_timewait_exit_missing"},
+      {FaultKind::cm_delay, "cm_delay"},
   };
   return table;
 }
@@ -149,6 +150,28 @@ const std::vector<Named<ibv_event_type>>& event_names() {
   return table;
 }
 
+const std::vector<Named<CmEvent>>& cm_event_names() {
+  static const auto& table = *new std::vector<Named<CmEvent>>{
+      {CmEvent::addr_resolved, "addr_resolved"},
+      {CmEvent::addr_error, "addr_error"},
+      {CmEvent::route_resolved, "route_resolved"},
+      {CmEvent::route_error, "route_error"},
+      {CmEvent::connect_request, "connect_request"},
+      {CmEvent::connect_response, "connect_response"},
+      {CmEvent::connect_error, "connect_error"},
+      {CmEvent::unreachable, "unreachable"},
+      {CmEvent::rejected, "rejected"},
+      {CmEvent::established, "established"},
+      {CmEvent::disconnected, "disconnected"},
+      {CmEvent::device_removal, "device_removal"},
+      {CmEvent::multicast_join, "multicast_join"},
+      {CmEvent::multicast_error, "multicast_error"},
+      {CmEvent::addr_change, "addr_change"},
+      {CmEvent::timewait_exit, "timewait_exit"},
+  };
+  return table;
+}
+
 const std::vector<Named<int>>& errno_names() {
   static const auto& table = *new std::vector<Named<int>>{
       {EPERM, "EPERM"},
@@ -251,6 +274,9 @@ std::string_view to_string(ibv_wc_status status) {
 }
 std::string_view to_string(ibv_event_type event) {
   return engine::name_of(engine::event_names(), event);
+}
+std::string_view to_string(CmEvent event) {
+  return engine::name_of(engine::cm_event_names(), event);
 }
 std::string errno_name(int error) {
   std::string_view name = engine::name_of(engine::errno_names(), error);

@@ -24,6 +24,7 @@ const std::vector<Named<Side>>& side_names();
 const std::vector<Named<ibv_qp_type>>& qp_type_names();
 const std::vector<Named<ibv_wc_status>>& status_names();
 const std::vector<Named<ibv_event_type>>& event_names();
+const std::vector<Named<CmEvent>>& cm_event_names();
 const std::vector<Named<int>>& errno_names();
 
 template <class Enum>

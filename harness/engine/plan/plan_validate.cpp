@@ -27,6 +27,10 @@ void validate(const Rule& rule, std::string_view source) {
   only(rule.error.has_value(), k == FaultKind::verb_failure, "error");
   only(rule.polls.has_value(), k == FaultKind::delayed_completion, "polls");
   only(rule.port.has_value(), k == FaultKind::port_down, "port");
+  only(rule.cm_event.has_value(), k == FaultKind::cm_delay, "cm_event");
+  only(rule.delay_ms.has_value(), k == FaultKind::cm_delay, "delay_ms");
+  if (k == FaultKind::cm_delay && (!rule.cm_event || !rule.delay_ms || *rule.delay_ms == 0))
+    reject(source, rule, "missing event or delay: expected e.g. cm_delay(established,50)");
   if (k == FaultKind::completion_error && (!rule.status || *rule.status == IBV_WC_SUCCESS))
     reject(source, rule,
            "missing or success status: expected an error status such as rem_access_err");

@@ -191,6 +191,8 @@ std::string to_yaml(const Plan& plan) {
     if (rule.error) line(out, "error", errno_name(*rule.error));
     if (rule.polls) line(out, "polls", std::to_string(*rule.polls));
     if (rule.port) line(out, "port", std::to_string(*rule.port));
+    if (rule.cm_event) line(out, "cm_event", std::string(to_string(*rule.cm_event)));
+    if (rule.delay_ms) line(out, "delay_ms", std::to_string(*rule.delay_ms));
     const Selector& s = rule.selector;
     if (s.object) line(out, "object", to_string(*s.object));
     if (s.qp_type)

@@ -61,6 +61,10 @@ void set_field(Rule& rule, std::string_view key, std::string_view value) {
     rule.error = *error;
   } else if (key == "polls") {
     rule.polls = static_cast<std::uint32_t>(number(key, value, 1, UINT32_MAX));
+  } else if (key == "cm_event") {
+    rule.cm_event = named(cm_event_names(), key, value);
+  } else if (key == "delay_ms") {
+    rule.delay_ms = static_cast<std::uint32_t>(number(key, value, 1, 60000));
   } else if (key == "port") {
     rule.port = static_cast<std::uint8_t>(number(key, value, 1, 255));
   } else if (key == "object") {
@@ -106,7 +110,8 @@ void set_field(Rule& rule, std::string_view key, std::string_view value) {
     rule.name = std::string(value);
   } else {
     fail("unknown key " + quoted(key),
-         "one of kind, status, event, verb, error, polls, port, object, qp_type, opcode, side, "
+         "one of kind, status, event, verb, error, polls, port, cm_event, delay_ms, object, "
+         "qp_type, opcode, side, "
          "wr_id, wr_id_mask, proc, nth, every, window, probability, count, name");
   }
 }

@@ -49,6 +49,7 @@ Site site_of(const Rule& rule) {
       return Site::cm_command;
     case FaultKind::cm_lost_disconnect:
     case FaultKind::cm_timewait_exit_missing:
+    case FaultKind::cm_delay:
       return Site::cm_event;
   }
   return Site::call;
@@ -153,8 +154,12 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
   // connect is the opportunity of cm_unreachable and cm_reject alike).
   if (is_cm_fault(rule.kind)) {
     const bool connect = rule.kind == FaultKind::cm_unreachable || rule.kind == FaultKind::cm_reject;
-    if (at.cm_step != rule.kind && !(connect && at.cm_step == FaultKind::cm_unreachable))
+    if (rule.kind == FaultKind::cm_delay) {
+      if (at.site != Site::cm_event || at.cm_event != rule.cm_event) return false;
+    } else if (at.cm_step != rule.kind &&
+               !(connect && at.cm_step == FaultKind::cm_unreachable)) {
       return false;
+    }
   }
   // An affiliated event happens on an object of its own kind (a QP event on
   // a QP...); port and device events on any object of the context.

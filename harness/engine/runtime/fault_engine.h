@@ -56,6 +56,7 @@ struct Opportunity {
   // The CM step: the fault kind whose opportunity this command or event
   // is (cm_addr_error for a resolve, cm_lost_disconnect for DISCONNECTED...).
   std::optional<FaultKind> cm_step;
+  std::optional<CmEvent> cm_event;  // the event, at a cm_event site
 };
 
 struct Decision {
@@ -127,7 +128,7 @@ class FaultEngine {
   bool has_rules(Site site, std::uint32_t kinds) const {
     return (site_kinds_[static_cast<std::size_t>(site)] & kinds) != 0;
   }
-  static_assert(static_cast<int>(FaultKind::cm_timewait_exit_missing) < 32, "fault kinds fit a bitmask");
+  static_assert(static_cast<int>(FaultKind::cm_delay) < 32, "fault kinds fit a bitmask");
   static constexpr std::uint32_t kind_bit(FaultKind kind) {
     return std::uint32_t{1} << static_cast<unsigned>(kind);
   }

@@ -48,6 +48,7 @@ enum class FaultKind : std::uint8_t {
   cm_reject,
   cm_lost_disconnect,
   cm_timewait_exit_missing,
+  cm_delay,
 };
 
 // Whether `kind` is one of the connection manager's (cm_*): decided on CM
@@ -91,6 +92,28 @@ enum class Opcode : std::uint8_t {
   atomic_fetch_and_add,
   recv,
   recv_rdma_with_imm,
+};
+
+// The connection manager's events (enum rdma_cm_event_type, in its order:
+// the numbers are the ucma ABI's), named in plans as rdma_event_str(3)
+// names them without RDMA_CM_EVENT_, in lower case.
+enum class CmEvent : std::uint8_t {
+  addr_resolved,
+  addr_error,
+  route_resolved,
+  route_error,
+  connect_request,
+  connect_response,
+  connect_error,
+  unreachable,
+  rejected,
+  established,
+  disconnected,
+  device_removal,
+  multicast_join,
+  multicast_error,
+  addr_change,
+  timewait_exit,
 };
 
 // Verbs a verb_failure rule can make fail.
@@ -154,6 +177,8 @@ struct Rule {
   std::optional<int> error;             // verb_failure: the errno, e.g. ENOMEM
   std::optional<std::uint32_t> polls;   // delayed_completion
   std::optional<std::uint8_t> port;     // port_down (default 1)
+  std::optional<CmEvent> cm_event;      // cm_delay: the event held back...
+  std::optional<std::uint32_t> delay_ms;  // ...for this long (virtual time)
 
   std::string name;  // optional label used in reports and coverage
   bool operator==(const Rule&) const = default;
@@ -193,6 +218,7 @@ std::string to_string(const ObjectRef& ref);       // "qp#2"
 std::string to_string(const ProcessRef& ref);      // "1", "ib_write_bw"
 std::string_view to_string(ibv_wc_status status);  // "rem_access_err" ("success" too)
 std::string_view to_string(ibv_event_type event);  // "qp_fatal"
+std::string_view to_string(CmEvent event);         // "established"
 std::string errno_name(int error);                 // "ENOMEM", or the number
 
 // A run's seed: a 64-bit unsigned number, decimal or 0x hex, the whole

@@ -106,6 +106,8 @@ TEST(Plans, EveryRuleRoundTripsThroughBothForms) {
       "cm_reject cm_id#0 count=1",
       "cm_lost_disconnect cm_id#3",
       "cm_timewait_exit_missing every=2",
+      "cm_delay(established,50) cm_id#3 nth=1",
+      "cm_delay(connect_response,1) proc=0",
   };
   Plan plan;
   for (const std::string& text : rules) {
@@ -255,6 +257,16 @@ TEST(Plans, CmFaultsSelectCmIdsAndVerbsFaultsVerbsObjects) {
             std::string::npos);
   EXPECT_EQ(parse_rule("cm_lost_disconnect cm_id#3").selector.object,
             (ObjectRef{ObjectKind::cm_id, 3}));
+  const Rule delay = parse_rule("cm_delay(disconnected,20)");
+  EXPECT_EQ(delay.cm_event, CmEvent::disconnected);
+  EXPECT_EQ(delay.delay_ms, 20u);
+  EXPECT_NE(rule_error("cm_delay(establshed,20)").find("unknown cm_event 'establshed'"),
+            std::string::npos)
+      << rule_error("cm_delay(establshed,20)");
+  EXPECT_NE(rule_error("cm_delay(established,0)").find("delay_ms '0': expected a number from 1"),
+            std::string::npos);
+  EXPECT_NE(rule_error("cm_delay cm_id#0").find("expected e.g. cm_delay(established,50)"),
+            std::string::npos);
 }
 
 TEST(Plans, AParameterOfAnotherKindIsRejected) {

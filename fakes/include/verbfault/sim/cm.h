@@ -69,6 +69,14 @@ ssize_t write(int fd, const void* buffer, std::size_t length, Fault fault = Faul
 // counts among the id's reported events, which DESTROY_ID returns and
 // librdmacm's rdma_destroy_id waits to see acknowledged. false: no such id.
 bool withdraw_event(int fd, unsigned handle);
+// The event GET_EVENT on `fd` just returned comes again after `delay_ns` of
+// the fabric's virtual time, behind whatever came meanwhile (cm_delay: a
+// message of the CM held up on the way); until then it was never read.
+// false: no event to delay (none read, or one already delayed).
+bool delay_event(int fd, unsigned long long delay_ns);
+// Whether the event GET_EVENT on `fd` just returned is one a delay put
+// back (not an opportunity of the plan again).
+bool event_was_delayed(int fd);
 // close(2) of a CM file: its ids are destroyed, as at the kernel's release
 // of the file. Returns what close(2) of the descriptor returns.
 int close_file(int fd);
