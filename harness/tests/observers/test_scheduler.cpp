@@ -540,7 +540,11 @@ TEST(Scheduler, TheWatchdogReleasesAThreadThatReachesNoPointWhileAnotherWaitsIts
   });
   scheduler().created(id, spinner.native_handle());
   // The watcher, outside the schedule, as the interposer's watchdog thread.
+  // It starts once thread 1 holds the baton: its wall clock is made up, and
+  // before that, on a loaded machine, thread 0 may hold the baton for many
+  // of its steps (descheduled by the OS) and be the one released.
   std::thread watcher([&] {
+    while (!spinning) std::this_thread::sleep_for(std::chrono::microseconds(100));
     std::uint64_t wall = 1;
     while (!(escape = scheduler().watch(wall))) {
       wall += 500'000;
