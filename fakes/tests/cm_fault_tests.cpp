@@ -152,5 +152,39 @@ TEST_F(CmFaultTest, ADelayedEventComesBehindWhatCameMeanwhileAfterItsDelay) {
   EXPECT_EQ(reported, 1u) << "read twice, counted once";
 }
 
+// cm_disconnect's cause: the peer of an established connection is gone.
+// The id hears DISCONNECTED as from the peer's DREQ; the peer's side is not
+// told, and ignores the DREP this side's rdma_disconnect sends later.
+TEST_F(CmFaultTest, APeerThatIsGoneIsHeardAsItsDisconnect) {
+  uint32_t server, client;
+  listen_and_resolve(7608, server, client);
+  EXPECT_FALSE(peer_gone(fd_, client)) << "not connected yet";
+  ASSERT_EQ(connect_with(client, Fault::kNone), 0);
+  auto event = next_event();
+  ASSERT_TRUE(event);
+  ASSERT_EQ(event->event, 4u);  // CONNECT_REQUEST
+  const uint32_t child = event->id;
+  ASSERT_EQ(accept(child, 200, 0x456), 0);
+  ASSERT_EQ(next_event()->event, 5u);              // CONNECT_RESPONSE
+  ASSERT_EQ(accept(client, 0, std::nullopt), 0);  // the RTU
+  ASSERT_EQ(next_event()->event, 9u);              // ESTABLISHED (the child's)
+
+  ASSERT_TRUE(peer_gone(fd_, client));
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->id, client);
+  EXPECT_EQ(event->event, 10u);  // DISCONNECTED
+  EXPECT_FALSE(next_event()) << "the peer (the child) hears nothing";
+  EXPECT_FALSE(peer_gone(fd_, client)) << "gone once";
+  // The DREP: this side's timewait (its end read once the clock gets
+  // there), the child still ESTABLISHED, hearing nothing.
+  ASSERT_EQ(disconnect(client), 0);
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->id, client);
+  EXPECT_EQ(event->event, 15u);  // TIMEWAIT_EXIT
+  EXPECT_FALSE(next_event()) << "nothing for the child";
+}
+
 }  // namespace
 }  // namespace verbfault::sim::cm

@@ -31,6 +31,10 @@ int file_of(const void* key) {
   return static_cast<int>(reinterpret_cast<std::uintptr_t>(key) >> 32 & 0xffffff);
 }
 
+std::uint32_t handle_of(const void* key) {
+  return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(key));
+}
+
 // The command's structure from the bytes after the header, if all of it
 // was written (the simulated CM refuses a shorter one itself).
 template <class Command>
@@ -103,8 +107,28 @@ void track(State& state, int fd, std::uint32_t handle) {
     state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true);
 }
 
+// The QPs an id connected are no longer its once it is gone.
+void unlink_qps(State& state, const void* key) {
+  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+    if (qp->cm_id_handle == key) qp->cm_id_handle = nullptr;
+}
+
 void forget(State& state, int fd, std::uint32_t handle) {
-  if (Tracked* id = state.registry.find(key_of(fd, handle))) state.remove_object(*id);
+  if (Tracked* id = state.registry.find(key_of(fd, handle))) {
+    unlink_qps(state, id->handle);
+    state.remove_object(*id);
+  }
+}
+
+// CONNECT and ACCEPT name the QP the id connects (a connected one: RC, UC;
+// a UD id's QP has no connection to lose): it is the id's from now on.
+void link_qp(State& state, int fd, std::uint32_t handle, const rdma_ucm_conn_param& conn) {
+  if (!conn.valid) return;
+  Tracked* id = state.registry.find(key_of(fd, handle));
+  Tracked* qp = state.registry.find_qp(conn.qp_num & 0xffffff);
+  if (id == nullptr || qp == nullptr || qp->qp_type == IBV_QPT_UD) return;
+  qp->cm_id = id->ref;
+  qp->cm_id_handle = id->handle;
 }
 
 // The engine's decision for an opportunity of `kinds` on id `handle`.
@@ -162,6 +186,18 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           track(state, fd, r->id);
         }
       break;
+    case RDMA_USER_CM_CMD_CONNECT:
+      if (auto c = command_of<rdma_ucm_connect>(buffer, length)) {
+        std::lock_guard lock(state.mutex);
+        link_qp(state, fd, c->id, c->conn_param);
+      }
+      break;
+    case RDMA_USER_CM_CMD_ACCEPT:
+      if (auto c = command_of<rdma_ucm_accept>(buffer, length)) {
+        std::lock_guard lock(state.mutex);
+        link_qp(state, fd, c->id, c->conn_param);
+      }
+      break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
         std::lock_guard lock(state.mutex);
@@ -215,7 +251,14 @@ void closed(int fd) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   for (Tracked* id : state.registry.all(ObjectKind::cm_id))
-    if (file_of(id->handle) == fd) state.remove_object(*id);
+    if (file_of(id->handle) == fd) {
+      unlink_qps(state, id->handle);
+      state.remove_object(*id);
+    }
+}
+
+void peer_gone(const void* key) {
+  provider::cm_peer_gone(file_of(key), handle_of(key));
 }
 
 }  // namespace verbfault::interposer::cm_faults

@@ -26,5 +26,9 @@ struct Executed {
 Executed execute(int fd, const void* buffer, std::size_t length);
 // close(2) of a CM file: its ids are gone (lock not held).
 void closed(int fd);
+// cm_disconnect fired on a WR of a QP that id `key` (record::Object::
+// cm_id_handle) connected: the id hears that its peer is gone (lock not
+// held; the QP's flush is the post's).
+void peer_gone(const void* key);
 
 }  // namespace verbfault::interposer::cm_faults

@@ -10,6 +10,7 @@
 // first (the whole batch is flushed), a doomed WR is forced signaled at
 // its builder and becomes its error when polled.
 #include "extended_qp_trampolines.h"
+#include "cm_faults.h"
 
 #include "hang_watchdog.h"
 #include "injections.h"
@@ -143,6 +144,7 @@ int complete(ibv_qp_ex* qpx) {
     return error;
   }
   if (snapshot.plan.flush) inject::qp_to_error(qp);  // the batch is posted in ERR: flushed
+  if (snapshot.plan.cm_disconnect != nullptr) cm_faults::peer_gone(snapshot.plan.cm_disconnect);
   const int result = snapshot.provider.wr_complete(qpx);
   std::lock_guard lock(state.mutex);
   if (result == 0) hang::progressed();

@@ -14,6 +14,7 @@
 #include "opcodes.h"
 #include "post_decisions.h"
 #include "injections.h"
+#include "cm_faults.h"
 #include "observation.h"
 #include "saved_ops.h"
 #include "state.h"
@@ -198,6 +199,7 @@ template <class Object, class Wr, class Op>
       return op(object, first, bad);
     };
     result = execute_post(list, bad_wr, plan, post, qp, real);
+    if (plan.cm_disconnect != nullptr) cm_faults::peer_gone(plan.cm_disconnect);
     lock.lock();
     if ((tracked = state.registry.find(object)) == nullptr) return result;
   }

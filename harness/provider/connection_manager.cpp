@@ -33,6 +33,10 @@ bool cm_delay_event(int fd, unsigned long long delay_ns) {
   return sim::cm::delay_event(fd, delay_ns);
 }
 
+bool cm_peer_gone(int fd, unsigned handle) {
+  return sim::cm::peer_gone(fd, handle);
+}
+
 bool cm_event_was_delayed(int fd) {
   return sim::cm::event_was_delayed(fd);
 }

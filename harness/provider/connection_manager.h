@@ -27,6 +27,9 @@ bool cm_withdraw_event(int fd, unsigned handle);
 // virtual time later, behind what comes meanwhile (it was never read);
 // whether the event just returned was such a one (not delayed twice).
 bool cm_delay_event(int fd, unsigned long long delay_ns);
+// The peer of id `handle`'s connection is gone (cm_disconnect): the id
+// hears DISCONNECTED as from the peer's DREQ. false: not connected.
+bool cm_peer_gone(int fd, unsigned handle);
 bool cm_event_was_delayed(int fd);
 int cm_close(int fd);
 // The character device's numbers, for fstat(2) of a CM file.

@@ -35,6 +35,11 @@ struct Object {
   std::uint32_t qp_num = 0;
   ibv_cq* send_cq = nullptr;
   ibv_cq* recv_cq = nullptr;
+  // QPs: the rdma_cm id that connected it (rdma_connect / rdma_accept on a
+  // simulated CM file, interposer/cm_faults.cpp): its name and its key in
+  // the registry; none (nullptr) for a QP connected by hand.
+  ObjectRef cm_id{};
+  const void* cm_id_handle = nullptr;
   // QPs and SRQs: the SGE limits the provider gave at creation
   // (ibv_create_qp(3) updates cap; an SRQ's max_sge is its max_recv_sge).
   std::uint32_t max_send_sge = 0;

@@ -12,6 +12,7 @@
  * rdma_get_cm_event, as an application would (the harness judges the
  * wait). */
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,12 +78,57 @@ static void make_qp(struct rdma_cm_id* id) {
   check(rdma_create_qp(id, NULL, &attr), "rdma_create_qp");
 }
 
+/* The completion of the one WR on `id`'s send or receive CQ, printed. */
+static enum ibv_wc_status complete(struct rdma_cm_id* id, int receive, const char* what) {
+  struct ibv_wc wc;
+  int n;
+  struct ibv_cq* cq = receive ? id->recv_cq : id->send_cq;
+  while ((n = ibv_poll_cq(cq, 1, &wc)) == 0) {
+  }
+  if (n < 0) {
+    printf("connect_steps: ibv_poll_cq failed\n");
+    exit(2);
+  }
+  printf("%s completion %s\n", what, ibv_wc_status_str(wc.status));
+  fflush(stdout);
+  return wc.status;
+}
+
+/* One SEND from the active side to a receive the passive side posted. A
+ * failed send ends the program with the next event of the channel (what
+ * the connection manager says of the connection). */
+static void exchange(void) {
+  static char out[64] = "connect_steps", in[64];
+  struct ibv_mr* out_mr = rdma_reg_msgs(active, out, sizeof out);
+  struct ibv_mr* in_mr = rdma_reg_msgs(passive, in, sizeof in);
+  if (out_mr == NULL || in_mr == NULL) {
+    printf("connect_steps: rdma_reg_msgs failed (%s)\n", strerror(errno));
+    exit(2);
+  }
+  check(rdma_post_recv(passive, NULL, in, sizeof in, in_mr), "rdma_post_recv");
+  check(rdma_post_send(active, NULL, out, sizeof out, out_mr, IBV_SEND_SIGNALED),
+        "rdma_post_send");
+  if (complete(active, 0, "send") != IBV_WC_SUCCESS) {
+    int status = 0;
+    next_event(&status);
+    printf("connect_steps: the send failed\n");
+    exit(2);
+  }
+  complete(passive, 1, "recv");
+  rdma_dereg_mr(out_mr);
+  rdma_dereg_mr(in_mr);
+}
+
 int main(int argc, char** argv) {
   const int port = argc > 1 ? atoi(argv[1]) : 7471;
   const char* host = argc > 2 ? argv[2] : "127.0.0.1";
   /* --timewait: wait for both ids' TIMEWAIT_EXIT before destroying them,
    * as an application that reuses its QPs must (rdma_cm(7)). */
   const int timewait = argc > 3 && strcmp(argv[3], "--timewait") == 0;
+  /* --send: once connected, the active side sends one message to the
+   * passive side's posted receive, and each side polls its completion:
+   *   send completion <status>, recv completion <status> */
+  const int send = argc > 3 && strcmp(argv[3], "--send") == 0;
   channel = rdma_create_event_channel();
   if (channel == NULL) {
     printf("connect_steps: rdma_create_event_channel failed (%s)\n", strerror(errno));
@@ -121,6 +167,7 @@ int main(int argc, char** argv) {
   expect(RDMA_CM_EVENT_ESTABLISHED, "connection");
   /* The passive side answers the DREQ with its own rdma_disconnect once it
    * heard of it (the DREP): then the active side's DISCONNECTED comes. */
+  if (send) exchange();
   check(rdma_disconnect(active), "rdma_disconnect");
   expect(RDMA_CM_EVENT_DISCONNECTED, "disconnection");
   check(rdma_disconnect(passive), "rdma_disconnect");

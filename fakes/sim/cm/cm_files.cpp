@@ -84,6 +84,11 @@ bool delay_event(int fd, unsigned long long delay_ns) {
   return is_file(fd) && ConnectionManager::get().delay_event(fd, delay_ns);
 }
 
+bool peer_gone(int fd, unsigned handle) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().peer_gone(fd, handle);
+}
+
 bool event_was_delayed(int fd) {
   std::lock_guard guard(Fabric::get().mutex);
   return is_file(fd) && ConnectionManager::get().event_was_delayed(fd);

@@ -193,6 +193,20 @@ bool ConnectionManager::delay_event(int fd, uint64_t delay_ns) {
   return true;
 }
 
+bool ConnectionManager::peer_gone(int fd, uint32_t handle) {
+  int error = 0;
+  CmId* id = find(fd, handle, error);
+  if (id == nullptr || (id->connection != ConnectionState::kEstablished &&
+                        id->connection != ConnectionState::kRepSent))
+    return false;
+  // As the peer's DREQ would (its kernel destroying its ids): a DREP this
+  // side's rdma_disconnect sends later finds the peer's id in ESTABLISHED,
+  // which ignores it (on_disconnect_reply).
+  on_disconnect_request(*id);
+  deliver_local();
+  return true;
+}
+
 bool ConnectionManager::event_was_delayed(int fd) const {
   const auto file = files_.find(fd);
   return file != files_.end() && file->second->last_read && file->second->last_read->delayed;

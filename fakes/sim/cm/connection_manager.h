@@ -192,6 +192,8 @@ class ConnectionManager {
   // (verbfault/sim/cm.h); whether that event was such a one.
   bool delay_event(int fd, uint64_t delay_ns);
   bool event_was_delayed(int fd) const;
+  // The peer of id `handle` is gone (verbfault/sim/cm.h).
+  bool peer_gone(int fd, uint32_t handle);
   // A message of another member's manager (or of this one's).
   void receive(const Message& message);
   // A member is gone: its kernel destroyed its ids, as at the close of

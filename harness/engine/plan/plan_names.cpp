@@ -34,6 +34,7 @@ const std::vector<Named<FaultKind>>& fault_kind_names() {
       {FaultKind::cm_lost_disconnect, "cm_lost_disconnect"},
       {FaultKind::cm_timewait_exit_missing, "cm_timewait_exit_missing"},
       {FaultKind::cm_delay, "cm_delay"},
+      {FaultKind::cm_disconnect, "cm_disconnect"},
   };
   return table;
 }

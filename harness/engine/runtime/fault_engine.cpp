@@ -42,6 +42,8 @@ Site site_of(const Rule& rule) {
     case FaultKind::port_down:
     case FaultKind::device_fatal:
       return Site::call;
+    case FaultKind::cm_disconnect:
+      return Site::posted_wr;
     case FaultKind::cm_addr_error:
     case FaultKind::cm_route_error:
     case FaultKind::cm_unreachable:
@@ -154,6 +156,11 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
   // connect is the opportunity of cm_unreachable and cm_reject alike).
   if (is_cm_fault(rule.kind)) {
     const bool connect = rule.kind == FaultKind::cm_unreachable || rule.kind == FaultKind::cm_reject;
+    if (rule.kind == FaultKind::cm_disconnect) {
+      // A WR posted on a QP an rdma_cm id connected (record::Object::cm_id).
+      if (at.qp == nullptr || at.qp->cm_id_handle == nullptr) return false;
+      return !s.object || at.qp->cm_id == *s.object;
+    }
     if (rule.kind == FaultKind::cm_delay) {
       if (at.site != Site::cm_event || at.cm_event != rule.cm_event) return false;
     } else if (at.cm_step != rule.kind &&

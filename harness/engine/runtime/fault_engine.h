@@ -128,7 +128,7 @@ class FaultEngine {
   bool has_rules(Site site, std::uint32_t kinds) const {
     return (site_kinds_[static_cast<std::size_t>(site)] & kinds) != 0;
   }
-  static_assert(static_cast<int>(FaultKind::cm_delay) < 32, "fault kinds fit a bitmask");
+  static_assert(static_cast<int>(FaultKind::cm_disconnect) < 32, "fault kinds fit a bitmask");
   static constexpr std::uint32_t kind_bit(FaultKind kind) {
     return std::uint32_t{1} << static_cast<unsigned>(kind);
   }

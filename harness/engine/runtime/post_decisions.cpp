@@ -49,7 +49,8 @@ void decide_wr(FaultEngine& engine, const record::Object& object, const record::
           ? engine.decide(at, {FaultKind::verb_failure})
           : engine.decide(at,
                           {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
-                           FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted});
+                           FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted,
+                           FaultKind::cm_disconnect});
   if (!decision) return;
   const Rule& rule = *decision->rule;
   switch (rule.kind) {
@@ -65,6 +66,16 @@ void decide_wr(FaultEngine& engine, const record::Object& object, const record::
       plan.flush = true;
       engine.record_fault(object, *decision, object.simulated ? "cause" : "effect",
                           {{"wr", index}});
+      break;
+    case FaultKind::cm_disconnect:
+      // The peer is gone before this WR: what it sent has arrived, what is
+      // outstanding and this WR are flushed (the QP to ERR, as the
+      // transport's retries would leave it), and the id hears DISCONNECTED.
+      plan.stop = index;
+      plan.flush = true;
+      plan.cm_disconnect = qp->cm_id_handle;
+      engine.record_fault(object, *decision, "cause",
+                          {{"wr", index}, {"cm_id", qp->cm_id}});
       break;
     case FaultKind::rnr_retry_exhausted:
     case FaultKind::retry_exhausted:

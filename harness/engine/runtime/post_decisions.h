@@ -25,6 +25,9 @@ struct PostPlan {
   // Cause level (a simulated QP, ibv_post_send): the device itself answers
   // these WRs with RNR NAKs or not at all (provider::post_send_with_failures).
   std::vector<std::pair<std::size_t, provider::SendFailure>> caused;
+  // cm_disconnect: besides the flush, the peer of this rdma_cm id (its
+  // registry key) is gone (interposer/cm_faults.h peer_gone).
+  const void* cm_disconnect = nullptr;
 };
 
 // What the decision needs to know of one WR.

@@ -49,6 +49,9 @@ enum class FaultKind : std::uint8_t {
   cm_lost_disconnect,
   cm_timewait_exit_missing,
   cm_delay,
+  // The peer of a connection made through the CM disappears: counts the
+  // work requests posted on the connection's QP (README "Fault plans").
+  cm_disconnect,
 };
 
 // Whether `kind` is one of the connection manager's (cm_*): decided on CM

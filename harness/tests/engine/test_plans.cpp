@@ -108,6 +108,7 @@ TEST(Plans, EveryRuleRoundTripsThroughBothForms) {
       "cm_timewait_exit_missing every=2",
       "cm_delay(established,50) cm_id#3 nth=1",
       "cm_delay(connect_response,1) proc=0",
+      "cm_disconnect cm_id#2 nth=3",
   };
   Plan plan;
   for (const std::string& text : rules) {

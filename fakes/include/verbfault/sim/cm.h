@@ -74,6 +74,12 @@ bool withdraw_event(int fd, unsigned handle);
 // message of the CM held up on the way); until then it was never read.
 // false: no event to delay (none read, or one already delayed).
 bool delay_event(int fd, unsigned long long delay_ns);
+// The peer of id `handle`'s connection is gone (cm_disconnect: the
+// process died, or the network between them): the id hears DISCONNECTED
+// as from the DREQ the peer's kernel sends when it destroys its ids, and
+// the connection is this side's to leave. The peer's own side is not told
+// (it is gone). false: no such id, or not connected.
+bool peer_gone(int fd, unsigned handle);
 // Whether the event GET_EVENT on `fd` just returned is one a delay put
 // back (not an opportunity of the plan again).
 bool event_was_delayed(int fd);
