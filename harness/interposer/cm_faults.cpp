@@ -6,7 +6,10 @@
 #include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
 #include <rdma/rdma_user_cm.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 #include <cstring>
 #include <optional>
 
@@ -101,16 +104,81 @@ provider::CmFault cause_of(FaultKind kind) {
 }
 
 // Names a new id; one already named keeps its name (a CONNECT_REQUEST
-// that a delay put back names its child when first read).
-void track(State& state, int fd, std::uint32_t handle) {
+// that a delay put back names its child when first read). `qp_type`: the
+// QP type its port space implies (ucma_get_qp_type), for the checks of its
+// messages; a child's is its listener's, which the event does not name:
+// RC unless known.
+void track(State& state, int fd, std::uint32_t handle, ibv_qp_type qp_type = IBV_QPT_RC) {
   if (state.registry.find(key_of(fd, handle)) == nullptr)
-    state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true);
+    state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true).qp_type = qp_type;
+}
+
+ibv_qp_type qp_type_of(const rdma_ucm_create_id& command) {
+  switch (command.ps) {
+    case RDMA_PS_UDP:
+    case RDMA_PS_IPOIB:
+      return IBV_QPT_UD;
+    case RDMA_PS_IB:
+      return static_cast<ibv_qp_type>(command.qp_type);
+    default:
+      return IBV_QPT_RC;
+  }
+}
+
+// The room for the application's private data in the message a command
+// sends (IBA 12.6, ib_cm.h's IB_CM_*_PRIVATE_DATA_SIZE; the REQ's and SIDR
+// REQ's first 36 bytes are rdma_cm's header for IP ids: cma_hdr).
+unsigned room_of(std::uint32_t cmd, bool ud) {
+  switch (cmd) {
+    case RDMA_USER_CM_CMD_CONNECT:
+      return ud ? 216 - 36 : 92 - 36;
+    case RDMA_USER_CM_CMD_ACCEPT:
+      return ud ? 136 : 196;
+    default:  // REJECT
+      return 148;
+  }
+}
+
+// The checks of a command before it runs (lock held): its private data.
+void check_command(State& state, int fd, std::uint32_t cmd, const void* buffer,
+                   std::size_t length) {
+  std::uint32_t handle = 0;
+  unsigned data = 0;
+  const char* call = nullptr;
+  if (cmd == RDMA_USER_CM_CMD_CONNECT) {
+    const auto c = command_of<rdma_ucm_connect>(buffer, length);
+    if (!c || !c->conn_param.valid) return;
+    handle = c->id, data = c->conn_param.private_data_len, call = "rdma_connect";
+  } else if (cmd == RDMA_USER_CM_CMD_ACCEPT) {
+    const auto c = command_of<rdma_ucm_accept>(buffer, length);
+    if (!c || !c->conn_param.valid) return;
+    handle = c->id, data = c->conn_param.private_data_len, call = "rdma_accept";
+  } else if (cmd == RDMA_USER_CM_CMD_REJECT) {
+    const auto c = command_of<rdma_ucm_reject>(buffer, length);
+    if (!c) return;
+    handle = c->id, data = c->private_data_len, call = "rdma_reject";
+  } else {
+    return;
+  }
+  const Tracked* id = state.registry.find(key_of(fd, handle));
+  if (id == nullptr) return;
+  const unsigned room = room_of(cmd, id->qp_type == IBV_QPT_UD);
+  if (data > room) state.checkers.cm_private_data_too_long(state, *id, call, data, room);
 }
 
 // The QPs an id connected are no longer its once it is gone.
 void unlink_qps(State& state, const void* key) {
   for (Tracked* qp : state.registry.all(ObjectKind::qp))
     if (qp->cm_id_handle == key) qp->cm_id_handle = nullptr;
+}
+
+// rdma_destroy_id wants the id's QP gone first (rdma_destroy_id(3)).
+void check_destroy(State& state, const Tracked& id) {
+  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+    if (qp->cm_id_handle == id.handle) {
+      state.checkers.cm_id_destroyed_with_qp(state, id, *qp);
+      return;
+    }
 }
 
 void forget(State& state, int fd, std::uint32_t handle) {
@@ -163,6 +231,11 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
   std::memcpy(&header, buffer, sizeof header);
   State& state = State::get();
 
+  if (header.cmd == RDMA_USER_CM_CMD_CONNECT || header.cmd == RDMA_USER_CM_CMD_ACCEPT ||
+      header.cmd == RDMA_USER_CM_CMD_REJECT) {
+    std::lock_guard lock(state.mutex);
+    check_command(state, fd, header.cmd, buffer, length);
+  }
   provider::CmFault fault = provider::CmFault::kNone;
   if (state.engine.has_rules(Site::cm_command))
     if (const std::optional<Step> step = step_of(header.cmd, buffer, length)) {
@@ -183,7 +256,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       if (auto c = command_of<rdma_ucm_create_id>(buffer, length))
         if (auto r = response_of<rdma_ucm_create_id_resp>(c->response)) {
           std::lock_guard lock(state.mutex);
-          track(state, fd, r->id);
+          track(state, fd, r->id, qp_type_of(*c));
         }
       break;
     case RDMA_USER_CM_CMD_CONNECT:
@@ -201,6 +274,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
         std::lock_guard lock(state.mutex);
+        if (const Tracked* id = state.registry.find(key_of(fd, c->id))) check_destroy(state, *id);
         forget(state, fd, c->id);
       }
       break;
@@ -239,6 +313,12 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
                  static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
         return {result, true};
+      // The application knows its connection is gone: posts on its QPs
+      // from now on can only fail (cm.post_after_disconnect).
+      if (head->event == kDisconnected)
+        if (const Tracked* id = state.registry.find(key_of(fd, head->id)))
+          for (Tracked* qp : state.registry.all(ObjectKind::qp))
+            if (qp->cm_id_handle == id->handle) qp->cm_disconnected = true;
       break;
     }
     default:
@@ -255,6 +335,57 @@ void closed(int fd) {
       unlink_qps(state, id->handle);
       state.remove_object(*id);
     }
+}
+
+std::string name_of_file(int fd) {
+  State& state = State::get();
+  std::string name = "rdma_cm events of";
+  const auto ids = provider::cm_id_states(fd);
+  if (ids.empty()) return name + " no id";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const Tracked* id = state.registry.find(key_of(fd, ids[i].first));
+    name += (i == 0 ? " " : ", ") + (id != nullptr ? id->name() : "an id") + " (" +
+            ids[i].second + ")";
+  }
+  return name;
+}
+
+namespace {
+// The CM files threads wait on in rdma_get_cm_event (cm_files.cpp), for a
+// deadlock's report. Guarded by its own mutex: the waits begin and end
+// without the interposer's lock.
+std::mutex g_waits_mutex;
+std::vector<int> g_waits;
+}  // namespace
+
+void waiting(int fd, bool starts) {
+  std::lock_guard lock(g_waits_mutex);
+  if (starts)
+    g_waits.push_back(fd);
+  else if (auto it = std::find(g_waits.begin(), g_waits.end(), fd); it != g_waits.end())
+    g_waits.erase(it);
+}
+
+void deadlocked(State& state) {
+  int fd = -1;
+  {
+    std::lock_guard lock(g_waits_mutex);
+    if (g_waits.empty()) return;
+    fd = g_waits.front();
+  }
+  std::lock_guard lock(state.mutex);
+  // Named on the first id that is not a listener (a connection's event
+  // is the likelier one awaited), else the first; the report lists all.
+  const Tracked* first = nullptr;
+  const Tracked* connection = nullptr;
+  for (const auto& [handle, state_name] : provider::cm_id_states(fd)) {
+    const Tracked* id = state.registry.find(key_of(fd, handle));
+    if (id == nullptr) continue;
+    if (first == nullptr) first = id;
+    if (connection == nullptr && state_name != "listen") connection = id;
+  }
+  const Tracked* named = connection != nullptr ? connection : first;
+  if (named != nullptr) state.checkers.cm_event_never_comes(state, *named, name_of_file(fd));
 }
 
 void peer_gone(const void* key) {

@@ -11,6 +11,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <string>
+
+namespace verbfault::interposer {
+class State;
+}
 
 namespace verbfault::interposer::cm_faults {
 
@@ -26,6 +31,15 @@ struct Executed {
 Executed execute(int fd, const void* buffer, std::size_t length);
 // close(2) of a CM file: its ids are gone (lock not held).
 void closed(int fd);
+// What a report of a wait on CM file `fd` calls it: "rdma_cm events of
+// cm_id#1 (listen), cm_id#2 (connect/established)" (lock held).
+std::string name_of_file(int fd);
+// A thread starts (or ends) waiting in rdma_get_cm_event on `fd`.
+void waiting(int fd, bool starts);
+// The scheduler found every thread waiting for good: a wait in
+// rdma_get_cm_event is liveness.blocked_forever on the file's first id
+// (lock not held; the caller ends the run).
+void deadlocked(State& state);
 // cm_disconnect fired on a WR of a QP that id `key` (record::Object::
 // cm_id_handle) connected: the id hears that its peer is gone (lock not
 // held; the QP's flush is the post's).

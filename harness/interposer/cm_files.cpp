@@ -32,10 +32,14 @@ ssize_t write(int fd, const void* buffer, std::size_t length) {
     // thread scheduler models as a wait on a completion channel's: the
     // thread waits in the scheduler, not in the device, while the others
     // run.
-    if (blocking_get_event && thread_calls::wait_readable(fd, "rdma_get_cm_event") ==
-                                  thread_calls::Readable::interrupted) {
-      errno = EINTR;
-      return -1;
+    if (blocking_get_event) {
+      cm_faults::waiting(fd, true);
+      const auto readable = thread_calls::wait_readable(fd, "rdma_get_cm_event");
+      cm_faults::waiting(fd, false);
+      if (readable == thread_calls::Readable::interrupted) {
+        errno = EINTR;
+        return -1;
+      }
     }
     const cm_faults::Executed executed = cm_faults::execute(fd, buffer, length);
     // An event the plan made never happen: the next one is the answer (a

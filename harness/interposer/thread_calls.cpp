@@ -1,5 +1,8 @@
 #include "thread_calls.h"
 
+#include "cm_faults.h"
+#include "connection_manager.h"
+
 #include "callers.h"
 #include "cm_files.h"
 #include "hang_watchdog.h"
@@ -137,6 +140,7 @@ class HarnessWorld final : public scheduler::World {
   }
   bool holder_waits_in_device() override { return provider::waiting_for_another_process(); }
   [[noreturn]] void deadlock(const std::string& report) override {
+    cm_faults::deadlocked(State::get());  // a wait for a CM event: which id's
     std::fprintf(stderr,
                  "verbfault: %s\nverbfault: the program can never make progress; "
                  "ending it with exit status 122\n",
@@ -157,13 +161,23 @@ class HarnessWorld final : public scheduler::World {
   struct EventFds {
     bool any = false;
     bool external = false;
-    char name[40] = {};  // the first one's, for a report
+    char name[128] = {};  // the first one's, for a report
   };
   EventFds event_fds(const int* fds, std::size_t count) {
     EventFds found;
     State& state = State::get();
     std::lock_guard lock(state.mutex);
     for (std::size_t i = 0; i < count; ++i) {
+      // A CM file of the simulated fabric: fed by this process's own calls
+      // and clock unless another process shares the fabric. Not a verbs
+      // event fd (`any`): a poll(2) on it stays the program's business.
+      if (provider::cm_file(fds[i])) {
+        found.external |= provider::shares_fabric();
+        if (found.name[0] == '\0')
+          std::snprintf(found.name, sizeof found.name, "%s",
+                        cm_faults::name_of_file(fds[i]).c_str());
+        continue;
+      }
       const Tracked* owner = owner_of(state, fds[i]);
       // A simulated device's fd is fed from outside too when another
       // process shares its fabric: its frames raise events.

@@ -33,6 +33,10 @@ bool cm_delay_event(int fd, unsigned long long delay_ns) {
   return sim::cm::delay_event(fd, delay_ns);
 }
 
+std::vector<std::pair<unsigned, std::string>> cm_id_states(int fd) {
+  return sim::cm::id_states(fd);
+}
+
 bool cm_peer_gone(int fd, unsigned handle) {
   return sim::cm::peer_gone(fd, handle);
 }

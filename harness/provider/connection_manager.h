@@ -7,6 +7,9 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace verbfault::provider {
 
@@ -27,6 +30,9 @@ bool cm_withdraw_event(int fd, unsigned handle);
 // virtual time later, behind what comes meanwhile (it was never read);
 // whether the event just returned was such a one (not delayed twice).
 bool cm_delay_event(int fd, unsigned long long delay_ns);
+// The ids of CM file `fd` with their states ("connect/established"), in
+// id order, for a report of a wait on the file.
+std::vector<std::pair<unsigned, std::string>> cm_id_states(int fd);
 // The peer of id `handle`'s connection is gone (cm_disconnect): the id
 // hears DISCONNECTED as from the peer's DREQ. false: not connected.
 bool cm_peer_gone(int fd, unsigned handle);

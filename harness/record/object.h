@@ -40,6 +40,7 @@ struct Object {
   // the registry; none (nullptr) for a QP connected by hand.
   ObjectRef cm_id{};
   const void* cm_id_handle = nullptr;
+  bool cm_disconnected = false;  // the application read that id's DISCONNECTED
   // QPs and SRQs: the SGE limits the provider gave at creation
   // (ibv_create_qp(3) updates cap; an SRQ's max_sge is its max_recv_sge).
   std::uint32_t max_send_sge = 0;

@@ -129,6 +129,15 @@ int main(int argc, char** argv) {
    * passive side's posted receive, and each side polls its completion:
    *   send completion <status>, recv completion <status> */
   const int send = argc > 3 && strcmp(argv[3], "--send") == 0;
+  /* Bugs the harness's CM checks find:
+   *   --destroy-id-first       rdma_destroy_id before rdma_destroy_qp
+   *   --post-after-disconnect  a receive posted after DISCONNECTED was read
+   *   --private-data=N         rdma_connect with N bytes of private data */
+  const int destroy_id_first = argc > 3 && strcmp(argv[3], "--destroy-id-first") == 0;
+  const int post_after_disconnect = argc > 3 && strcmp(argv[3], "--post-after-disconnect") == 0;
+  const int private_data = argc > 3 && strncmp(argv[3], "--private-data=", 15) == 0
+                               ? atoi(argv[3] + 15)
+                               : 6;
   channel = rdma_create_event_channel();
   if (channel == NULL) {
     printf("connect_steps: rdma_create_event_channel failed (%s)\n", strerror(errno));
@@ -154,8 +163,9 @@ int main(int argc, char** argv) {
   make_qp(active);
   struct rdma_conn_param conn;
   memset(&conn, 0, sizeof conn);
-  conn.private_data = "hello";
-  conn.private_data_len = 6;
+  static char hello[255] = "hello";
+  conn.private_data = hello;
+  conn.private_data_len = (uint8_t)(private_data < 255 ? private_data : 255);
   conn.retry_count = 7;
   check(rdma_connect(active, &conn), "rdma_connect");
   expect(RDMA_CM_EVENT_CONNECT_REQUEST, "the connection request");
@@ -176,10 +186,28 @@ int main(int argc, char** argv) {
     expect(RDMA_CM_EVENT_TIMEWAIT_EXIT, "timewait");
     expect(RDMA_CM_EVENT_TIMEWAIT_EXIT, "timewait");
   }
-  rdma_destroy_qp(active);
-  rdma_destroy_qp(passive);
-  rdma_destroy_id(active);
-  rdma_destroy_id(passive);
+  if (post_after_disconnect) {
+    static char late[16];
+    struct ibv_mr* mr = rdma_reg_msgs(passive, late, sizeof late);
+    printf("connect_steps: a receive posted after DISCONNECTED: %s\n",
+           mr != NULL && rdma_post_recv(passive, NULL, late, sizeof late, mr) == 0 ? "posted"
+                                                                                   : "failed");
+    fflush(stdout);
+    if (mr != NULL) rdma_dereg_mr(mr);
+  }
+  if (destroy_id_first) {
+    struct ibv_qp* active_qp = active->qp;
+    struct ibv_qp* passive_qp = passive->qp;
+    rdma_destroy_id(active);
+    rdma_destroy_id(passive);
+    ibv_destroy_qp(active_qp);
+    ibv_destroy_qp(passive_qp);
+  } else {
+    rdma_destroy_qp(active);
+    rdma_destroy_qp(passive);
+    rdma_destroy_id(active);
+    rdma_destroy_id(passive);
+  }
   rdma_destroy_id(listener);
   rdma_destroy_event_channel(channel);
   printf("connect_steps: connected and disconnected\n");

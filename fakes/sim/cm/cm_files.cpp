@@ -89,6 +89,12 @@ bool peer_gone(int fd, unsigned handle) {
   return is_file(fd) && ConnectionManager::get().peer_gone(fd, handle);
 }
 
+std::vector<std::pair<unsigned, std::string>> id_states(int fd) {
+  std::lock_guard guard(Fabric::get().mutex);
+  if (!is_file(fd)) return {};
+  return ConnectionManager::get().id_states(fd);
+}
+
 bool event_was_delayed(int fd) {
   std::lock_guard guard(Fabric::get().mutex);
   return is_file(fd) && ConnectionManager::get().event_was_delayed(fd);

@@ -193,6 +193,56 @@ bool ConnectionManager::delay_event(int fd, uint64_t delay_ns) {
   return true;
 }
 
+namespace {
+
+// enum rdma_cm_state's names (cma_priv.h), without RDMA_CM_.
+const char* name_of(IdState state) {
+  switch (state) {
+    case IdState::kIdle: return "idle";
+    case IdState::kAddrQuery: return "addr_query";
+    case IdState::kAddrResolved: return "addr_resolved";
+    case IdState::kRouteQuery: return "route_query";
+    case IdState::kRouteResolved: return "route_resolved";
+    case IdState::kConnect: return "connect";
+    case IdState::kDisconnect: return "disconnect";
+    case IdState::kAddrBound: return "addr_bound";
+    case IdState::kListen: return "listen";
+    case IdState::kDeviceRemoval: return "device_removal";
+    case IdState::kDestroying: return "destroying";
+  }
+  return "?";
+}
+
+// enum ib_cm_state's names (cm.c), without IB_CM_.
+const char* name_of(ConnectionState state) {
+  switch (state) {
+    case ConnectionState::kNone: return "idle";
+    case ConnectionState::kReqSent: return "req_sent";
+    case ConnectionState::kReqReceived: return "req_rcvd";
+    case ConnectionState::kRepSent: return "rep_sent";
+    case ConnectionState::kRepReceived: return "rep_rcvd";
+    case ConnectionState::kEstablished: return "established";
+    case ConnectionState::kDreqSent: return "dreq_sent";
+    case ConnectionState::kDreqReceived: return "dreq_rcvd";
+    case ConnectionState::kTimewait: return "timewait";
+    case ConnectionState::kSidrReqSent: return "sidr_req_sent";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<std::pair<unsigned, std::string>> ConnectionManager::id_states(int fd) const {
+  std::vector<std::pair<unsigned, std::string>> states;
+  for (const auto& [handle, id] : ids_) {
+    if (id.file != fd) continue;
+    std::string state = name_of(id.state);
+    if (id.cm_id) state += std::string("/") + name_of(id.connection);
+    states.emplace_back(handle, std::move(state));
+  }
+  return states;
+}
+
 bool ConnectionManager::peer_gone(int fd, uint32_t handle) {
   int error = 0;
   CmId* id = find(fd, handle, error);

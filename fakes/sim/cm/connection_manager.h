@@ -192,6 +192,8 @@ class ConnectionManager {
   // (verbfault/sim/cm.h); whether that event was such a one.
   bool delay_event(int fd, uint64_t delay_ns);
   bool event_was_delayed(int fd) const;
+  // The ids of file `fd` and their states (verbfault/sim/cm.h).
+  std::vector<std::pair<unsigned, std::string>> id_states(int fd) const;
   // The peer of id `handle` is gone (verbfault/sim/cm.h).
   bool peer_gone(int fd, uint32_t handle);
   // A message of another member's manager (or of this one's).

@@ -8,7 +8,7 @@ namespace verbfault::checkers {
 
 namespace {
 
-constexpr std::array<CheckInfo, 18> kChecks = {{
+constexpr std::array<CheckInfo, 21> kChecks = {{
     {"ack.cq_events_unacked_at_destroy",
      "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
      "(libibverbs waits forever)",
@@ -58,9 +58,20 @@ constexpr std::array<CheckInfo, 18> kChecks = {{
     {"resource.destroy_order",
      "a destroy refused with EBUSY because objects that depend on it still exist", ""},
     {"resource.leak_at_exit", "verbs objects still alive when the program exits", "", false},
+    {"cm.destroy_id_with_qp",
+     "rdma_destroy_id on an id whose QP is still alive (rdma_destroy_id(3): free the QP first)",
+     ""},
+    {"cm.post_after_disconnect",
+     "a work request posted on a QP after the application read DISCONNECTED for the rdma_cm id "
+     "that connected it: it can only fail",
+     ""},
+    {"cm.private_data_too_long",
+     "connect, accept or reject with more private data than the CM message carries (IBA 12.6)",
+     ""},
     {"liveness.blocked_forever",
-     "blocked in ibv_get_cq_event or ibv_get_async_event when no event can ever arrive (the run "
-     "ends with exit status 122; simulated device only: needs what is due on the device)",
+     "blocked in ibv_get_cq_event, ibv_get_async_event or rdma_get_cm_event when no event can "
+     "ever arrive (the run ends with exit status 122; simulated device only: needs what is due "
+     "on the device)",
      "F09", true, true},
     {"liveness.spinning",
      "polling an empty CQ over and over when no completion can ever arrive (the run ends with "

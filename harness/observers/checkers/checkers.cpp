@@ -358,6 +358,7 @@ void Checkers::send_built(Host& host, const Object& qp, unsigned int send_flags)
 }
 
 void Checkers::send_posted(Host& host, const Object& qp, const ibv_send_wr* list) {
+  if (qp.cm_disconnected) posted_after_disconnect(host, qp);
   for (const ibv_send_wr* wr = list; wr != nullptr; wr = wr->next) {
     const int sges = qp.readable_sges(wr->num_sge, wr->sg_list, /*send=*/true);
     for (int i = 0; i < sges; ++i) check_poisoned(host, qp, wr->wr_id, wr->sg_list[i].length, 0);
@@ -368,6 +369,7 @@ void Checkers::send_posted(Host& host, const Object& qp, const ibv_send_wr* list
 
 void Checkers::recv_posted(Host& host, const Object& object, const ibv_recv_wr* list) {
   idle_polls_ = 0;
+  if (object.cm_disconnected) posted_after_disconnect(host, object);
   for (const ibv_recv_wr* wr = list; wr != nullptr; wr = wr->next) {
     const int sges = object.readable_sges(wr->num_sge, wr->sg_list, /*send=*/false);
     for (int i = 0; i < sges; ++i)
@@ -488,6 +490,37 @@ void Checkers::closed_with_children(Host& host, const Object& context, const std
   report(host, "resource.destroy_order", context,
          "ibv_close_device with objects of the context still alive (" + names +
              "): ibv_close_device(3) does not release them; destroy them first");
+}
+
+void Checkers::posted_after_disconnect(Host& host, const Object& qp) {
+  report(host, "cm.post_after_disconnect", qp,
+         "a work request posted after the application read DISCONNECTED for " +
+             to_string(qp.cm_id) +
+             ", which connected this QP: the connection is gone, the request can only fail "
+             "(flushed, or retried until RETRY_EXC_ERR)");
+}
+
+void Checkers::cm_event_never_comes(Host& host, const Object& id, const std::string& file) {
+  report(host, "liveness.blocked_forever", id,
+         "blocked in rdma_get_cm_event on " + file +
+             " while every thread waits: no event can come to it (no message on the way, "
+             "nothing due on the virtual clock, no other process to send one)");
+}
+
+void Checkers::cm_id_destroyed_with_qp(Host& host, const Object& id, const Object& qp) {
+  report(host, "cm.destroy_id_with_qp", id,
+         "rdma_destroy_id with its QP " + qp.name() +
+             " still alive: rdma_destroy_id(3) asks that the QP be freed first "
+             "(rdma_destroy_qp); the QP is left connected to nothing");
+}
+
+void Checkers::cm_private_data_too_long(Host& host, const Object& id, std::string_view call,
+                                        unsigned length, unsigned room) {
+  report(host, "cm.private_data_too_long", id,
+         std::string(call) + " with " + std::to_string(length) +
+             " bytes of private data where the message carries " + std::to_string(room) +
+             " (IBA 12.6: REQ 92 bytes less rdma_cm's 36-byte header, REP 196, REJ 148, SIDR REQ "
+             "216 less 36, SIDR REP 136): the call fails with EINVAL");
 }
 
 void Checkers::exiting(Host& host) {

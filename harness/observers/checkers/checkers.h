@@ -121,6 +121,17 @@ class Checkers {
   // (check_catalogue.h), "a, b, c": off on a real provider.
   std::string needing_simulated_device() const;
 
+  // ---- the connection manager (interposer/cm_faults.cpp) ----
+  // Every thread waits and one waits in rdma_get_cm_event on a file no
+  // event can come to (`file`: what it holds): liveness.blocked_forever on
+  // its first id. The caller ends the run.
+  void cm_event_never_comes(Host& host, const Object& id, const std::string& file);
+  // rdma_destroy_id of `id` while the QP it connected (`qp`) is alive.
+  void cm_id_destroyed_with_qp(Host& host, const Object& id, const Object& qp);
+  // A CM message's private data longer than the message carries.
+  void cm_private_data_too_long(Host& host, const Object& id, std::string_view call,
+                                unsigned length, unsigned room);
+
   // ---- outcomes the application reports (Session::report_outcome) ----
   void outcome_reported(Host& host, const Object& qp, std::uint64_t wr_id, bool success);
 
@@ -152,6 +163,7 @@ class Checkers {
                       std::uint32_t opcode);
   // One more WR posted to `qp` (F18 counts the ones after an error).
   void count_post(Host& host, const Object& qp);
+  void posted_after_disconnect(Host& host, const Object& qp);
   // F16 (resource.cq_too_small) for the CQs of `qp`.
   void judge_cq_capacity(Host& host, const Object& qp);
   // The completions a simulated CQ holds, the harness's held ones included.

@@ -113,7 +113,7 @@ struct Wait {
   // fd: what it waits on ("channel#0"), named by the waiter (a report may
   // be made where the world cannot be asked); empty: World::fd_name of
   // the first fd.
-  char fd_name[40] = {};
+  char fd_name[128] = {};
   // mutex, rwlock, semaphore, cond: Scheduler::outside_releases() read
   // before the lock was tried (a release outside the schedule since then
   // ends the block at once).

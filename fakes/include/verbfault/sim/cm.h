@@ -11,7 +11,10 @@
 
 
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace verbfault::sim::cm {
 
@@ -80,6 +83,11 @@ bool delay_event(int fd, unsigned long long delay_ns);
 // the connection is this side's to leave. The peer's own side is not told
 // (it is gone). false: no such id, or not connected.
 bool peer_gone(int fd, unsigned handle);
+// The ids of CM file `fd` with their states as the kernel names them
+// (enum rdma_cm_state: "listen", "route_resolved", "connect" ...; a
+// connected id's IB CM state after a slash: "connect/established"), in id
+// order: what a report of a wait on the file says.
+std::vector<std::pair<unsigned, std::string>> id_states(int fd);
 // Whether the event GET_EVENT on `fd` just returned is one a delay put
 // back (not an opportunity of the plan again).
 bool event_was_delayed(int fd);
