@@ -19,6 +19,8 @@ namespace {
 
 // The ucma ABI's event numbers (enum rdma_cm_event_type) this file reads.
 constexpr std::uint32_t kConnectRequest = 4;
+constexpr std::uint32_t kConnectResponse = 5;
+constexpr std::uint32_t kEstablished = 9;
 constexpr std::uint32_t kDisconnected = 10;
 constexpr std::uint32_t kTimewaitExit = 15;
 
@@ -313,6 +315,18 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
                  static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
         return {result, true};
+      // cm_unreachable after ESTABLISHED: on a RoCE port, Linux 6.0+ queues
+      // UNREACHABLE for an id whose neighbour's address changed
+      // (cma_netevent_callback). The connection's opportunity is its
+      // establishment: CONNECT_RESPONSE on the active side (librdmacm
+      // answers it and reports ESTABLISHED), ESTABLISHED on the passive.
+      if ((head->event == kConnectResponse || head->event == kEstablished) &&
+          state.engine.has_rules(Site::cm_command,
+                                 engine::FaultEngine::kind_bit(FaultKind::cm_unreachable)) &&
+          provider::cm_id_on_ethernet(fd, head->id) &&
+          decide(state, Site::cm_command, fd, head->id, FaultKind::cm_unreachable,
+                 {FaultKind::cm_unreachable}, static_cast<CmEvent>(head->event)))
+        provider::cm_neighbour_changed(fd, head->id);
       // The application knows its connection is gone: posts on its QPs
       // from now on can only fail (cm.post_after_disconnect).
       if (head->event == kDisconnected)

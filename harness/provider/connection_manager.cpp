@@ -33,6 +33,14 @@ bool cm_delay_event(int fd, unsigned long long delay_ns) {
   return sim::cm::delay_event(fd, delay_ns);
 }
 
+bool cm_id_on_ethernet(int fd, unsigned handle) {
+  return sim::cm::on_ethernet(fd, handle);
+}
+
+bool cm_neighbour_changed(int fd, unsigned handle) {
+  return sim::cm::neighbour_changed(fd, handle);
+}
+
 std::vector<std::pair<unsigned, std::string>> cm_id_states(int fd) {
   return sim::cm::id_states(fd);
 }

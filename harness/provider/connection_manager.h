@@ -30,6 +30,11 @@ bool cm_withdraw_event(int fd, unsigned handle);
 // virtual time later, behind what comes meanwhile (it was never read);
 // whether the event just returned was such a one (not delayed twice).
 bool cm_delay_event(int fd, unsigned long long delay_ns);
+// Whether id `handle`'s port is an Ethernet one (RoCE).
+bool cm_id_on_ethernet(int fd, unsigned handle);
+// The neighbour of id `handle`'s route changed its address (Linux 6.0+,
+// RoCE): the id hears UNREACHABLE, -ETIMEDOUT, behind what it has heard.
+bool cm_neighbour_changed(int fd, unsigned handle);
 // The ids of CM file `fd` with their states ("connect/established"), in
 // id order, for a report of a wait on the file.
 std::vector<std::pair<unsigned, std::string>> cm_id_states(int fd);

@@ -89,6 +89,16 @@ bool peer_gone(int fd, unsigned handle) {
   return is_file(fd) && ConnectionManager::get().peer_gone(fd, handle);
 }
 
+bool on_ethernet(int fd, unsigned handle) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().on_ethernet(fd, handle);
+}
+
+bool neighbour_changed(int fd, unsigned handle) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().neighbour_changed(fd, handle);
+}
+
 std::vector<std::pair<unsigned, std::string>> id_states(int fd) {
   std::lock_guard guard(Fabric::get().mutex);
   if (!is_file(fd)) return {};

@@ -243,6 +243,19 @@ std::vector<std::pair<unsigned, std::string>> ConnectionManager::id_states(int f
   return states;
 }
 
+bool ConnectionManager::on_ethernet(int fd, uint32_t handle) {
+  int error = 0;
+  const CmId* id = find_with_device(fd, handle, error);
+  return id != nullptr && device_at(*id->source.device).ethernet();
+}
+
+bool ConnectionManager::neighbour_changed(int fd, uint32_t handle) {
+  if (!on_ethernet(fd, handle)) return false;
+  int error = 0;
+  report(*find(fd, handle, error), CmEvent::kUnreachable, -ETIMEDOUT);
+  return true;
+}
+
 bool ConnectionManager::peer_gone(int fd, uint32_t handle) {
   int error = 0;
   CmId* id = find(fd, handle, error);

@@ -192,6 +192,9 @@ class ConnectionManager {
   // (verbfault/sim/cm.h); whether that event was such a one.
   bool delay_event(int fd, uint64_t delay_ns);
   bool event_was_delayed(int fd) const;
+  // RoCE ids and their neighbours (verbfault/sim/cm.h).
+  bool on_ethernet(int fd, uint32_t handle);
+  bool neighbour_changed(int fd, uint32_t handle);
   // The ids of file `fd` and their states (verbfault/sim/cm.h).
   std::vector<std::pair<unsigned, std::string>> id_states(int fd) const;
   // The peer of id `handle` is gone (verbfault/sim/cm.h).

@@ -166,6 +166,8 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
     } else if (at.cm_step != rule.kind &&
                !(connect && at.cm_step == FaultKind::cm_unreachable)) {
       return false;
+    } else if (rule.kind == FaultKind::cm_reject && at.cm_event) {
+      return false;  // an established connection is no longer rejected
     }
   }
   // An affiliated event happens on an object of its own kind (a QP event on

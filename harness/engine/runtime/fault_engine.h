@@ -56,7 +56,9 @@ struct Opportunity {
   // The CM step: the fault kind whose opportunity this command or event
   // is (cm_addr_error for a resolve, cm_lost_disconnect for DISCONNECTED...).
   std::optional<FaultKind> cm_step;
-  std::optional<CmEvent> cm_event;  // the event, at a cm_event site
+  // The event, at a cm_event site; at the cm_command site, the connection
+  // established (cm_unreachable after ESTABLISHED).
+  std::optional<CmEvent> cm_event;
 };
 
 struct Decision {

@@ -83,6 +83,14 @@ bool delay_event(int fd, unsigned long long delay_ns);
 // the connection is this side's to leave. The peer's own side is not told
 // (it is gone). false: no such id, or not connected.
 bool peer_gone(int fd, unsigned handle);
+// Whether id `handle` is bound to a port of Ethernet link layer (RoCE).
+bool on_ethernet(int fd, unsigned handle);
+// cm_unreachable after ESTABLISHED: the neighbour (ARP entry) of the id's
+// route changed its hardware address, and the kernel (since Linux 6.0,
+// cma_netevent_callback, RoCE ids) queues UNREACHABLE with -ETIMEDOUT for
+// it, the connection's state left as it is. false: no such id, or not on
+// an Ethernet port.
+bool neighbour_changed(int fd, unsigned handle);
 // The ids of CM file `fd` with their states as the kernel names them
 // (enum rdma_cm_state: "listen", "route_resolved", "connect" ...; a
 // connected id's IB CM state after a slash: "connect/established"), in id
