@@ -59,6 +59,28 @@ rules:
     probability: [0.0005, 0.005]
     count: 1
     enable: 0.1
+  - kind: cm_addr_error
+    probability: [0.05, 0.5]
+    count: 1
+  - kind: cm_route_error
+    probability: [0.05, 0.5]
+    count: 1
+  - kind: cm_unreachable
+    probability: [0.05, 0.5]
+    count: 1
+  - kind: cm_reject
+    probability: [0.05, 0.5]
+    count: 1
+  - kind: cm_lost_disconnect
+    probability: [0.1, 1]
+    count: 1
+  - kind: cm_delay
+    cm_event: [connect_request, connect_response, established, disconnected]
+    delay_ms: [1, 100]
+    probability: [0.05, 0.5]
+  - kind: cm_disconnect
+    probability: [0.002, 0.05]
+    count: 1
 )";
 
 // splitmix64 over a counter: the swarm's draws, apart from the fault
