@@ -36,23 +36,10 @@ struct Written {
   Command command;
 };
 
-// Before the fabric exists (the first sim::devices() makes it): a fabric
-// name of this process's own, and member index 0 on it; its status table
-// file goes at exit.
-inline void join_own_fabric() {
-  static const wire::testing::ScratchFabric fabric("cm-abi");
-  static const bool set = [] {
-    setenv("VERBFAULT_FABRIC", fabric.name().c_str(), 1);
-    setenv("VERBFAULT_PROC", "0", 1);
-    return true;
-  }();
-  (void)set;
-}
-
 class CmFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    join_own_fabric();
+    wire::testing::join_scratch_fabric("cm");
     ASSERT_FALSE(sim::devices().empty());
     fd_ = open_file(O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd_, 0) << std::strerror(errno);

@@ -20,19 +20,9 @@
 namespace verbfault::testing {
 namespace {
 
-void join_own_fabric() {
-  static const sim::wire::testing::ScratchFabric fabric("librdmacm");
-  static const bool set = [] {
-    setenv("VERBFAULT_FABRIC", fabric.name().c_str(), 1);
-    setenv("VERBFAULT_PROC", "0", 1);
-    return true;
-  }();
-  (void)set;
-}
-
 class Librdmacm : public ::testing::Test {
  protected:
-  void SetUp() override { join_own_fabric(); }
+  void SetUp() override { sim::wire::testing::join_scratch_fabric("librdmacm"); }
 };
 
 rdma_addrinfo* address_info(const char* node, const char* service, bool passive) {

@@ -39,6 +39,21 @@ class ScratchFabric {
   std::string name_;
 };
 
+// Before the fabric exists (the first sim::devices() makes it): this
+// process joins a fabric of its own, named after `what` on the first call,
+// as member 0; its status table file goes at exit. For a test process
+// whose devices are one process's own (ctest runs others at once, which
+// may hold index 0 of the default fabric).
+inline void join_scratch_fabric(const char* what) {
+  static const ScratchFabric fabric(what);
+  static const bool set = [] {
+    setenv("VERBFAULT_FABRIC", fabric.name().c_str(), 1);
+    setenv("VERBFAULT_PROC", "0", 1);
+    return true;
+  }();
+  (void)set;
+}
+
 // In a child: a failed check ends the child with a message and exit code 3
 // (GoogleTest's assertions mean nothing there).
 #define CHILD_CHECK(condition)                                                                \
