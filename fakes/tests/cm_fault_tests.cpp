@@ -165,9 +165,9 @@ TEST_F(CmFaultTest, APeerThatIsGoneIsHeardAsItsDisconnect) {
   ASSERT_EQ(event->event, 4u);  // CONNECT_REQUEST
   const uint32_t child = event->id;
   ASSERT_EQ(accept(child, 200, 0x456), 0);
-  ASSERT_EQ(next_event()->event, 5u);              // CONNECT_RESPONSE
+  ASSERT_EQ(next_event()->event, 5u);             // CONNECT_RESPONSE
   ASSERT_EQ(accept(client, 0, std::nullopt), 0);  // the RTU
-  ASSERT_EQ(next_event()->event, 9u);              // ESTABLISHED (the child's)
+  ASSERT_EQ(next_event()->event, 9u);             // ESTABLISHED (the child's)
 
   ASSERT_TRUE(peer_gone(fd_, client));
   event = next_event();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 #include <cstring>
 #include <optional>
@@ -24,16 +25,19 @@ constexpr std::uint32_t kEstablished = 9;
 constexpr std::uint32_t kDisconnected = 10;
 constexpr std::uint32_t kTimewaitExit = 15;
 
-// The registry's key of id `handle` of CM file `fd`: an address nothing
-// lives at (the top byte set), one per (file, id), so that the ids of two
-// files never meet.
-const void* key_of(int fd, std::uint32_t handle) {
-  return reinterpret_cast<const void*>(std::uintptr_t{0xc5} << 56 |
-                                       static_cast<std::uintptr_t>(fd) << 32 | handle);
+// The registry's key of id `handle`: an address nothing lives at (the top
+// byte set). A handle names one id of the process whatever its file (the
+// kernel's ctx_table is one for every file, the simulated CM's ids_ too),
+// so an id keeps its key and its name when rdma_migrate_id moves it.
+const void* key_of(std::uint32_t handle) {
+  return reinterpret_cast<const void*>(std::uintptr_t{0xc5} << 56 | handle);
 }
 
-int file_of(const void* key) {
-  return static_cast<int>(reinterpret_cast<std::uintptr_t>(key) >> 32 & 0xffffff);
+// The CM file whose events each named id's are (guarded by the
+// interposer's lock).
+std::unordered_map<std::uint32_t, int>& files() {
+  static auto* files = new std::unordered_map<std::uint32_t, int>();  // lives to _exit
+  return *files;
 }
 
 std::uint32_t handle_of(const void* key) {
@@ -111,8 +115,9 @@ provider::CmFault cause_of(FaultKind kind) {
 // messages; a child's is its listener's, which the event does not name:
 // RC unless known.
 void track(State& state, int fd, std::uint32_t handle, ibv_qp_type qp_type = IBV_QPT_RC) {
-  if (state.registry.find(key_of(fd, handle)) == nullptr)
-    state.add_object(ObjectKind::cm_id, key_of(fd, handle), {}, true).qp_type = qp_type;
+  files()[handle] = fd;
+  if (state.registry.find(key_of(handle)) == nullptr)
+    state.add_object(ObjectKind::cm_id, key_of(handle), {}, true).qp_type = qp_type;
 }
 
 ibv_qp_type qp_type_of(const rdma_ucm_create_id& command) {
@@ -142,8 +147,7 @@ unsigned room_of(std::uint32_t cmd, bool ud) {
 }
 
 // The checks of a command before it runs (lock held): its private data.
-void check_command(State& state, int fd, std::uint32_t cmd, const void* buffer,
-                   std::size_t length) {
+void check_command(State& state, std::uint32_t cmd, const void* buffer, std::size_t length) {
   std::uint32_t handle = 0;
   unsigned data = 0;
   const char* call = nullptr;
@@ -162,7 +166,7 @@ void check_command(State& state, int fd, std::uint32_t cmd, const void* buffer,
   } else {
     return;
   }
-  const Tracked* id = state.registry.find(key_of(fd, handle));
+  const Tracked* id = state.registry.find(key_of(handle));
   if (id == nullptr) return;
   const unsigned room = room_of(cmd, id->qp_type == IBV_QPT_UD);
   if (data > room) state.checkers.cm_private_data_too_long(state, *id, call, data, room);
@@ -183,8 +187,9 @@ void check_destroy(State& state, const Tracked& id) {
     }
 }
 
-void forget(State& state, int fd, std::uint32_t handle) {
-  if (Tracked* id = state.registry.find(key_of(fd, handle))) {
+void forget(State& state, std::uint32_t handle) {
+  files().erase(handle);
+  if (Tracked* id = state.registry.find(key_of(handle))) {
     unlink_qps(state, id->handle);
     state.remove_object(*id);
   }
@@ -192,9 +197,9 @@ void forget(State& state, int fd, std::uint32_t handle) {
 
 // CONNECT and ACCEPT name the QP the id connects (a connected one: RC, UC;
 // a UD id's QP has no connection to lose): it is the id's from now on.
-void link_qp(State& state, int fd, std::uint32_t handle, const rdma_ucm_conn_param& conn) {
+void link_qp(State& state, std::uint32_t handle, const rdma_ucm_conn_param& conn) {
   if (!conn.valid) return;
-  Tracked* id = state.registry.find(key_of(fd, handle));
+  Tracked* id = state.registry.find(key_of(handle));
   Tracked* qp = state.registry.find_qp(conn.qp_num & 0xffffff);
   if (id == nullptr || qp == nullptr || qp->qp_type == IBV_QPT_UD) return;
   qp->cm_id = id->ref;
@@ -202,10 +207,10 @@ void link_qp(State& state, int fd, std::uint32_t handle, const rdma_ucm_conn_par
 }
 
 // The engine's decision for an opportunity of `kinds` on id `handle`.
-std::optional<Decision> decide(State& state, Site site, int fd, std::uint32_t handle,
-                               FaultKind step, std::initializer_list<FaultKind> kinds,
+std::optional<Decision> decide(State& state, Site site, std::uint32_t handle, FaultKind step,
+                               std::initializer_list<FaultKind> kinds,
                                std::optional<CmEvent> event = std::nullopt) {
-  Tracked* id = state.registry.find(key_of(fd, handle));
+  Tracked* id = state.registry.find(key_of(handle));
   if (id == nullptr) return std::nullopt;
   Opportunity at;
   at.site = site;
@@ -236,16 +241,15 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
   if (header.cmd == RDMA_USER_CM_CMD_CONNECT || header.cmd == RDMA_USER_CM_CMD_ACCEPT ||
       header.cmd == RDMA_USER_CM_CMD_REJECT) {
     std::lock_guard lock(state.mutex);
-    check_command(state, fd, header.cmd, buffer, length);
+    check_command(state, header.cmd, buffer, length);
   }
   provider::CmFault fault = provider::CmFault::kNone;
   if (state.engine.has_rules(Site::cm_command))
     if (const std::optional<Step> step = step_of(header.cmd, buffer, length)) {
       std::lock_guard lock(state.mutex);
-      if (auto decision =
-              decide(state, Site::cm_command, fd, step->id, step->kind,
-                     {FaultKind::cm_addr_error, FaultKind::cm_route_error,
-                      FaultKind::cm_unreachable, FaultKind::cm_reject}))
+      if (auto decision = decide(state, Site::cm_command, step->id, step->kind,
+                                 {FaultKind::cm_addr_error, FaultKind::cm_route_error,
+                                  FaultKind::cm_unreachable, FaultKind::cm_reject}))
         fault = cause_of(decision->rule->kind);
     }
 
@@ -261,23 +265,30 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           track(state, fd, r->id, qp_type_of(*c));
         }
       break;
+    case RDMA_USER_CM_CMD_MIGRATE_ID:
+      // The id's events go to this file now (the command names the old).
+      if (auto c = command_of<rdma_ucm_migrate_id>(buffer, length)) {
+        std::lock_guard lock(state.mutex);
+        if (auto found = files().find(c->id); found != files().end()) found->second = fd;
+      }
+      break;
     case RDMA_USER_CM_CMD_CONNECT:
       if (auto c = command_of<rdma_ucm_connect>(buffer, length)) {
         std::lock_guard lock(state.mutex);
-        link_qp(state, fd, c->id, c->conn_param);
+        link_qp(state, c->id, c->conn_param);
       }
       break;
     case RDMA_USER_CM_CMD_ACCEPT:
       if (auto c = command_of<rdma_ucm_accept>(buffer, length)) {
         std::lock_guard lock(state.mutex);
-        link_qp(state, fd, c->id, c->conn_param);
+        link_qp(state, c->id, c->conn_param);
       }
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
         std::lock_guard lock(state.mutex);
-        if (const Tracked* id = state.registry.find(key_of(fd, c->id))) check_destroy(state, *id);
-        forget(state, fd, c->id);
+        if (const Tracked* id = state.registry.find(key_of(c->id))) check_destroy(state, *id);
+        forget(state, c->id);
       }
       break;
     case RDMA_USER_CM_CMD_GET_EVENT: {
@@ -297,10 +308,11 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       // opportunities of its events, cm_delay's of this one too.
       if (head->event == kConnectRequest) track(state, fd, head->id);
       if (head->event <= static_cast<std::uint32_t>(CmEvent::timewait_exit) &&
-          state.engine.has_rules(Site::cm_event, engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
+          state.engine.has_rules(Site::cm_event,
+                                 engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
           !provider::cm_event_was_delayed(fd)) {
         const auto event = static_cast<CmEvent>(head->event);
-        if (auto decision = decide(state, Site::cm_event, fd, head->id, FaultKind::cm_delay,
+        if (auto decision = decide(state, Site::cm_event, head->id, FaultKind::cm_delay,
                                    {FaultKind::cm_delay}, event))
           if (provider::cm_delay_event(fd, std::uint64_t{*decision->rule->delay_ms} * 1000000))
             return {result, true};
@@ -310,7 +322,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           : head->event == kTimewaitExit ? std::optional(FaultKind::cm_timewait_exit_missing)
                                          : std::nullopt;
       if (step && state.engine.has_rules(Site::cm_event) &&
-          decide(state, Site::cm_event, fd, head->id, *step,
+          decide(state, Site::cm_event, head->id, *step,
                  {FaultKind::cm_lost_disconnect, FaultKind::cm_timewait_exit_missing},
                  static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
@@ -324,13 +336,13 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           state.engine.has_rules(Site::cm_command,
                                  engine::FaultEngine::kind_bit(FaultKind::cm_unreachable)) &&
           provider::cm_id_on_ethernet(fd, head->id) &&
-          decide(state, Site::cm_command, fd, head->id, FaultKind::cm_unreachable,
+          decide(state, Site::cm_command, head->id, FaultKind::cm_unreachable,
                  {FaultKind::cm_unreachable}, static_cast<CmEvent>(head->event)))
         provider::cm_neighbour_changed(fd, head->id);
       // The application knows its connection is gone: posts on its QPs
       // from now on can only fail (cm.post_after_disconnect).
       if (head->event == kDisconnected)
-        if (const Tracked* id = state.registry.find(key_of(fd, head->id)))
+        if (const Tracked* id = state.registry.find(key_of(head->id)))
           for (Tracked* qp : state.registry.all(ObjectKind::qp))
             if (qp->cm_id_handle == id->handle) qp->cm_disconnected = true;
       break;
@@ -344,11 +356,10 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
 void closed(int fd) {
   State& state = State::get();
   std::lock_guard lock(state.mutex);
-  for (Tracked* id : state.registry.all(ObjectKind::cm_id))
-    if (file_of(id->handle) == fd) {
-      unlink_qps(state, id->handle);
-      state.remove_object(*id);
-    }
+  std::vector<std::uint32_t> owned;
+  for (const auto& [handle, file] : files())
+    if (file == fd) owned.push_back(handle);
+  for (std::uint32_t handle : owned) forget(state, handle);
 }
 
 std::string name_of_file(int fd) {
@@ -357,9 +368,9 @@ std::string name_of_file(int fd) {
   const auto ids = provider::cm_id_states(fd);
   if (ids.empty()) return name + " no id";
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    const Tracked* id = state.registry.find(key_of(fd, ids[i].first));
-    name += (i == 0 ? " " : ", ") + (id != nullptr ? id->name() : "an id") + " (" +
-            ids[i].second + ")";
+    const Tracked* id = state.registry.find(key_of(ids[i].first));
+    name +=
+        (i == 0 ? " " : ", ") + (id != nullptr ? id->name() : "an id") + " (" + ids[i].second + ")";
   }
   return name;
 }
@@ -393,7 +404,7 @@ void deadlocked(State& state) {
   const Tracked* first = nullptr;
   const Tracked* connection = nullptr;
   for (const auto& [handle, state_name] : provider::cm_id_states(fd)) {
-    const Tracked* id = state.registry.find(key_of(fd, handle));
+    const Tracked* id = state.registry.find(key_of(handle));
     if (id == nullptr) continue;
     if (first == nullptr) first = id;
     if (connection == nullptr && state_name != "listen") connection = id;
@@ -403,7 +414,15 @@ void deadlocked(State& state) {
 }
 
 void peer_gone(const void* key) {
-  provider::cm_peer_gone(file_of(key), handle_of(key));
+  int fd = -1;
+  {
+    State& state = State::get();
+    std::lock_guard lock(state.mutex);
+    const auto found = files().find(handle_of(key));
+    if (found == files().end()) return;  // destroyed meanwhile
+    fd = found->second;
+  }
+  provider::cm_peer_gone(fd, handle_of(key));
 }
 
 }  // namespace verbfault::interposer::cm_faults

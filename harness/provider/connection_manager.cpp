@@ -5,13 +5,11 @@
 namespace verbfault::provider {
 
 // The two enums are one list, in one order.
-static_assert(static_cast<int>(CmFault::kReject) == static_cast<int>(sim::cm::Fault::kReject) &&
-              static_cast<int>(CmFault::kAddrError) ==
-                  static_cast<int>(sim::cm::Fault::kAddrError) &&
-              static_cast<int>(CmFault::kRouteError) ==
-                  static_cast<int>(sim::cm::Fault::kRouteError) &&
-              static_cast<int>(CmFault::kUnreachable) ==
-                  static_cast<int>(sim::cm::Fault::kUnreachable));
+static_assert(
+    static_cast<int>(CmFault::kReject) == static_cast<int>(sim::cm::Fault::kReject) &&
+    static_cast<int>(CmFault::kAddrError) == static_cast<int>(sim::cm::Fault::kAddrError) &&
+    static_cast<int>(CmFault::kRouteError) == static_cast<int>(sim::cm::Fault::kRouteError) &&
+    static_cast<int>(CmFault::kUnreachable) == static_cast<int>(sim::cm::Fault::kUnreachable));
 
 int cm_open(int flags) {
   return sim::cm::open_file(flags);

@@ -19,8 +19,7 @@
 namespace field_failures::cm {
 
 [[noreturn]] inline void die(const char* what) {
-  std::fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
-               std::strerror(errno));
+  std::fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, std::strerror(errno));
   std::exit(1);
 }
 

@@ -37,8 +37,7 @@ static enum rdma_cm_event_type next_event(int* status) {
     exit(2);
   }
   if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) passive = event->id;
-  printf("event %s %s status %d", name_of(event->id), rdma_event_str(event->event),
-         event->status);
+  printf("event %s %s status %d", name_of(event->id), rdma_event_str(event->event), event->status);
   if (event->event == RDMA_CM_EVENT_REJECTED && event->param.conn.private_data_len > 0) {
     char text[64] = {0};
     memcpy(text, event->param.conn.private_data,
@@ -106,8 +105,7 @@ static void exchange(void) {
     exit(2);
   }
   check(rdma_post_recv(passive, NULL, in, sizeof in, in_mr), "rdma_post_recv");
-  check(rdma_post_send(active, NULL, out, sizeof out, out_mr, IBV_SEND_SIGNALED),
-        "rdma_post_send");
+  check(rdma_post_send(active, NULL, out, sizeof out, out_mr, IBV_SEND_SIGNALED), "rdma_post_send");
   if (complete(active, 0, "send") != IBV_WC_SUCCESS) {
     int status = 0;
     next_event(&status);
@@ -135,9 +133,8 @@ int main(int argc, char** argv) {
    *   --private-data=N         rdma_connect with N bytes of private data */
   const int destroy_id_first = argc > 3 && strcmp(argv[3], "--destroy-id-first") == 0;
   const int post_after_disconnect = argc > 3 && strcmp(argv[3], "--post-after-disconnect") == 0;
-  const int private_data = argc > 3 && strncmp(argv[3], "--private-data=", 15) == 0
-                               ? atoi(argv[3] + 15)
-                               : 6;
+  const int private_data =
+      argc > 3 && strncmp(argv[3], "--private-data=", 15) == 0 ? atoi(argv[3] + 15) : 6;
   channel = rdma_create_event_channel();
   if (channel == NULL) {
     printf("connect_steps: rdma_create_event_channel failed (%s)\n", strerror(errno));

@@ -66,7 +66,7 @@ ssize_t write(int fd, const void* buffer, std::size_t length, Fault fault) {
   }
   Fabric::get().next_step();
   const int error = ConnectionManager::get().execute(fd, static_cast<const uint8_t*>(buffer),
-                                                    length, guard, fault);
+                                                     length, guard, fault);
   if (error != 0) {
     errno = error;
     return -1;

@@ -198,17 +198,28 @@ namespace {
 // enum rdma_cm_state's names (cma_priv.h), without RDMA_CM_.
 const char* name_of(IdState state) {
   switch (state) {
-    case IdState::kIdle: return "idle";
-    case IdState::kAddrQuery: return "addr_query";
-    case IdState::kAddrResolved: return "addr_resolved";
-    case IdState::kRouteQuery: return "route_query";
-    case IdState::kRouteResolved: return "route_resolved";
-    case IdState::kConnect: return "connect";
-    case IdState::kDisconnect: return "disconnect";
-    case IdState::kAddrBound: return "addr_bound";
-    case IdState::kListen: return "listen";
-    case IdState::kDeviceRemoval: return "device_removal";
-    case IdState::kDestroying: return "destroying";
+    case IdState::kIdle:
+      return "idle";
+    case IdState::kAddrQuery:
+      return "addr_query";
+    case IdState::kAddrResolved:
+      return "addr_resolved";
+    case IdState::kRouteQuery:
+      return "route_query";
+    case IdState::kRouteResolved:
+      return "route_resolved";
+    case IdState::kConnect:
+      return "connect";
+    case IdState::kDisconnect:
+      return "disconnect";
+    case IdState::kAddrBound:
+      return "addr_bound";
+    case IdState::kListen:
+      return "listen";
+    case IdState::kDeviceRemoval:
+      return "device_removal";
+    case IdState::kDestroying:
+      return "destroying";
   }
   return "?";
 }
@@ -216,16 +227,26 @@ const char* name_of(IdState state) {
 // enum ib_cm_state's names (cm.c), without IB_CM_.
 const char* name_of(ConnectionState state) {
   switch (state) {
-    case ConnectionState::kNone: return "idle";
-    case ConnectionState::kReqSent: return "req_sent";
-    case ConnectionState::kReqReceived: return "req_rcvd";
-    case ConnectionState::kRepSent: return "rep_sent";
-    case ConnectionState::kRepReceived: return "rep_rcvd";
-    case ConnectionState::kEstablished: return "established";
-    case ConnectionState::kDreqSent: return "dreq_sent";
-    case ConnectionState::kDreqReceived: return "dreq_rcvd";
-    case ConnectionState::kTimewait: return "timewait";
-    case ConnectionState::kSidrReqSent: return "sidr_req_sent";
+    case ConnectionState::kNone:
+      return "idle";
+    case ConnectionState::kReqSent:
+      return "req_sent";
+    case ConnectionState::kReqReceived:
+      return "req_rcvd";
+    case ConnectionState::kRepSent:
+      return "rep_sent";
+    case ConnectionState::kRepReceived:
+      return "rep_rcvd";
+    case ConnectionState::kEstablished:
+      return "established";
+    case ConnectionState::kDreqSent:
+      return "dreq_sent";
+    case ConnectionState::kDreqReceived:
+      return "dreq_rcvd";
+    case ConnectionState::kTimewait:
+      return "timewait";
+    case ConnectionState::kSidrReqSent:
+      return "sidr_req_sent";
   }
   return "?";
 }

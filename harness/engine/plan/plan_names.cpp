@@ -45,7 +45,7 @@ const std::vector<Named<ObjectKind>>& object_kind_names() {
       {ObjectKind::mr, "mr"},           {ObjectKind::cq, "cq"},
       {ObjectKind::srq, "srq"},         {ObjectKind::qp, "qp"},
       {ObjectKind::ah, "ah"},           {ObjectKind::channel, "channel"},
-      {ObjectKind::thread, "thread"},    {ObjectKind::cm_id, "cm_id"},
+      {ObjectKind::thread, "thread"},   {ObjectKind::cm_id, "cm_id"},
   };
   return table;
 }

@@ -155,7 +155,8 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
   // A CM rule counts the commands or events of its own step only (a
   // connect is the opportunity of cm_unreachable and cm_reject alike).
   if (is_cm_fault(rule.kind)) {
-    const bool connect = rule.kind == FaultKind::cm_unreachable || rule.kind == FaultKind::cm_reject;
+    const bool connect =
+        rule.kind == FaultKind::cm_unreachable || rule.kind == FaultKind::cm_reject;
     if (rule.kind == FaultKind::cm_disconnect) {
       // A WR posted on a QP an rdma_cm id connected (record::Object::cm_id).
       if (at.qp == nullptr || at.qp->cm_id_handle == nullptr) return false;
@@ -163,8 +164,7 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
     }
     if (rule.kind == FaultKind::cm_delay) {
       if (at.site != Site::cm_event || at.cm_event != rule.cm_event) return false;
-    } else if (at.cm_step != rule.kind &&
-               !(connect && at.cm_step == FaultKind::cm_unreachable)) {
+    } else if (at.cm_step != rule.kind && !(connect && at.cm_step == FaultKind::cm_unreachable)) {
       return false;
     } else if (rule.kind == FaultKind::cm_reject && at.cm_event) {
       return false;  // an established connection is no longer rejected

@@ -47,10 +47,9 @@ void decide_wr(FaultEngine& engine, const record::Object& object, const record::
   auto decision =
       qp == nullptr
           ? engine.decide(at, {FaultKind::verb_failure})
-          : engine.decide(at,
-                          {FaultKind::verb_failure, FaultKind::flush, FaultKind::completion_error,
-                           FaultKind::rnr_retry_exhausted, FaultKind::retry_exhausted,
-                           FaultKind::cm_disconnect});
+          : engine.decide(at, {FaultKind::verb_failure, FaultKind::flush,
+                               FaultKind::completion_error, FaultKind::rnr_retry_exhausted,
+                               FaultKind::retry_exhausted, FaultKind::cm_disconnect});
   if (!decision) return;
   const Rule& rule = *decision->rule;
   switch (rule.kind) {
@@ -74,8 +73,7 @@ void decide_wr(FaultEngine& engine, const record::Object& object, const record::
       plan.stop = index;
       plan.flush = true;
       plan.cm_disconnect = qp->cm_id_handle;
-      engine.record_fault(object, *decision, "cause",
-                          {{"wr", index}, {"cm_id", qp->cm_id}});
+      engine.record_fault(object, *decision, "cause", {{"wr", index}, {"cm_id", qp->cm_id}});
       break;
     case FaultKind::rnr_retry_exhausted:
     case FaultKind::retry_exhausted:

@@ -56,7 +56,9 @@ enum class FaultKind : std::uint8_t {
 
 // Whether `kind` is one of the connection manager's (cm_*): decided on CM
 // ids, not on verbs objects.
-constexpr bool is_cm_fault(FaultKind kind) { return kind >= FaultKind::cm_addr_error; }
+constexpr bool is_cm_fault(FaultKind kind) {
+  return kind >= FaultKind::cm_addr_error;
+}
 
 // Object types a selector can name by creation index ("qp#2" is the third
 // QP the process created). Indexes count per type from 0 in creation order.
@@ -174,13 +176,13 @@ struct Rule {
   std::optional<std::uint64_t> count;
 
   // Kind parameters; exactly those of the kind are set after parsing.
-  std::optional<ibv_wc_status> status;  // completion_error
-  std::optional<ibv_event_type> event;  // async_event
-  std::optional<Verb> verb;             // verb_failure
-  std::optional<int> error;             // verb_failure: the errno, e.g. ENOMEM
-  std::optional<std::uint32_t> polls;   // delayed_completion
-  std::optional<std::uint8_t> port;     // port_down (default 1)
-  std::optional<CmEvent> cm_event;      // cm_delay: the event held back...
+  std::optional<ibv_wc_status> status;    // completion_error
+  std::optional<ibv_event_type> event;    // async_event
+  std::optional<Verb> verb;               // verb_failure
+  std::optional<int> error;               // verb_failure: the errno, e.g. ENOMEM
+  std::optional<std::uint32_t> polls;     // delayed_completion
+  std::optional<std::uint8_t> port;       // port_down (default 1)
+  std::optional<CmEvent> cm_event;        // cm_delay: the event held back...
   std::optional<std::uint32_t> delay_ms;  // ...for this long (virtual time)
 
   std::string name;  // optional label used in reports and coverage

@@ -66,8 +66,7 @@ constexpr std::array<CheckInfo, 21> kChecks = {{
      "that connected it: it can only fail",
      ""},
     {"cm.private_data_too_long",
-     "connect, accept or reject with more private data than the CM message carries (IBA 12.6)",
-     ""},
+     "connect, accept or reject with more private data than the CM message carries (IBA 12.6)", ""},
     {"liveness.blocked_forever",
      "blocked in ibv_get_cq_event, ibv_get_async_event or rdma_get_cm_event when no event can "
      "ever arrive (the run ends with exit status 122; simulated device only: needs what is due "

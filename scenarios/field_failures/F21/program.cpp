@@ -54,8 +54,8 @@ void f21(bool fixed) {
           break;
         default:
           if (!fixed) {
-            std::fprintf(stderr, "%s: unexpected %s in CONNECTED\n",
-                         program_invocation_short_name, rdma_event_str(type));
+            std::fprintf(stderr, "%s: unexpected %s in CONNECTED\n", program_invocation_short_name,
+                         rdma_event_str(type));
             assert(!"unexpected CM event in the CONNECTED state");
             std::abort();
           }

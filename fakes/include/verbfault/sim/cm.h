@@ -9,7 +9,6 @@
 
 #include <sys/types.h>
 
-
 #include <cstddef>
 #include <string>
 #include <string_view>
