@@ -64,11 +64,19 @@ static void transfer(void* buffer, size_t size, int sending) {
   if (status != UCS_OK) die(sending ? "send" : "receive", status);
 }
 
-/* A flushing close on both sides: every message was answered, so nothing
- * is left in flight when either side closes. */
+/* A flushing close on both sides. Every message was answered and every
+ * send completed (acknowledged by the peer) before it, so nothing of the
+ * exchange is in flight; the two closes race, though: the side that closes
+ * second may find the other closed or ended already, and its flush then
+ * ends in "Endpoint timeout" or "Connection reset", as on any fabric. That
+ * is said, not a failure. */
 static void close_endpoint(void) {
   ucp_request_param_t param = {.op_attr_mask = 0};
   ucs_status_t status = wait_for(ucp_ep_close_nbx(endpoint, &param));
+  if (status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_CONNECTION_RESET) {
+    printf("ucp_sockaddr: the peer closed first (%s)\n", ucs_status_string(status));
+    return;
+  }
   if (status != UCS_OK) die("ucp_ep_close_nbx", status);
 }
 
