@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 #include <cstring>
 #include <optional>
@@ -146,19 +147,28 @@ unsigned room_of(std::uint32_t cmd, bool ud) {
   }
 }
 
+// The id and connection parameters of a CONNECT or ACCEPT that gives
+// them (valid); nullopt for any other command.
+std::optional<std::pair<std::uint32_t, rdma_ucm_conn_param>> conn_param_of(std::uint32_t cmd,
+                                                                           const void* buffer,
+                                                                           std::size_t length) {
+  if (cmd == RDMA_USER_CM_CMD_CONNECT)
+    if (const auto c = command_of<rdma_ucm_connect>(buffer, length); c && c->conn_param.valid)
+      return std::pair{c->id, c->conn_param};
+  if (cmd == RDMA_USER_CM_CMD_ACCEPT)
+    if (const auto c = command_of<rdma_ucm_accept>(buffer, length); c && c->conn_param.valid)
+      return std::pair{c->id, c->conn_param};
+  return std::nullopt;
+}
+
 // The checks of a command before it runs (lock held): its private data.
 void check_command(State& state, std::uint32_t cmd, const void* buffer, std::size_t length) {
   std::uint32_t handle = 0;
   unsigned data = 0;
   const char* call = nullptr;
-  if (cmd == RDMA_USER_CM_CMD_CONNECT) {
-    const auto c = command_of<rdma_ucm_connect>(buffer, length);
-    if (!c || !c->conn_param.valid) return;
-    handle = c->id, data = c->conn_param.private_data_len, call = "rdma_connect";
-  } else if (cmd == RDMA_USER_CM_CMD_ACCEPT) {
-    const auto c = command_of<rdma_ucm_accept>(buffer, length);
-    if (!c || !c->conn_param.valid) return;
-    handle = c->id, data = c->conn_param.private_data_len, call = "rdma_accept";
+  if (const auto conn = conn_param_of(cmd, buffer, length)) {
+    handle = conn->first, data = conn->second.private_data_len;
+    call = cmd == RDMA_USER_CM_CMD_CONNECT ? "rdma_connect" : "rdma_accept";
   } else if (cmd == RDMA_USER_CM_CMD_REJECT) {
     const auto c = command_of<rdma_ucm_reject>(buffer, length);
     if (!c) return;
@@ -198,7 +208,6 @@ void forget(State& state, std::uint32_t handle) {
 // CONNECT and ACCEPT name the QP the id connects (a connected one: RC, UC;
 // a UD id's QP has no connection to lose): it is the id's from now on.
 void link_qp(State& state, std::uint32_t handle, const rdma_ucm_conn_param& conn) {
-  if (!conn.valid) return;
   Tracked* id = state.registry.find(key_of(handle));
   Tracked* qp = state.registry.find_qp(conn.qp_num & 0xffffff);
   if (id == nullptr || qp == nullptr || qp->qp_type == IBV_QPT_UD) return;
@@ -238,20 +247,18 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
   std::memcpy(&header, buffer, sizeof header);
   State& state = State::get();
 
-  if (header.cmd == RDMA_USER_CM_CMD_CONNECT || header.cmd == RDMA_USER_CM_CMD_ACCEPT ||
-      header.cmd == RDMA_USER_CM_CMD_REJECT) {
+  // Before the command: its checks, and the fault of the step it starts.
+  provider::CmFault fault = provider::CmFault::kNone;
+  {
     std::lock_guard lock(state.mutex);
     check_command(state, header.cmd, buffer, length);
+    if (state.engine.has_rules(Site::cm_command))
+      if (const std::optional<Step> step = step_of(header.cmd, buffer, length))
+        if (auto decision = decide(state, Site::cm_command, step->id, step->kind,
+                                   {FaultKind::cm_addr_error, FaultKind::cm_route_error,
+                                    FaultKind::cm_unreachable, FaultKind::cm_reject}))
+          fault = cause_of(decision->rule->kind);
   }
-  provider::CmFault fault = provider::CmFault::kNone;
-  if (state.engine.has_rules(Site::cm_command))
-    if (const std::optional<Step> step = step_of(header.cmd, buffer, length)) {
-      std::lock_guard lock(state.mutex);
-      if (auto decision = decide(state, Site::cm_command, step->id, step->kind,
-                                 {FaultKind::cm_addr_error, FaultKind::cm_route_error,
-                                  FaultKind::cm_unreachable, FaultKind::cm_reject}))
-        fault = cause_of(decision->rule->kind);
-    }
 
   const ssize_t result = provider::cm_write(fd, buffer, length, fault);
   if (result < 0) return {result};
@@ -273,15 +280,10 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       }
       break;
     case RDMA_USER_CM_CMD_CONNECT:
-      if (auto c = command_of<rdma_ucm_connect>(buffer, length)) {
-        std::lock_guard lock(state.mutex);
-        link_qp(state, c->id, c->conn_param);
-      }
-      break;
     case RDMA_USER_CM_CMD_ACCEPT:
-      if (auto c = command_of<rdma_ucm_accept>(buffer, length)) {
+      if (const auto conn = conn_param_of(header.cmd, buffer, length)) {
         std::lock_guard lock(state.mutex);
-        link_qp(state, c->id, c->conn_param);
+        link_qp(state, conn->first, conn->second);
       }
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:

@@ -154,21 +154,20 @@ bool FaultEngine::matches(const Rule& rule, const Opportunity& at) const {
   if (rule.kind == FaultKind::verb_failure && rule.verb != at.verb) return false;
   // A CM rule counts the commands or events of its own step only (a
   // connect is the opportunity of cm_unreachable and cm_reject alike).
+  if (rule.kind == FaultKind::cm_disconnect) {
+    // A WR posted on a QP an rdma_cm id connected (record::Object::cm_id).
+    if (at.qp == nullptr || at.qp->cm_id_handle == nullptr) return false;
+    return !s.object || at.qp->cm_id == *s.object;
+  }
   if (is_cm_fault(rule.kind)) {
-    const bool connect =
-        rule.kind == FaultKind::cm_unreachable || rule.kind == FaultKind::cm_reject;
-    if (rule.kind == FaultKind::cm_disconnect) {
-      // A WR posted on a QP an rdma_cm id connected (record::Object::cm_id).
-      if (at.qp == nullptr || at.qp->cm_id_handle == nullptr) return false;
-      return !s.object || at.qp->cm_id == *s.object;
-    }
-    if (rule.kind == FaultKind::cm_delay) {
-      if (at.site != Site::cm_event || at.cm_event != rule.cm_event) return false;
-    } else if (at.cm_step != rule.kind && !(connect && at.cm_step == FaultKind::cm_unreachable)) {
-      return false;
-    } else if (rule.kind == FaultKind::cm_reject && at.cm_event) {
-      return false;  // an established connection is no longer rejected
-    }
+    // Each kind counts its own step; a connect is cm_unreachable's and
+    // cm_reject's, an establishment (cm_event at the command site) only
+    // cm_unreachable's; cm_delay's events are those of its type.
+    const FaultKind step =
+        rule.kind == FaultKind::cm_reject ? FaultKind::cm_unreachable : rule.kind;
+    if (at.cm_step != step) return false;
+    if (rule.kind == FaultKind::cm_reject && at.cm_event) return false;
+    if (rule.kind == FaultKind::cm_delay && at.cm_event != rule.cm_event) return false;
   }
   // An affiliated event happens on an object of its own kind (a QP event on
   // a QP...); port and device events on any object of the context.
