@@ -118,7 +118,8 @@ provider::CmFault cause_of(FaultKind kind) {
 void track(State& state, int fd, std::uint32_t handle, ibv_qp_type qp_type = IBV_QPT_RC) {
   files()[handle] = fd;
   if (state.registry.find(key_of(handle)) == nullptr)
-    state.add_object(ObjectKind::cm_id, key_of(handle), {}, true).qp_type = qp_type;
+    state.add_object(ObjectKind::cm_id, key_of(handle), {}, !provider::cm_relayed(fd)).qp_type =
+        qp_type;
 }
 
 ibv_qp_type qp_type_of(const rdma_ucm_create_id& command) {
@@ -216,8 +217,10 @@ void link_qp(State& state, std::uint32_t handle, const rdma_ucm_conn_param& conn
 }
 
 // The engine's decision for an opportunity of `kinds` on id `handle`.
-std::optional<Decision> decide(State& state, Site site, std::uint32_t handle, FaultKind step,
-                               std::initializer_list<FaultKind> kinds,
+// The level of its record: a relayed file's (a kernel's) faults are made
+// at effect level (provider/cm_relay.h).
+std::optional<Decision> decide(State& state, int fd, Site site, std::uint32_t handle,
+                               FaultKind step, std::initializer_list<FaultKind> kinds,
                                std::optional<CmEvent> event = std::nullopt) {
   Tracked* id = state.registry.find(key_of(handle));
   if (id == nullptr) return std::nullopt;
@@ -228,12 +231,13 @@ std::optional<Decision> decide(State& state, Site site, std::uint32_t handle, Fa
   at.cm_event = event;
   auto decision = state.engine.decide(at, kinds);
   if (decision) {
+    const char* level = provider::cm_relayed(fd) ? "effect" : "cause";
     if (decision->rule->kind == FaultKind::cm_delay)
-      state.engine.record_fault(*id, *decision, "cause",
+      state.engine.record_fault(*id, *decision, level,
                                 {{"event", to_string(*decision->rule->cm_event)},
                                  {"delay_ms", *decision->rule->delay_ms}});
     else
-      state.engine.record_fault(*id, *decision, "cause");
+      state.engine.record_fault(*id, *decision, level);
   }
   return decision;
 }
@@ -254,7 +258,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
     check_command(state, header.cmd, buffer, length);
     if (state.engine.has_rules(Site::cm_command))
       if (const std::optional<Step> step = step_of(header.cmd, buffer, length))
-        if (auto decision = decide(state, Site::cm_command, step->id, step->kind,
+        if (auto decision = decide(state, fd, Site::cm_command, step->id, step->kind,
                                    {FaultKind::cm_addr_error, FaultKind::cm_route_error,
                                     FaultKind::cm_unreachable, FaultKind::cm_reject}))
           fault = cause_of(decision->rule->kind);
@@ -314,7 +318,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
                                  engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
           !provider::cm_event_was_delayed(fd)) {
         const auto event = static_cast<CmEvent>(head->event);
-        if (auto decision = decide(state, Site::cm_event, head->id, FaultKind::cm_delay,
+        if (auto decision = decide(state, fd, Site::cm_event, head->id, FaultKind::cm_delay,
                                    {FaultKind::cm_delay}, event))
           if (provider::cm_delay_event(fd, std::uint64_t{*decision->rule->delay_ms} * 1000000))
             return {result, true};
@@ -324,7 +328,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           : head->event == kTimewaitExit ? std::optional(FaultKind::cm_timewait_exit_missing)
                                          : std::nullopt;
       if (step && state.engine.has_rules(Site::cm_event) &&
-          decide(state, Site::cm_event, head->id, *step,
+          decide(state, fd, Site::cm_event, head->id, *step,
                  {FaultKind::cm_lost_disconnect, FaultKind::cm_timewait_exit_missing},
                  static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
@@ -338,7 +342,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           state.engine.has_rules(Site::cm_command,
                                  engine::FaultEngine::kind_bit(FaultKind::cm_unreachable)) &&
           provider::cm_id_on_ethernet(fd, head->id) &&
-          decide(state, Site::cm_command, head->id, FaultKind::cm_unreachable,
+          decide(state, fd, Site::cm_command, head->id, FaultKind::cm_unreachable,
                  {FaultKind::cm_unreachable}, static_cast<CmEvent>(head->event)))
         provider::cm_neighbour_changed(fd, head->id);
       // The application knows its connection is gone: posts on its QPs

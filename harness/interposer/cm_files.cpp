@@ -9,8 +9,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
 #include <rdma/rdma_user_cm.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,17 +53,7 @@ int close(int fd) {
 }
 
 bool fstat(int fd, struct stat* out) {
-  if (!provider::cm_file(fd)) return false;
-  // The eventfd's own, for its inode and times; by the system call, whose
-  // struct stat is the C library's on this ABI (glibc's fstat is a
-  // symbol of 2.33 only).
-  struct stat real {};
-  if (syscall(SYS_fstat, fd, &real) != 0) return false;
-  *out = real;
-  out->st_mode = S_IFCHR | 0666;
-  out->st_rdev = makedev(provider::cm_major(), provider::cm_minor());
-  out->st_size = 0;
-  return true;
+  return provider::cm_file(fd) && provider::cm_stat(fd, out);
 }
 
 bool refuses_read(int fd) {

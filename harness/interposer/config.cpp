@@ -109,6 +109,14 @@ Config config_from_environment() {
                                "': expected a fabric name of 1 to 64 characters from "
                                "[A-Za-z0-9._-]");
   }
+  if (auto level = variable("VERBFAULT_CM_LEVEL")) {
+    if (*level != "cause" && *level != "effect")
+      throw std::runtime_error("VERBFAULT_CM_LEVEL='" + *level +
+                               "': expected cause (the simulated connection manager makes each "
+                               "cm_* fault) or effect (it is run as a kernel's, its faults made "
+                               "at effect level)");
+    config.cm_effect_level = *level == "effect";
+  }
   if (auto hang_after = variable("VERBFAULT_HANG_AFTER"))
     config.hang_after_ns = checkers::parse_hang_after(*hang_after, "VERBFAULT_HANG_AFTER");
   config.process = process_identity(variable("VERBFAULT_PROC"));
@@ -123,7 +131,8 @@ Config config_from_environment() {
   if (rank) {
     const std::uint32_t index = config.process.index.value_or(0) + 1 + rank->rank;
     config.process.index = index;
-    if (config.trace_path) config.trace_path = record::process_trace_path(*config.trace_path, index);
+    if (config.trace_path)
+      config.trace_path = record::process_trace_path(*config.trace_path, index);
   }
   config.active = config.seed_given || !config.plan.rules.empty() || config.trace_path;
   if (!config.seed_given && !config.plan.rules.empty()) {

@@ -55,6 +55,9 @@ struct Config {
   checkers::CheckSelection checks = checkers::CheckSelection::parse("", "");
   std::string findings_file;
   std::string summary_file;  // VERBFAULT_SUMMARY
+  // VERBFAULT_CM_LEVEL=effect: the simulated connection manager is run as
+  // if it were a kernel's (relayed, its cm_* faults made at effect level).
+  bool cm_effect_level = false;
   // VERBFAULT_HANG_AFTER: wall-clock time without progress after which
   // the hang watchdog ends the run (hang_watchdog.h); 0: off.
   std::uint64_t hang_after_ns =

@@ -4,6 +4,7 @@
 #include "connection_manager.h"
 #include "libc_files.h"
 #include "run_lock.h"
+#include "state.h"
 #include "system_view.h"
 
 #include <sys/mman.h>
@@ -286,7 +287,8 @@ int open_node(const Resolved& found, int flags) {
     case SystemNodeKind::kCharDevice:
       // The connection manager's node opens a CM file of the simulated
       // fabric (provider/connection_manager.h).
-      if (found.node.connection_manager) return provider::cm_open(flags);
+      if (found.node.connection_manager)
+        return provider::cm_open(flags, State::get().config.cm_effect_level);
       // No driver behind a uverbs node: what the kernel answers for a
       // device number nothing serves. Only libibverbs would talk to uverbs,
       // and it never opens a simulated device's.
@@ -442,6 +444,12 @@ Result on_path(int dirfd, const char* path, bool follow, const void* caller, Rea
 // ---- paths -----------------------------------------------------------------
 
 int openat(int dirfd, const char* path, int flags, mode_t mode, const void* caller) {
+  // A real provider's connection manager, under the harness: its files are
+  // relayed (provider/cm_relay.h), for its faults at effect level and the
+  // names of its ids.
+  if (path != nullptr && std::string_view(path) == "/dev/infiniband/rdma_cm" && g_active &&
+      provider::cm_kernel_present() && !called_from_verbs_library(caller))
+    return provider::cm_open(flags, false);
   if (const std::optional<std::string> target = served_path(dirfd, path, caller)) {
     const Resolved found = resolve(*target, (flags & O_NOFOLLOW) == 0 || names_a_directory(path));
     if (found.error != 0 || found.node.kind != SystemNodeKind::kAbsent)

@@ -169,10 +169,11 @@ class HarnessWorld final : public scheduler::World {
     std::lock_guard lock(state.mutex);
     for (std::size_t i = 0; i < count; ++i) {
       // A CM file of the simulated fabric: fed by this process's own calls
-      // and clock unless another process shares the fabric. Not a verbs
-      // event fd (`any`): a poll(2) on it stays the program's business.
+      // and clock unless another process shares the fabric; a relayed one
+      // from outside. Not a verbs event fd (`any`): a poll(2) on it stays
+      // the program's business.
       if (provider::cm_file(fds[i])) {
-        found.external |= provider::shares_fabric();
+        found.external |= provider::cm_relayed(fds[i]) || provider::shares_fabric();
         if (found.name[0] == '\0')
           std::snprintf(found.name, sizeof found.name, "%s",
                         cm_faults::name_of_file(fds[i]).c_str());

@@ -1,9 +1,10 @@
 // The connection manager's character device (/dev/infiniband/rdma_cm) for
 // the interposer's file calls: the simulated fabric's (sim/cm.h) when the
-// system has none of its own. A real one is the kernel's and never passes
-// through here (its node is not served: system_view.h).
+// system has none of its own; the kernel's, through a relay (cm_relay.h),
+// when it has. Either way a CM file is a descriptor these calls know.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -13,10 +14,20 @@
 
 namespace verbfault::provider {
 
-// open(2) of the served node: a CM file's descriptor, or -1 with errno.
-int cm_open(int flags);
-// Whether `fd` is a CM file of the simulated fabric: lock-free, one load.
+// Whether the system has a connection manager of its own (a real
+// provider's rdma_cm node): then its files are relayed, not simulated.
+bool cm_kernel_present();
+// open(2) of the connection manager's node: a CM file's descriptor, or -1
+// with errno. The kernel's is relayed (its faults made at effect level);
+// without one the simulated fabric's, relayed too when `effect_level`
+// (VERBFAULT_CM_LEVEL=effect: the simulated manager run as if it were a
+// kernel's, the stand-in of the effect-level tests).
+int cm_open(int flags, bool effect_level);
+// Whether `fd` is a CM file (simulated or relayed): lock-free, one load each.
 bool cm_file(int fd);
+// Whether `fd` is a relayed one: fed from outside the process, as a real
+// provider's descriptors are; its faults are made at effect level.
+bool cm_relayed(int fd);
 // A network failure the command meets, made at its cause by the
 // simulated connection manager (the plan's cm_* kinds;
 // verbfault/sim/cm.h says what each does).
@@ -43,8 +54,8 @@ std::vector<std::pair<unsigned, std::string>> cm_id_states(int fd);
 bool cm_peer_gone(int fd, unsigned handle);
 bool cm_event_was_delayed(int fd);
 int cm_close(int fd);
-// The character device's numbers, for fstat(2) of a CM file.
-unsigned cm_major();
-unsigned cm_minor();
+// fstat(2) of a CM file: a character device (the kernel's own node, or the
+// simulated misc device 10:250, 0666). false: not a CM file.
+bool cm_stat(int fd, struct stat* out);
 
 }  // namespace verbfault::provider

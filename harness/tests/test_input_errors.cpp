@@ -214,6 +214,10 @@ TEST(InputErrors, EveryVariableRefusesABadValueInOneLine) {
       {with("VERBFAULT_FABRIC=a/b"),
        "verbfault: VERBFAULT_FABRIC='a/b': expected a fabric name of 1 to 64 characters from "
        "[A-Za-z0-9._-]"},
+      {with("VERBFAULT_CM_LEVEL=kernel"),
+       "verbfault: VERBFAULT_CM_LEVEL='kernel': expected cause (the simulated connection manager "
+       "makes each cm_* fault) or effect (it is run as a kernel's, its faults made at effect "
+       "level)"},
       {std::string(VERBFAULT_CLI) + " run --threads pct:depth=x" + kSample,
        "verbfault: --threads 'pct:depth=x': pct depth must be a decimal number, not 'x'"},
   });

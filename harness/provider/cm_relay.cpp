@@ -1,0 +1,659 @@
+#include "cm_relay.h"
+
+#include "verbfault/sim/cm.h"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
+#include <poll.h>
+#include <rdma/rdma_user_cm.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace verbfault::provider::cm_relay {
+
+namespace {
+
+// The descriptors below are the C library's calls made as system calls:
+// this library exports poll, read, write, close and fstat for the program,
+// and a call of its own must not come back through them.
+ssize_t sys_write(int fd, const void* buffer, std::size_t length) {
+  return static_cast<ssize_t>(::syscall(SYS_write, fd, buffer, length));
+}
+ssize_t sys_read(int fd, void* buffer, std::size_t length) {
+  return static_cast<ssize_t>(::syscall(SYS_read, fd, buffer, length));
+}
+int sys_close(int fd) {
+  return static_cast<int>(::syscall(SYS_close, fd));
+}
+int sys_flags(int fd) {
+  return static_cast<int>(::syscall(SYS_fcntl, fd, F_GETFL));
+}
+
+// The ucma ABI's event numbers (librdmacm's enum EventType, which
+// the kernel's header does not carry) this file makes or reads.
+enum EventType : std::uint32_t {
+  kAddrError = 1,
+  kRouteError = 3,
+  kConnectRequest = 4,
+  kUnreachable = 7,
+  kRejected = 8,
+  kDisconnected = 10,
+};
+
+// One bit per descriptor below kTracked: set while it is a relay.
+constexpr int kTracked = 4096;
+std::array<std::atomic<std::uint64_t>, kTracked / 64> g_relay_fds{};
+
+void mark(int fd, bool on) {
+  const std::uint64_t bit = std::uint64_t{1} << (fd % 64);
+  auto& word = g_relay_fds[static_cast<std::size_t>(fd / 64)];
+  if (on)
+    word.fetch_or(bit, std::memory_order_release);
+  else
+    word.fetch_and(~bit, std::memory_order_release);
+}
+
+// An event waiting in a relay to be read. `counted`: the inner file
+// reported it (its id's events_reported counts it); a made one is not.
+struct Queued {
+  rdma_ucm_event_resp event{};
+  bool counted = false;
+  bool released = false;  // a held one whose delay ended
+};
+
+struct Relay {
+  int inner = -1;
+  bool simulated = false;
+  int ready = -1;  // eventfd (semaphore): one count per queued event
+  int timer = -1;  // timerfd: armed for the first held event's due time
+  std::deque<Queued> queued;
+  std::multimap<std::uint64_t, Queued> held;  // by due time, CLOCK_MONOTONIC ns
+  std::optional<Queued> last;                 // what GET_EVENT just returned
+};
+
+// What the relays know of an id (its handle is one per process).
+struct Id {
+  std::uint64_t uid = 0;  // librdmacm's cookie, for an event made for it
+  bool ud = false;
+  unsigned withdrawn = 0;            // reported by the kernel, withdrawn here
+  unsigned disconnects_to_drop = 0;  // the kernel's DISCONNECTED after a made one
+};
+
+std::mutex g_mutex;  // guards relays() and ids()
+
+std::unordered_map<int, Relay>& relays() {
+  static auto* relays = new std::unordered_map<int, Relay>();  // lives to _exit
+  return *relays;
+}
+
+std::unordered_map<std::uint32_t, Id>& ids() {
+  static auto* ids = new std::unordered_map<std::uint32_t, Id>();  // lives to _exit
+  return *ids;
+}
+
+Relay* find(int fd) {
+  const auto found = relays().find(fd);
+  return found == relays().end() ? nullptr : &found->second;
+}
+
+std::uint64_t now_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+ssize_t inner_write(const Relay& relay, const void* buffer, std::size_t length) {
+  return relay.simulated ? sim::cm::write(relay.inner, buffer, length)
+                         : sys_write(relay.inner, buffer, length);
+}
+
+template <class Command>
+std::optional<Command> command_of(const void* buffer, std::size_t length) {
+  if (length < sizeof(rdma_ucm_cmd_hdr) + sizeof(Command)) return std::nullopt;
+  Command command;
+  std::memcpy(&command, static_cast<const std::uint8_t*>(buffer) + sizeof(rdma_ucm_cmd_hdr),
+              sizeof command);
+  return command;
+}
+
+// The id whose events_reported counts `event`: a CONNECT_REQUEST counts on
+// its listener (the kernel's ucma_get_event counts on uevent->ctx, the
+// listener's), which the event names by its uid.
+std::uint32_t counted_on(const rdma_ucm_event_resp& event) {
+  if (event.event == kConnectRequest)
+    for (const auto& [handle, id] : ids())
+      if (id.uid == event.uid) return handle;
+  return event.id;
+}
+
+void enqueue(Relay& relay, const Queued& queued) {
+  relay.queued.push_back(queued);
+  const std::uint64_t one = 1;
+  sys_write(relay.ready, &one, sizeof one);
+}
+
+Queued made(std::uint32_t handle, EventType type, int status) {
+  Queued queued;
+  queued.event.uid = ids()[handle].uid;
+  queued.event.id = handle;
+  queued.event.event = type;
+  queued.event.status = static_cast<std::uint32_t>(status);
+  return queued;
+}
+
+void arm_timer(const Relay& relay) {
+  itimerspec when{};
+  if (!relay.held.empty()) {
+    const std::uint64_t due = relay.held.begin()->first;
+    when.it_value.tv_sec = static_cast<time_t>(due / 1'000'000'000);
+    when.it_value.tv_nsec = static_cast<long>(due % 1'000'000'000);
+    if (when.it_value.tv_sec == 0 && when.it_value.tv_nsec == 0) when.it_value.tv_nsec = 1;
+  }
+  timerfd_settime(relay.timer, TFD_TIMER_ABSTIME, &when, nullptr);
+}
+
+// The events the inner file has now, read into the queue (counted), so
+// that a released one comes behind them, as behind what came meanwhile.
+void drain(Relay& relay) {
+  for (;;) {
+    rdma_ucm_event_resp event{};
+    struct {
+      rdma_ucm_cmd_hdr header;
+      rdma_ucm_get_event command;
+    } get{};
+    get.header.cmd = RDMA_USER_CM_CMD_GET_EVENT;
+    get.header.in = sizeof get.command;
+    get.header.out = sizeof event;
+    get.command.response = reinterpret_cast<std::uintptr_t>(&event);
+    if (inner_write(relay, &get, sizeof get) < 0) return;
+    Queued queued;
+    queued.event = event;
+    queued.counted = true;
+    enqueue(relay, queued);
+  }
+}
+
+// Held events whose time came join the queue.
+void release_due(Relay& relay) {
+  if (relay.held.empty() || relay.held.begin()->first > now_ns()) return;
+  std::uint64_t expirations = 0;
+  sys_read(relay.timer, &expirations, sizeof expirations);
+  drain(relay);
+  const std::uint64_t now = now_ns();
+  while (!relay.held.empty() && relay.held.begin()->first <= now) {
+    enqueue(relay, relay.held.begin()->second);
+    relay.held.erase(relay.held.begin());
+  }
+  arm_timer(relay);
+}
+
+// The kernel's DISCONNECTED that a made one stood for: dropped, and off
+// the id's count.
+bool dropped(const rdma_ucm_event_resp& event) {
+  if (event.event != kDisconnected) return false;
+  const auto found = ids().find(event.id);
+  if (found == ids().end() || found->second.disconnects_to_drop == 0) return false;
+  --found->second.disconnects_to_drop;
+  ++found->second.withdrawn;
+  return true;
+}
+
+ssize_t get_event(int fd, const void* buffer, std::size_t length,
+                  std::unique_lock<std::mutex>& lock) {
+  const auto command = command_of<rdma_ucm_get_event>(buffer, length);
+  rdma_ucm_cmd_hdr header{};
+  std::memcpy(&header, buffer, sizeof header);
+  if (!command || command->response == 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  auto* response = reinterpret_cast<void*>(static_cast<std::uintptr_t>(command->response));
+  for (;;) {
+    Relay* relay = find(fd);
+    if (relay == nullptr) {
+      errno = EBADF;
+      return -1;
+    }
+    release_due(*relay);
+    if (!relay->queued.empty()) {
+      const Queued next = relay->queued.front();
+      relay->queued.pop_front();
+      std::uint64_t one = 0;
+      sys_read(relay->ready, &one, sizeof one);
+      if (next.counted && !next.released && dropped(next.event)) continue;
+      std::memcpy(response, &next.event, std::min<std::size_t>(header.out, sizeof next.event));
+      relay->last = next;
+      return static_cast<ssize_t>(length);
+    }
+    const ssize_t result = inner_write(*relay, buffer, length);
+    if (result >= 0) {
+      Queued read;
+      std::memcpy(&read.event, response, std::min<std::size_t>(header.out, sizeof read.event));
+      read.counted = true;
+      if (dropped(read.event)) continue;
+      relay->last = read;
+      return result;
+    }
+    if (errno != EAGAIN) return -1;
+    const int flags = sys_flags(fd);
+    if (flags < 0 || (flags & O_NONBLOCK) != 0) return -1;  // EAGAIN
+    // A blocking read waits for the set: the inner file, a made event, or
+    // a held one's time.
+    lock.unlock();
+    pollfd wait{fd, POLLIN, 0};
+    const long polled = ::syscall(SYS_ppoll, &wait, 1, nullptr, nullptr, 0);
+    const int error = errno;
+    lock.lock();
+    if (polled < 0 && error == EINTR) {
+      errno = EINTR;
+      return -1;
+    }
+  }
+}
+
+// The events of id `handle` still queued or held in any relay: gone with
+// the id; those the kernel counted come off its count.
+unsigned drop_events_of(std::uint32_t handle) {
+  unsigned counted = 0;
+  for (auto& [fd, relay] : relays()) {
+    for (auto it = relay.queued.begin(); it != relay.queued.end();) {
+      if (it->event.id == handle || counted_on(it->event) == handle) {
+        counted += it->counted ? 1 : 0;
+        std::uint64_t one = 0;
+        sys_read(relay.ready, &one, sizeof one);
+        it = relay.queued.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = relay.held.begin(); it != relay.held.end();) {
+      if (it->second.event.id == handle || counted_on(it->second.event) == handle) {
+        counted += it->second.counted ? 1 : 0;
+        it = relay.held.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    arm_timer(relay);
+  }
+  return counted;
+}
+
+// The events an id's count (DESTROY_ID's, MIGRATE_ID's response) must lose:
+// those withdrawn here, never to be acknowledged.
+void correct_count(std::uint64_t response, std::uint32_t handle, unsigned extra) {
+  if (response == 0) return;
+  auto* reported = reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(response));
+  const unsigned less = ids()[handle].withdrawn + extra;
+  *reported = *reported > less ? *reported - less : 0;
+}
+
+// A fault's effect on the command that is its step: the command is not
+// passed on, and the event the failure ends in is queued. nullopt: the
+// command goes through.
+std::optional<ssize_t> fault_effect(Relay& relay, std::uint32_t cmd, const void* buffer,
+                                    std::size_t length, CmFault fault, bool ethernet) {
+  std::uint32_t handle = 0;
+  switch (cmd) {
+    case RDMA_USER_CM_CMD_RESOLVE_IP:
+      if (auto c = command_of<rdma_ucm_resolve_ip>(buffer, length)) handle = c->id;
+      break;
+    case RDMA_USER_CM_CMD_RESOLVE_ADDR:
+      if (auto c = command_of<rdma_ucm_resolve_addr>(buffer, length)) handle = c->id;
+      break;
+    case RDMA_USER_CM_CMD_RESOLVE_ROUTE:
+      if (auto c = command_of<rdma_ucm_resolve_route>(buffer, length)) handle = c->id;
+      break;
+    case RDMA_USER_CM_CMD_CONNECT:
+      if (auto c = command_of<rdma_ucm_connect>(buffer, length)) handle = c->id;
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (ids().find(handle) == ids().end()) return std::nullopt;  // not an id of this process
+  const auto done = static_cast<ssize_t>(length);
+  switch (fault) {
+    case CmFault::kAddrError:
+      enqueue(relay, made(handle, kAddrError, -ETIMEDOUT));
+      return done;
+    case CmFault::kRouteError:
+      // RoCE resolves its route in the host: a failure is the call's.
+      if (ethernet) {
+        errno = ENODEV;
+        return -1;
+      }
+      enqueue(relay, made(handle, kRouteError, -ETIMEDOUT));
+      return done;
+    case CmFault::kUnreachable:
+      enqueue(relay, made(handle, kUnreachable, -ETIMEDOUT));
+      return done;
+    case CmFault::kReject: {
+      const bool ud = ids()[handle].ud;
+      Queued answer = made(handle, ud ? kUnreachable : kRejected,
+                           ud ? 2 : 28);  // SIDR REP status 2; REJ reason 28
+      const auto& data = sim::cm::kRejectPrivateData;
+      if (ud) {
+        std::memcpy(answer.event.param.ud.private_data, data.data(), data.size());
+        answer.event.param.ud.private_data_len = static_cast<std::uint8_t>(data.size());
+      } else {
+        std::memcpy(answer.event.param.conn.private_data, data.data(), data.size());
+        answer.event.param.conn.private_data_len = static_cast<std::uint8_t>(data.size());
+      }
+      enqueue(relay, answer);
+      return done;
+    }
+    case CmFault::kNone:
+      break;
+  }
+  return std::nullopt;
+}
+
+bool ud_port_space(const rdma_ucm_create_id& command) {
+  return command.ps == RDMA_PS_UDP || command.ps == RDMA_PS_IPOIB ||
+         (command.ps == RDMA_PS_IB && command.qp_type == IBV_QPT_UD);
+}
+
+// sysfs text of one attribute, by system calls (see sys_write).
+std::string sysfs_text(const std::string& path) {
+  const int fd =
+      static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return {};
+  char text[128] = {};
+  const ssize_t n = sys_read(fd, text, sizeof text - 1);
+  sys_close(fd);
+  std::string out(text, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+int open(int inner, bool simulated, int flags) {
+  const int fd = epoll_create1((flags & O_CLOEXEC) != 0 ? EPOLL_CLOEXEC : 0);
+  if (fd < 0 || fd >= kTracked) {
+    if (fd >= 0) sys_close(fd);
+    simulated ? sim::cm::close_file(inner) : sys_close(inner);
+    errno = fd < 0 ? errno : EMFILE;
+    return -1;
+  }
+  Relay relay;
+  relay.inner = inner;
+  relay.simulated = simulated;
+  relay.ready = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
+  relay.timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  ::syscall(SYS_fcntl, inner, F_SETFL, sys_flags(inner) | O_NONBLOCK);
+  bool ok = relay.ready >= 0 && relay.timer >= 0;
+  for (int member : {relay.inner, relay.ready, relay.timer}) {
+    epoll_event watch{};
+    watch.events = EPOLLIN;
+    watch.data.fd = member;
+    ok = ok && epoll_ctl(fd, EPOLL_CTL_ADD, member, &watch) == 0;
+  }
+  if ((flags & O_NONBLOCK) != 0) ::syscall(SYS_fcntl, fd, F_SETFL, O_NONBLOCK);
+  if (!ok) {
+    const int error = errno;
+    for (int member : {fd, relay.ready, relay.timer})
+      if (member >= 0) sys_close(member);
+    simulated ? sim::cm::close_file(inner) : sys_close(inner);
+    errno = error;
+    return -1;
+  }
+  std::lock_guard lock(g_mutex);
+  relays()[fd] = relay;
+  mark(fd, true);
+  return fd;
+}
+
+bool is_relay(int fd) {
+  if (fd < 0 || fd >= kTracked) return false;
+  return (g_relay_fds[static_cast<std::size_t>(fd / 64)].load(std::memory_order_acquire) >>
+              (fd % 64) &
+          1) != 0;
+}
+
+ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
+  rdma_ucm_cmd_hdr header{};
+  if (buffer == nullptr || length < sizeof header) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::memcpy(&header, buffer, sizeof header);
+  // A route's failure is the call's on RoCE (asked before the lock: the
+  // question is a command of its own).
+  bool ethernet = false;
+  if (fault == CmFault::kRouteError)
+    if (auto c = command_of<rdma_ucm_resolve_route>(buffer, length))
+      ethernet = on_ethernet(fd, c->id);
+  std::unique_lock lock(g_mutex);
+  Relay* relay = find(fd);
+  if (relay == nullptr) {
+    errno = EBADF;
+    return -1;
+  }
+  if (header.cmd == RDMA_USER_CM_CMD_GET_EVENT) return get_event(fd, buffer, length, lock);
+  if (fault != CmFault::kNone)
+    if (auto effect = fault_effect(*relay, header.cmd, buffer, length, fault, ethernet))
+      return *effect;
+
+  if (header.cmd == RDMA_USER_CM_CMD_MIGRATE_ID) {
+    // The command names the id's old file by its descriptor, which the
+    // kernel must find to be its own: the old relay's inner file.
+    auto command = command_of<rdma_ucm_migrate_id>(buffer, length);
+    if (!command) return inner_write(*relay, buffer, length);
+    Relay* old = find(static_cast<int>(command->fd));
+    if (old == nullptr) {
+      errno = EBADF;
+      return -1;
+    }
+    std::vector<std::uint8_t> rewritten(static_cast<const std::uint8_t*>(buffer),
+                                        static_cast<const std::uint8_t*>(buffer) + length);
+    command->fd = static_cast<std::uint32_t>(old->inner);
+    std::memcpy(rewritten.data() + sizeof header, &*command, sizeof *command);
+    const ssize_t result = inner_write(*relay, rewritten.data(), length);
+    if (result < 0) return result;
+    // Its queued events follow it to the new file.
+    Relay* now = find(fd);
+    for (auto it = old->queued.begin(); it != old->queued.end();) {
+      if (it->event.id != command->id) {
+        ++it;
+        continue;
+      }
+      std::uint64_t one = 0;
+      sys_read(old->ready, &one, sizeof one);
+      enqueue(*now, *it);
+      it = old->queued.erase(it);
+    }
+    correct_count(command->response, command->id, 0);
+    return static_cast<ssize_t>(length);
+  }
+
+  const ssize_t result = inner_write(*relay, buffer, length);
+  if (result < 0) return result;
+  switch (header.cmd) {
+    case RDMA_USER_CM_CMD_CREATE_ID:
+      if (auto c = command_of<rdma_ucm_create_id>(buffer, length); c && c->response != 0) {
+        rdma_ucm_create_id_resp response{};
+        std::memcpy(&response,
+                    reinterpret_cast<const void*>(static_cast<std::uintptr_t>(c->response)),
+                    sizeof response);
+        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0};
+      }
+      break;
+    case RDMA_USER_CM_CMD_ACCEPT:
+      // The passive side's ACCEPT gives the id its uid; librdmacm's own
+      // ACCEPT that sends the RTU carries none (the kernel's ucma_accept
+      // takes the uid only with the connection parameters).
+      if (auto c = command_of<rdma_ucm_accept>(buffer, length); c && c->conn_param.valid)
+        ids()[c->id].uid = c->uid;
+      break;
+    case RDMA_USER_CM_CMD_DESTROY_ID:
+      if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
+        correct_count(c->response, c->id, drop_events_of(c->id));
+        ids().erase(c->id);
+      }
+      break;
+    default:
+      break;
+  }
+  return result;
+}
+
+bool withdraw_event(int fd, unsigned handle) {
+  std::lock_guard lock(g_mutex);
+  Relay* relay = find(fd);
+  if (relay == nullptr || !relay->last || relay->last->event.id != handle) return false;
+  if (relay->last->counted) ++ids()[counted_on(relay->last->event)].withdrawn;
+  relay->last.reset();
+  return true;
+}
+
+bool delay_event(int fd, unsigned long long delay_ns) {
+  std::lock_guard lock(g_mutex);
+  Relay* relay = find(fd);
+  if (relay == nullptr || !relay->last || relay->last->released) return false;
+  Queued held = *relay->last;
+  held.released = true;
+  relay->held.emplace(now_ns() + delay_ns, held);
+  relay->last.reset();
+  arm_timer(*relay);
+  return true;
+}
+
+bool event_was_delayed(int fd) {
+  std::lock_guard lock(g_mutex);
+  const Relay* relay = find(fd);
+  return relay != nullptr && relay->last && relay->last->released;
+}
+
+bool on_ethernet(int fd, unsigned handle) {
+  int inner = -1;
+  bool simulated = false;
+  {
+    std::lock_guard lock(g_mutex);
+    if (const Relay* relay = find(fd)) inner = relay->inner, simulated = relay->simulated;
+  }
+  if (inner < 0) return false;
+  if (simulated) return sim::cm::on_ethernet(inner, handle);
+  // The kernel's: the id's device and port by QUERY (the address's), the
+  // link layer from sysfs.
+  rdma_ucm_query_addr_resp address{};
+  struct {
+    rdma_ucm_cmd_hdr header;
+    rdma_ucm_query command;
+  } query{};
+  query.header.cmd = RDMA_USER_CM_CMD_QUERY;
+  query.header.in = sizeof query.command;
+  query.header.out = sizeof address;
+  query.command.response = reinterpret_cast<std::uintptr_t>(&address);
+  query.command.id = handle;
+  query.command.option = RDMA_USER_CM_QUERY_ADDR;
+  if (sys_write(inner, &query, sizeof query) < 0 || address.port_num == 0) return false;
+  const std::uint64_t guid = be64toh(address.node_guid);
+  char wanted[32];
+  std::snprintf(wanted, sizeof wanted, "%04x:%04x:%04x:%04x", unsigned(guid >> 48 & 0xffff),
+                unsigned(guid >> 32 & 0xffff), unsigned(guid >> 16 & 0xffff),
+                unsigned(guid & 0xffff));
+  const int dir = static_cast<int>(
+      ::syscall(SYS_openat, AT_FDCWD, "/sys/class/infiniband", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir < 0) return false;  // the devices' names are not numbered: list them
+  bool ethernet = false;
+  alignas(8) char entries[4096];
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, dir, entries, sizeof entries);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      struct Dirent {
+        std::uint64_t inode;
+        std::int64_t offset;
+        unsigned short length;
+        unsigned char type;
+        char name[1];
+      };
+      const auto* entry = reinterpret_cast<const Dirent*>(entries + at);
+      at += entry->length;
+      const std::string device = entry->name;
+      if (device == "." || device == "..") continue;
+      const std::string base = "/sys/class/infiniband/" + device;
+      if (sysfs_text(base + "/node_guid") != wanted) continue;
+      ethernet = sysfs_text(base + "/ports/" + std::to_string(address.port_num) + "/link_layer") ==
+                 "Ethernet";
+    }
+  }
+  sys_close(dir);
+  return ethernet;
+}
+
+bool neighbour_changed(int fd, unsigned handle) {
+  if (!on_ethernet(fd, handle)) return false;
+  std::lock_guard lock(g_mutex);
+  Relay* relay = find(fd);
+  if (relay == nullptr || ids().find(handle) == ids().end()) return false;
+  enqueue(*relay, made(handle, kUnreachable, -ETIMEDOUT));
+  return true;
+}
+
+bool peer_gone(int fd, unsigned handle) {
+  std::lock_guard lock(g_mutex);
+  Relay* relay = find(fd);
+  if (relay == nullptr || ids().find(handle) == ids().end()) return false;
+  enqueue(*relay, made(handle, kDisconnected, 0));
+  ++ids()[handle].disconnects_to_drop;
+  return true;
+}
+
+std::vector<std::pair<unsigned, std::string>> id_states(int fd) {
+  std::lock_guard lock(g_mutex);
+  const Relay* relay = find(fd);
+  if (relay == nullptr) return {};
+  if (relay->simulated) return sim::cm::id_states(relay->inner);
+  return {};
+}
+
+bool stat(int fd, struct stat* out) {
+  std::lock_guard lock(g_mutex);
+  const Relay* relay = find(fd);
+  if (relay == nullptr || relay->simulated) return false;
+  return ::syscall(SYS_fstat, relay->inner, out) == 0;
+}
+
+int close(int fd) {
+  Relay relay;
+  {
+    std::lock_guard lock(g_mutex);
+    Relay* found = find(fd);
+    if (found == nullptr) {
+      errno = EBADF;
+      return -1;
+    }
+    relay = *found;
+    relays().erase(fd);
+    mark(fd, false);
+  }
+  relay.simulated ? sim::cm::close_file(relay.inner) : sys_close(relay.inner);
+  sys_close(relay.ready);
+  sys_close(relay.timer);
+  return sys_close(fd);
+}
+
+}  // namespace verbfault::provider::cm_relay
