@@ -23,13 +23,12 @@ bad=0
 for dir in scenarios/field_failures/F[0-9][0-9]; do
   id=$(basename "$dir")
   program="$build/scenarios/field_failures/field_failure_$id"
-  # The connection manager's faults (cm_*) are made by the simulated
-  # fabric's connection manager; on a real provider's (rxe0 in the VM,
-  # VERBFAULT_SIM_DEVICES=0) the harness cannot inject them yet (issue 33):
-  # said on the row, not run.
+  # The connection manager's field failures connect to the port's address:
+  # on a real provider (rxe0 in the VM, VERBFAULT_SIM_DEVICES=0) rxe0's
+  # (RXE_IP), where the kernel's rdma_cm is relayed and their cm_* faults
+  # made at effect level (provider/cm_relay.h).
   if [ "${VERBFAULT_SIM_DEVICES:-}" = 0 ] && grep -q 'kind: cm_' "$dir/plan.yaml"; then
-    printf '%s  not run on a real provider: its plan'"'"'s cm_* faults are made by the simulated connection manager only\n' "$id"
-    continue
+    export FIELD_FAILURE_CM_ADDRESS="${RXE_IP:-10.0.0.1}"
   fi
   range=$(sed -n 's/^seeds: *\([0-9]*\)\.\.\([0-9]*\).*/\1 \2/p' "$dir/expect.yaml")
   read -r first last <<<"$range"

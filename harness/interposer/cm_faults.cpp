@@ -41,6 +41,13 @@ std::unordered_map<std::uint32_t, int>& files() {
   return *files;
 }
 
+// The id each librdmacm cookie (uid) names, from CREATE_ID and the
+// passive side's ACCEPT (guarded by the interposer's lock).
+std::unordered_map<std::uint64_t, std::uint32_t>& uids() {
+  static auto* uids = new std::unordered_map<std::uint64_t, std::uint32_t>();  // lives to _exit
+  return *uids;
+}
+
 std::uint32_t handle_of(const void* key) {
   return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(key));
 }
@@ -200,6 +207,7 @@ void check_destroy(State& state, const Tracked& id) {
 
 void forget(State& state, std::uint32_t handle) {
   files().erase(handle);
+  std::erase_if(uids(), [&](const auto& entry) { return entry.second == handle; });
   if (Tracked* id = state.registry.find(key_of(handle))) {
     unlink_qps(state, id->handle);
     state.remove_object(*id);
@@ -274,6 +282,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
         if (auto r = response_of<rdma_ucm_create_id_resp>(c->response)) {
           std::lock_guard lock(state.mutex);
           track(state, fd, r->id, qp_type_of(*c));
+          uids()[c->uid] = r->id;
         }
       break;
     case RDMA_USER_CM_CMD_MIGRATE_ID:
@@ -288,6 +297,10 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       if (const auto conn = conn_param_of(header.cmd, buffer, length)) {
         std::lock_guard lock(state.mutex);
         link_qp(state, conn->first, conn->second);
+        // The passive side's ACCEPT names the child's cookie (librdmacm's
+        // own ACCEPT that sends the RTU has no parameters).
+        if (header.cmd == RDMA_USER_CM_CMD_ACCEPT)
+          if (auto c = command_of<rdma_ucm_accept>(buffer, length)) uids()[c->uid] = c->id;
       }
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
@@ -417,6 +430,11 @@ void deadlocked(State& state) {
   }
   const Tracked* named = connection != nullptr ? connection : first;
   if (named != nullptr) state.checkers.cm_event_never_comes(state, *named, name_of_file(fd));
+}
+
+const Tracked* id_of_uid(State& state, std::uint64_t uid) {
+  const auto found = uids().find(uid);
+  return found == uids().end() ? nullptr : state.registry.find(key_of(found->second));
 }
 
 void peer_gone(const void* key) {

@@ -11,11 +11,13 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace verbfault::interposer {
 class State;
-}
+struct Tracked;
+}  // namespace verbfault::interposer
 
 namespace verbfault::interposer::cm_faults {
 
@@ -40,6 +42,10 @@ void waiting(int fd, bool starts);
 // rdma_get_cm_event is liveness.blocked_forever on the file's first id
 // (lock not held; the caller ends the run).
 void deadlocked(State& state);
+// The id whose librdmacm cookie (the uid CREATE_ID and ACCEPT give the
+// kernel: librdmacm's id_priv, whose first member is the public
+// rdma_cm_id) is `uid`; null when none (lock held).
+const Tracked* id_of_uid(State& state, std::uint64_t uid);
 // cm_disconnect fired on a WR of a QP that id `key` (record::Object::
 // cm_id_handle) connected: the id hears that its peer is gone (lock not
 // held; the QP's flush is the post's).

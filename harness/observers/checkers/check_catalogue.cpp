@@ -8,7 +8,7 @@ namespace verbfault::checkers {
 
 namespace {
 
-constexpr std::array<CheckInfo, 21> kChecks = {{
+constexpr std::array<CheckInfo, 22> kChecks = {{
     {"ack.cq_events_unacked_at_destroy",
      "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
      "(libibverbs waits forever)",
@@ -60,6 +60,11 @@ constexpr std::array<CheckInfo, 21> kChecks = {{
     {"resource.leak_at_exit", "verbs objects still alive when the program exits", "", false},
     {"cm.destroy_id_with_qp",
      "rdma_destroy_id on an id whose QP is still alive (rdma_destroy_id(3): free the QP first)",
+     ""},
+    {"cm.destroy_id_unacked_events",
+     "rdma_destroy_id on an id with events taken by rdma_get_cm_event and not acknowledged "
+     "(rdma_destroy_id(3): ack all related events first; librdmacm waits for them forever: the "
+     "run ends with exit status 122 when no other thread could ack)",
      ""},
     {"cm.post_after_disconnect",
      "a work request posted on a QP after the application read DISCONNECTED for the rdma_cm id "

@@ -514,6 +514,20 @@ void Checkers::cm_id_destroyed_with_qp(Host& host, const Object& id, const Objec
              "(rdma_destroy_qp); the QP is left connected to nothing");
 }
 
+void Checkers::cm_destroy_id_unacked(Host& host, const Object& id, unsigned count,
+                                     const std::string& events) {
+  std::string message = "rdma_destroy_id with " + std::to_string(count) +
+                        " event(s) taken and not acknowledged (" + events +
+                        "): librdmacm waits in it until each is acknowledged "
+                        "(rdma_destroy_id(3): ack all related events first)";
+  // Only another thread could ack them; with none, the destroy never returns.
+  if (host.alone())
+    end_hung_run(host, "cm.destroy_id_unacked_events", id, std::move(message),
+                 "rdma_destroy_id of " + id.name() + ", waiting for acknowledgements");
+  else
+    report(host, "cm.destroy_id_unacked_events", id, std::move(message));
+}
+
 void Checkers::cm_private_data_too_long(Host& host, const Object& id, std::string_view call,
                                         unsigned length, unsigned room) {
   report(host, "cm.private_data_too_long", id,

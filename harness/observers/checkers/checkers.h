@@ -128,6 +128,11 @@ class Checkers {
   void cm_event_never_comes(Host& host, const Object& id, const std::string& file);
   // rdma_destroy_id of `id` while the QP it connected (`qp`) is alive.
   void cm_id_destroyed_with_qp(Host& host, const Object& id, const Object& qp);
+  // rdma_destroy_id of `id` with `events` ("ADDR_ERROR, ...": `count` of
+  // them) taken and not acknowledged: librdmacm waits for their acks. Ends
+  // the run (kHangExit) when this thread is alone; else reports it.
+  void cm_destroy_id_unacked(Host& host, const Object& id, unsigned count,
+                             const std::string& events);
   // A CM message's private data longer than the message carries.
   void cm_private_data_too_long(Host& host, const Object& id, std::string_view call,
                                 unsigned length, unsigned room);

@@ -1,0 +1,77 @@
+#include "cm_events.h"
+
+#include "cm_faults.h"
+#include "state.h"
+
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace verbfault::interposer::cm_events {
+
+namespace {
+
+struct Held {
+  const rdma_cm_id* counted_on = nullptr;  // the id whose count it is
+  rdma_cm_event_type type{};
+};
+
+// The events taken and not acknowledged, by their address (guarded by the
+// interposer's lock). librdmacm frees an event at its ack, so an address
+// names one event while it is held.
+std::unordered_map<const rdma_cm_event*, Held>& held() {
+  static auto* held = new std::unordered_map<const rdma_cm_event*, Held>();  // lives to _exit
+  return *held;
+}
+
+// The id an event counts on, as librdmacm's rdma_ack_cm_event completes
+// it: a CONNECT_REQUEST on its listener (its cma_event's id_priv is the
+// listener's), every other event on its own id.
+const rdma_cm_id* counted_on(const rdma_cm_event& event) {
+  return event.event == RDMA_CM_EVENT_CONNECT_REQUEST ? event.listen_id : event.id;
+}
+
+}  // namespace
+
+void got(const rdma_cm_event* event) {
+  if (event == nullptr || !g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  held()[event] = Held{counted_on(*event), event->event};
+}
+
+void acked(const rdma_cm_event* event) {
+  if (event == nullptr || !g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  held().erase(event);
+}
+
+void destroying(const rdma_cm_id* id) {
+  if (id == nullptr || !g_active) return;
+  State& state = State::get();
+  std::unique_lock lock(state.mutex);
+  unsigned count = 0;
+  std::string events;
+  for (const auto& [event, what] : held()) {
+    // The event librdmacm keeps for a synchronous id (id->event) it
+    // acknowledges itself in rdma_destroy_id.
+    if (what.counted_on != id || event == id->event) continue;
+    ++count;
+    // The plan's names of the events (connect_request, ...), which are the
+    // ABI's numbers in order.
+    const std::string name = what.type <= RDMA_CM_EVENT_TIMEWAIT_EXIT
+                                 ? std::string(to_string(static_cast<CmEvent>(what.type)))
+                                 : "event " + std::to_string(static_cast<int>(what.type));
+    events += (events.empty() ? "" : ", ") + name;
+  }
+  if (count == 0) return;
+  const Tracked* object = cm_faults::id_of_uid(state, reinterpret_cast<std::uintptr_t>(id));
+  if (object == nullptr) return;  // not an id the interposer saw made
+  state.checkers.cm_destroy_id_unacked(state, *object, count, events);
+}
+
+}  // namespace verbfault::interposer::cm_events
