@@ -1,10 +1,12 @@
 // Exported functions of librdmacm (RDMACM_1.0, libibverbs.map) that the
 // harness watches around: each calls librdmacm's own (the next definition,
 // RTLD_NEXT) and tells the interposer what it did (interposer/cm_events.h:
-// which events the program holds). librdmacm calls them from within
-// itself through its PLT too (rsockets, rdma_destroy_ep, the synchronous
-// ids), so its own events are counted as the program's. A program that
-// never loads librdmacm never calls them.
+// which events the program holds). The calls on an id, a channel or an
+// event refuse a NULL one with EINVAL, the errno librdmacm's man pages
+// give for an invalid argument, where librdmacm itself would dereference
+// it and crash; so are a connect and an accept on an id without a device. librdmacm calls them from
+// within itself through its PLT too (rsockets, rdma_destroy_ep, the synchronous ids), so its own
+// events are counted as the program's. A program that never loads librdmacm never calls them.
 #include "cm_events.h"
 
 #include <dlfcn.h>
@@ -32,12 +34,113 @@ Function* next(const char* name) {
   return reinterpret_cast<Function*>(lookup(name));
 }
 
+int invalid() {
+  errno = EINVAL;
+  return -1;
+}
+
+// librdmacm's `name` called with `id` and the rest, NULL id refused.
+template <class... Args>
+int on_id(const char* name, int (*&real)(rdma_cm_id*, Args...), rdma_cm_id* id, Args... args) {
+  if (id == nullptr) return invalid();
+  if (real == nullptr) real = next<int(rdma_cm_id*, Args...)>(name);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real(id, args...);
+}
+
 }  // namespace
 
 extern "C" {
 
+// Each caches librdmacm's definition in its own static (set once, by the
+// first call; a race sets it twice to the same value).
+int rdma_bind_addr(rdma_cm_id* id, sockaddr* address) {
+  static int (*real)(rdma_cm_id*, sockaddr*) = nullptr;
+  return on_id("rdma_bind_addr", real, id, address);
+}
+
+int rdma_resolve_addr(rdma_cm_id* id, sockaddr* source, sockaddr* destination, int timeout_ms) {
+  static int (*real)(rdma_cm_id*, sockaddr*, sockaddr*, int) = nullptr;
+  return on_id("rdma_resolve_addr", real, id, source, destination, timeout_ms);
+}
+
+int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
+  static int (*real)(rdma_cm_id*, int) = nullptr;
+  return on_id("rdma_resolve_route", real, id, timeout_ms);
+}
+
+int rdma_listen(rdma_cm_id* id, int backlog) {
+  static int (*real)(rdma_cm_id*, int) = nullptr;
+  return on_id("rdma_listen", real, id, backlog);
+}
+
+// A connect or accept on an id bound to no device (idle, or only bound to
+// the wildcard: no resolved route, not a listener's child) is EINVAL, the
+// kernel's answer (ucma_get_ctx_dev); librdmacm would first check the
+// parameters against the device it does not have, through a NULL pointer.
+int rdma_connect(rdma_cm_id* id, rdma_conn_param* parameters) {
+  static int (*real)(rdma_cm_id*, rdma_conn_param*) = nullptr;
+  if (id != nullptr && id->verbs == nullptr) return invalid();
+  return on_id("rdma_connect", real, id, parameters);
+}
+
+int rdma_accept(rdma_cm_id* id, rdma_conn_param* parameters) {
+  static int (*real)(rdma_cm_id*, rdma_conn_param*) = nullptr;
+  if (id != nullptr && id->verbs == nullptr) return invalid();
+  return on_id("rdma_accept", real, id, parameters);
+}
+
+int rdma_reject(rdma_cm_id* id, const void* data, uint8_t length) {
+  static int (*real)(rdma_cm_id*, const void*, uint8_t) = nullptr;
+  return on_id("rdma_reject", real, id, data, length);
+}
+
+int rdma_disconnect(rdma_cm_id* id) {
+  static int (*real)(rdma_cm_id*) = nullptr;
+  return on_id("rdma_disconnect", real, id);
+}
+
+int rdma_establish(rdma_cm_id* id) {
+  static int (*real)(rdma_cm_id*) = nullptr;
+  return on_id("rdma_establish", real, id);
+}
+
+int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
+  static int (*real)(rdma_cm_id*, ibv_event_type) = nullptr;
+  return on_id("rdma_notify", real, id, event);
+}
+
+int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
+  static int (*real)(rdma_cm_id*, rdma_event_channel*) = nullptr;
+  return on_id("rdma_migrate_id", real, id, channel);
+}
+
+int rdma_set_option(rdma_cm_id* id, int level, int name, void* value, size_t length) {
+  static int (*real)(rdma_cm_id*, int, int, void*, size_t) = nullptr;
+  return on_id("rdma_set_option", real, id, level, name, value, length);
+}
+
+int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attributes) {
+  static int (*real)(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*) = nullptr;
+  return on_id("rdma_create_qp", real, id, pd, attributes);
+}
+
+int rdma_join_multicast(rdma_cm_id* id, sockaddr* address, void* context) {
+  static int (*real)(rdma_cm_id*, sockaddr*, void*) = nullptr;
+  return on_id("rdma_join_multicast", real, id, address, context);
+}
+
+int rdma_leave_multicast(rdma_cm_id* id, sockaddr* address) {
+  static int (*real)(rdma_cm_id*, sockaddr*) = nullptr;
+  return on_id("rdma_leave_multicast", real, id, address);
+}
+
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   static auto* real = next<int(rdma_event_channel*, rdma_cm_event**)>("rdma_get_cm_event");
+  if (channel == nullptr || event == nullptr) return invalid();
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -49,6 +152,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
 
 int rdma_ack_cm_event(rdma_cm_event* event) {
   static auto* real = next<int(rdma_cm_event*)>("rdma_ack_cm_event");
+  if (event == nullptr) return invalid();
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -59,6 +163,7 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
 
 int rdma_destroy_id(rdma_cm_id* id) {
   static auto* real = next<int(rdma_cm_id*)>("rdma_destroy_id");
+  if (id == nullptr) return invalid();
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;

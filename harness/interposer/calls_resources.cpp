@@ -195,7 +195,8 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (int error = interposer::before_call(Verb::modify_qp, qp)) return error;
-  int result = provider::modify_qp(qp, attr, mask);
+  const int refused = interposer::cm_refused_modify(qp, *attr, mask);
+  int result = refused != 0 ? refused : provider::modify_qp(qp, attr, mask);
   if (mask & IBV_QP_STATE)
     interposer::traced(
         qp, "modify_qp",

@@ -224,6 +224,15 @@ void link_qp(State& state, std::uint32_t handle, const rdma_ucm_conn_param& conn
   qp->cm_id_handle = id->handle;
 }
 
+// The QP id `handle` connected (CONNECT or ACCEPT named it), if any.
+Tracked* qp_of(State& state, std::uint32_t handle) {
+  const Tracked* id = state.registry.find(key_of(handle));
+  if (id == nullptr) return nullptr;
+  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+    if (qp->cm_id_handle == id->handle) return qp;
+  return nullptr;
+}
+
 // The engine's decision for an opportunity of `kinds` on id `handle`.
 // The level of its record: a relayed file's (a kernel's) faults are made
 // at effect level (provider/cm_relay.h).
@@ -346,6 +355,16 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
                  static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
         return {result, true};
+      // cm_connect_error: the REP came and the id's QP cannot take it.
+      // librdmacm moves the QP to RTR as it reads CONNECT_RESPONSE
+      // (ucma_process_conn_resp); that modify is to fail.
+      if (head->event == kConnectResponse &&
+          state.engine.has_rules(Site::cm_event,
+                                 engine::FaultEngine::kind_bit(FaultKind::cm_connect_error)))
+        if (Tracked* qp = qp_of(state, head->id))
+          if (decide(state, fd, Site::cm_event, head->id, FaultKind::cm_connect_error,
+                     {FaultKind::cm_connect_error}, CmEvent::connect_response))
+            qp->cm_rtr_fails = true;
       // cm_unreachable after ESTABLISHED: on a RoCE port, Linux 6.0+ queues
       // UNREACHABLE for an id whose neighbour's address changed
       // (cma_netevent_callback). The connection's opportunity is its
@@ -432,6 +451,13 @@ void deadlocked(State& state) {
   if (named != nullptr) state.checkers.cm_event_never_comes(state, *named, name_of_file(fd));
 }
 
+bool rtr_fails(State& state, const void* qp) {
+  Tracked* tracked = state.registry.find(qp);
+  if (tracked == nullptr || !tracked->cm_rtr_fails) return false;
+  tracked->cm_rtr_fails = false;
+  return true;
+}
+
 const Tracked* id_of_uid(State& state, std::uint64_t uid) {
   const auto found = uids().find(uid);
   return found == uids().end() ? nullptr : state.registry.find(key_of(found->second));
@@ -450,3 +476,14 @@ void peer_gone(const void* key) {
 }
 
 }  // namespace verbfault::interposer::cm_faults
+
+namespace verbfault::interposer {
+
+int cm_refused_modify(const void* qp, const ibv_qp_attr& attr, int mask) {
+  if (!g_active || (mask & IBV_QP_STATE) == 0 || attr.qp_state != IBV_QPS_RTR) return 0;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  return cm_faults::rtr_fails(state, qp) ? EINVAL : 0;
+}
+
+}  // namespace verbfault::interposer

@@ -42,6 +42,10 @@ void waiting(int fd, bool starts);
 // rdma_get_cm_event is liveness.blocked_forever on the file's first id
 // (lock not held; the caller ends the run).
 void deadlocked(State& state);
+// cm_connect_error fired on the CONNECT_RESPONSE of the id that connected
+// QP `qp`: this modify to RTR (librdmacm's, with the REP's parameters) is
+// the one to fail; true once (lock held).
+bool rtr_fails(State& state, const void* qp);
 // The id whose librdmacm cookie (the uid CREATE_ID and ACCEPT give the
 // kernel: librdmacm's id_priv, whose first member is the public
 // rdma_cm_id) is `uid`; null when none (lock held).

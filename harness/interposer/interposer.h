@@ -74,6 +74,11 @@ enum class OnDeadDevice : bool { fail, work };
 int before_call(std::optional<Verb> verb, const void* object,
                 OnDeadDevice on_dead = OnDeadDevice::fail);
 
+// A modify of `qp` to RTR that cm_connect_error refuses (librdmacm's, as it
+// reads the CONNECT_RESPONSE the fault fired on): EINVAL, as a QP that
+// cannot take the REP's path or depths answers; else 0.
+int cm_refused_modify(const void* qp, const ibv_qp_attr& attr, int mask);
+
 // A new object from a create call: names it ("qp#3") and traces the call.
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
              Fields args = {});

@@ -41,6 +41,9 @@ struct Object {
   ObjectRef cm_id{};
   const void* cm_id_handle = nullptr;
   bool cm_disconnected = false;  // the application read that id's DISCONNECTED
+  // cm_connect_error fired on that id's CONNECT_RESPONSE: librdmacm's
+  // modify of this QP to RTR is to fail (interposer/cm_faults.h).
+  bool cm_rtr_fails = false;
   // QPs and SRQs: the SGE limits the provider gave at creation
   // (ibv_create_qp(3) updates cap; an SRQ's max_sge is its max_recv_sge).
   std::uint32_t max_send_sge = 0;

@@ -41,11 +41,15 @@ enum class FaultKind : std::uint8_t {
   // The connection manager's (rdma_cm) failures, on an id (cm_id#N): each
   // counts the commands or events of the step it breaks (README "Fault
   // plans"): rdma_resolve_addr, rdma_resolve_route, rdma_connect, or the
-  // DISCONNECTED / TIMEWAIT_EXIT events the id is about to report.
+  // CONNECT_RESPONSE / DISCONNECTED / TIMEWAIT_EXIT events the id is about
+  // to report.
   cm_addr_error,
   cm_route_error,
   cm_unreachable,
   cm_reject,
+  // rdma_connect's answer (the REP, CONNECT_RESPONSE) arrives and the QP
+  // cannot take it: counts the CONNECT_RESPONSE events of an id with a QP.
+  cm_connect_error,
   cm_lost_disconnect,
   cm_timewait_exit_missing,
   cm_delay,
