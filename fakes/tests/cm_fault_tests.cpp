@@ -186,5 +186,35 @@ TEST_F(CmFaultTest, APeerThatIsGoneIsHeardAsItsDisconnect) {
   EXPECT_FALSE(next_event()) << "nothing for the child";
 }
 
+TEST_F(CmFaultTest, ARemovedDeviceIsHeardByEveryIdOnItAndTheirCommandsFail) {
+  uint32_t server, client;
+  listen_and_resolve(7609, server, client);
+  uint32_t wildcard;
+  ASSERT_EQ(create_id(RDMA_PS_TCP, wildcard, 3), 0);
+  ASSERT_EQ(bind_ipv4(wildcard, "0.0.0.0", 7610), 0);
+  ASSERT_EQ(listen(wildcard), 0);
+  EXPECT_FALSE(device_removed(fd_, wildcard)) << "a wildcard listener is on no device";
+
+  ASSERT_TRUE(device_removed(fd_, client));
+  // The listener on 198.18.0.1 and the client, in id order; the wildcard
+  // listener hears nothing.
+  auto event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->id, server);
+  EXPECT_EQ(event->event, 11u);  // DEVICE_REMOVAL
+  EXPECT_EQ(event->status, 0u);
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->id, client);
+  EXPECT_EQ(event->event, 11u);
+  EXPECT_FALSE(next_event());
+  // Every command but DESTROY_ID finds the id in the wrong state.
+  EXPECT_EQ(connect_with(client, Fault::kNone), EINVAL);
+  EXPECT_EQ(resolve_route(client), EINVAL);
+  EXPECT_FALSE(device_removed(fd_, client)) << "removed once";
+  uint32_t reported = 0;
+  EXPECT_EQ(destroy(client, reported), 0);
+}
+
 }  // namespace
 }  // namespace verbfault::sim::cm

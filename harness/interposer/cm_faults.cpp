@@ -1,6 +1,7 @@
 #include "cm_faults.h"
 
 #include "connection_manager.h"
+#include "injections.h"
 #include "state.h"
 
 #include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
@@ -19,11 +20,19 @@ namespace verbfault::interposer::cm_faults {
 
 namespace {
 
+// cm_device_removal fired on an event of id `handle`: the verbs device of
+// the QP it connected, if any, is fatal too.
+struct DeviceRemoval {
+  std::uint32_t handle = 0;
+  std::optional<engine::inject::Target> device;
+};
+
 // The ucma ABI's event numbers (enum rdma_cm_event_type) this file reads.
 constexpr std::uint32_t kConnectRequest = 4;
 constexpr std::uint32_t kConnectResponse = 5;
 constexpr std::uint32_t kEstablished = 9;
 constexpr std::uint32_t kDisconnected = 10;
+constexpr std::uint32_t kDeviceRemoval = 11;
 constexpr std::uint32_t kTimewaitExit = 15;
 
 // The registry's key of id `handle`: an address nothing lives at (the top
@@ -283,6 +292,8 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
 
   const ssize_t result = provider::cm_write(fd, buffer, length, fault);
   if (result < 0) return {result};
+  // cm_device_removal's, made once the interposer's lock is released.
+  std::optional<DeviceRemoval> removal;
 
   // What the command made or ended: the ids to name, the event to judge.
   switch (header.cmd) {
@@ -377,6 +388,21 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           decide(state, fd, Site::cm_command, head->id, FaultKind::cm_unreachable,
                  {FaultKind::cm_unreachable}, static_cast<CmEvent>(head->event)))
         provider::cm_neighbour_changed(fd, head->id);
+      // cm_device_removal: the device the id is on goes away after this
+      // event (hot unplug, a driver unloaded): every id on it hears
+      // DEVICE_REMOVAL, and the verbs device of the QP it connected is
+      // fatal (IBV_EVENT_DEVICE_FATAL, ib_uverbs' disassociation).
+      if (state.engine.has_rules(Site::cm_event,
+                                 engine::FaultEngine::kind_bit(FaultKind::cm_device_removal)) &&
+          head->event != kDeviceRemoval &&
+          decide(state, fd, Site::cm_event, head->id, FaultKind::cm_device_removal,
+                 {FaultKind::cm_device_removal}, static_cast<CmEvent>(head->event))) {
+        removal = DeviceRemoval{head->id, {}};
+        if (const Tracked* qp = qp_of(state, head->id))
+          removal->device = engine::inject::Target{
+              qp->handle, static_cast<ibv_context*>(const_cast<void*>(qp->context_handle)),
+              qp->simulated};
+      }
       // The application knows its connection is gone: posts on its QPs
       // from now on can only fail (cm.post_after_disconnect).
       if (head->event == kDisconnected)
@@ -387,6 +413,10 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
     }
     default:
       break;
+  }
+  if (removal) {
+    if (removal->device) engine::inject::device_fatal(state.engine, *removal->device);
+    provider::cm_device_removed(fd, removal->handle);
   }
   return {result};
 }

@@ -58,6 +58,7 @@ enum EventType : std::uint32_t {
   kUnreachable = 7,
   kRejected = 8,
   kDisconnected = 10,
+  kDeviceRemoval = 11,
 };
 
 // One bit per descriptor below kTracked: set while it is a relay.
@@ -97,6 +98,7 @@ struct Id {
   bool ud = false;
   unsigned withdrawn = 0;            // reported by the kernel, withdrawn here
   unsigned disconnects_to_drop = 0;  // the kernel's DISCONNECTED after a made one
+  int file = -1;                     // the relay its events go to, once known
 };
 
 std::mutex g_mutex;  // guards relays() and ids()
@@ -485,6 +487,7 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
       it = old->queued.erase(it);
     }
     correct_count(command->response, command->id, 0);
+    ids()[command->id].file = fd;
     return static_cast<ssize_t>(length);
   }
 
@@ -497,15 +500,17 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
         std::memcpy(&response,
                     reinterpret_cast<const void*>(static_cast<std::uintptr_t>(c->response)),
                     sizeof response);
-        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0};
+        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0, fd};
       }
       break;
     case RDMA_USER_CM_CMD_ACCEPT:
       // The passive side's ACCEPT gives the id its uid; librdmacm's own
       // ACCEPT that sends the RTU carries none (the kernel's ucma_accept
       // takes the uid only with the connection parameters).
-      if (auto c = command_of<rdma_ucm_accept>(buffer, length); c && c->conn_param.valid)
+      if (auto c = command_of<rdma_ucm_accept>(buffer, length); c && c->conn_param.valid) {
         ids()[c->id].uid = c->uid;
+        ids()[c->id].file = fd;
+      }
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
@@ -544,6 +549,65 @@ bool event_was_delayed(int fd) {
   std::lock_guard lock(g_mutex);
   const Relay* relay = find(fd);
   return relay != nullptr && relay->last && relay->last->released;
+}
+
+namespace {
+
+// The address QUERY of id `handle` on the inner file (a system call of its
+// own; not under the lock): false when it fails.
+bool query_address(int inner, bool simulated, unsigned handle, rdma_ucm_query_addr_resp& out) {
+  struct {
+    rdma_ucm_cmd_hdr header;
+    rdma_ucm_query command;
+  } query{};
+  query.header.cmd = RDMA_USER_CM_CMD_QUERY;
+  query.header.in = sizeof query.command;
+  query.header.out = sizeof out;
+  query.command.response = reinterpret_cast<std::uintptr_t>(&out);
+  query.command.id = handle;
+  query.command.option = RDMA_USER_CM_QUERY_ADDR;
+  const ssize_t result = simulated ? sim::cm::write(inner, &query, sizeof query)
+                                   : sys_write(inner, &query, sizeof query);
+  return result >= 0;
+}
+
+}  // namespace
+
+bool device_removed(int fd, unsigned handle) {
+  // Each id's inner file, which alone may be asked about it (ucma_get_ctx
+  // refuses an id of another file).
+  struct Known {
+    std::uint32_t handle;
+    int file;
+    int inner;
+    bool simulated;
+  };
+  std::vector<Known> known;
+  {
+    std::lock_guard lock(g_mutex);
+    if (find(fd) == nullptr || ids().find(handle) == ids().end()) return false;
+    for (const auto& [other, id] : ids())
+      if (const Relay* relay = find(other == handle ? fd : id.file))
+        known.push_back({other, other == handle ? fd : id.file, relay->inner, relay->simulated});
+  }
+  std::uint64_t device = 0;
+  for (const Known& id : known) {
+    rdma_ucm_query_addr_resp address{};
+    if (id.handle == handle && query_address(id.inner, id.simulated, id.handle, address))
+      device = address.node_guid;
+  }
+  if (device == 0) return false;  // bound to no device
+  std::vector<std::pair<std::uint32_t, int>> on_device;
+  for (const Known& id : known) {
+    rdma_ucm_query_addr_resp address{};
+    if (query_address(id.inner, id.simulated, id.handle, address) && address.node_guid == device)
+      on_device.emplace_back(id.handle, id.file);
+  }
+  std::lock_guard lock(g_mutex);
+  for (const auto& [other, file] : on_device)
+    if (Relay* relay = find(file); relay != nullptr && ids().find(other) != ids().end())
+      enqueue(*relay, made(other, kDeviceRemoval, 0));
+  return true;
 }
 
 bool on_ethernet(int fd, unsigned handle) {

@@ -47,6 +47,9 @@ bool event_was_delayed(int fd);
 bool on_ethernet(int fd, unsigned handle);
 bool neighbour_changed(int fd, unsigned handle);
 bool peer_gone(int fd, unsigned handle);
+// DEVICE_REMOVAL made for id `handle` and every id of the process the
+// kernel says is on the same device (QUERY's node GUID).
+bool device_removed(int fd, unsigned handle);
 // The ids the relay has seen made on `fd`; their states are the kernel's
 // to know ("kernel").
 std::vector<std::pair<unsigned, std::string>> id_states(int fd);

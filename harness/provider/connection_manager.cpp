@@ -87,6 +87,11 @@ bool cm_event_was_delayed(int fd) {
   return sim::cm::event_was_delayed(fd);
 }
 
+bool cm_device_removed(int fd, unsigned handle) {
+  if (cm_relay::is_relay(fd)) return cm_relay::device_removed(fd, handle);
+  return sim::cm::device_removed(fd, handle);
+}
+
 int cm_close(int fd) {
   if (cm_relay::is_relay(fd)) return cm_relay::close(fd);
   return sim::cm::close_file(fd);

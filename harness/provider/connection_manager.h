@@ -53,6 +53,9 @@ std::vector<std::pair<unsigned, std::string>> cm_id_states(int fd);
 // hears DISCONNECTED as from the peer's DREQ. false: not connected.
 bool cm_peer_gone(int fd, unsigned handle);
 bool cm_event_was_delayed(int fd);
+// The device id `handle` is on is removed (cm_device_removal): its ids
+// hear DEVICE_REMOVAL. false: no such id, or on no device.
+bool cm_device_removed(int fd, unsigned handle);
 int cm_close(int fd);
 // fstat(2) of a CM file: a character device (the kernel's own node, or the
 // simulated misc device 10:250, 0666). false: not a CM file.

@@ -99,6 +99,11 @@ bool neighbour_changed(int fd, unsigned handle) {
   return is_file(fd) && ConnectionManager::get().neighbour_changed(fd, handle);
 }
 
+bool device_removed(int fd, unsigned handle) {
+  std::lock_guard guard(Fabric::get().mutex);
+  return is_file(fd) && ConnectionManager::get().device_removed(fd, handle);
+}
+
 std::vector<std::pair<unsigned, std::string>> id_states(int fd) {
   std::lock_guard guard(Fabric::get().mutex);
   if (!is_file(fd)) return {};

@@ -277,6 +277,24 @@ bool ConnectionManager::neighbour_changed(int fd, uint32_t handle) {
   return true;
 }
 
+bool ConnectionManager::device_removed(int fd, uint32_t handle) {
+  int error = 0;
+  const CmId* removed = find_with_device(fd, handle, error);
+  if (removed == nullptr || removed->state == IdState::kDeviceRemoval) return false;
+  const auto device = *removed->source.device;
+  // cma_process_remove: every id on the device (a wildcard listener has
+  // none: the kernel's per-device listeners under it go quietly) moves to
+  // DEVICE_REMOVAL, where every command but DESTROY_ID finds it in the
+  // wrong state, and hears DEVICE_REMOVAL.
+  for (auto& [other_handle, id] : ids_) {
+    if (!id.source.device || *id.source.device != device) continue;
+    if (id.state == IdState::kDeviceRemoval || id.state == IdState::kDestroying) continue;
+    id.state = IdState::kDeviceRemoval;
+    report(id, CmEvent::kDeviceRemoval, 0);
+  }
+  return true;
+}
+
 bool ConnectionManager::peer_gone(int fd, uint32_t handle) {
   int error = 0;
   CmId* id = find(fd, handle, error);

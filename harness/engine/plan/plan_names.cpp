@@ -32,6 +32,7 @@ const std::vector<Named<FaultKind>>& fault_kind_names() {
       {FaultKind::cm_unreachable, "cm_unreachable"},
       {FaultKind::cm_reject, "cm_reject"},
       {FaultKind::cm_connect_error, "cm_connect_error"},
+      {FaultKind::cm_device_removal, "cm_device_removal"},
       {FaultKind::cm_lost_disconnect, "cm_lost_disconnect"},
       {FaultKind::cm_timewait_exit_missing, "cm_timewait_exit_missing"},
       {FaultKind::cm_delay, "cm_delay"},

@@ -50,6 +50,7 @@ Site site_of(const Rule& rule) {
     case FaultKind::cm_reject:
       return Site::cm_command;
     case FaultKind::cm_connect_error:
+    case FaultKind::cm_device_removal:
     case FaultKind::cm_lost_disconnect:
     case FaultKind::cm_timewait_exit_missing:
     case FaultKind::cm_delay:

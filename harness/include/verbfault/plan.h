@@ -53,6 +53,9 @@ enum class FaultKind : std::uint8_t {
   cm_lost_disconnect,
   cm_timewait_exit_missing,
   cm_delay,
+  // The device an id is on is removed (hot unplug): counts the events the
+  // id is about to report, of any type.
+  cm_device_removal,
   // The peer of a connection made through the CM disappears: counts the
   // work requests posted on the connection's QP (README "Fault plans").
   cm_disconnect,

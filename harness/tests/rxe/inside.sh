@@ -88,6 +88,7 @@ run_cm "cm_addr_error" "event active RDMA_CM_EVENT_ADDR_ERROR status -110" "" "c
 run_cm "cm_route_error (RoCE: the call's ENODEV)" "rdma_resolve_route failed (No such device)" "" cm_route_error
 run_cm "cm_unreachable" "event active RDMA_CM_EVENT_UNREACHABLE status -110" "" cm_unreachable
 run_cm "cm_connect_error" "event active RDMA_CM_EVENT_CONNECT_ERROR status -1" "" cm_connect_error
+run_cm "cm_device_removal" "rdma_disconnect failed (Input/output error)" "" "cm_device_removal cm_id#3 nth=2"
 run_cm "cm_reject" "event active RDMA_CM_EVENT_REJECTED status 28 private 'verbfault: cm_reject'" "" cm_reject
 run_cm "cm_unreachable after ESTABLISHED" "event passive RDMA_CM_EVENT_UNREACHABLE status -110" "" "cm_unreachable cm_id#3"
 run_cm "cm_disconnect" "event active RDMA_CM_EVENT_DISCONNECTED" --send "cm_disconnect cm_id#2"

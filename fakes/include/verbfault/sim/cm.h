@@ -90,6 +90,11 @@ bool on_ethernet(int fd, unsigned handle);
 // it, the connection's state left as it is. false: no such id, or not on
 // an Ethernet port.
 bool neighbour_changed(int fd, unsigned handle);
+// cm_device_removal: the device id `handle` is bound to is removed (hot
+// unplug, a driver unloaded): every id of the process on it moves to
+// DEVICE_REMOVAL and hears the event (cma_process_remove); later commands
+// on them fail but DESTROY_ID. false: no such id, or bound to no device.
+bool device_removed(int fd, unsigned handle);
 // The ids of CM file `fd` with their states as the kernel names them
 // (enum rdma_cm_state: "listen", "route_resolved", "connect" ...; a
 // connected id's IB CM state after a slash: "connect/established"), in id
