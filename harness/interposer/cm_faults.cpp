@@ -2,6 +2,7 @@
 
 #include "connection_manager.h"
 #include "injections.h"
+#include "opcodes.h"
 #include "state.h"
 
 #include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
@@ -510,7 +511,10 @@ void peer_gone(const void* key) {
 namespace verbfault::interposer {
 
 int cm_refused_modify(const void* qp, const ibv_qp_attr& attr, int mask) {
-  if (!g_active || (mask & IBV_QP_STATE) == 0 || attr.qp_state != IBV_QPS_RTR) return 0;
+  // The state read as its raw value: a program may pass any number there
+  // (the provider refuses it), which loaded as the enum would be undefined.
+  if (!g_active || (mask & IBV_QP_STATE) == 0 || record::raw_value(attr.qp_state) != IBV_QPS_RTR)
+    return 0;
   State& state = State::get();
   std::lock_guard lock(state.mutex);
   return cm_faults::rtr_fails(state, qp) ? EINVAL : 0;
