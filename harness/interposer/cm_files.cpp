@@ -40,6 +40,16 @@ ssize_t write(int fd, const void* buffer, std::size_t length) {
       }
     }
     const cm_faults::Executed executed = cm_faults::execute(fd, buffer, length);
+    // A relayed file (a kernel's) answers EAGAIN when it has nothing: a
+    // blocking GET_EVENT waits for it as a read(2) of the kernel's file
+    // would, and asks again.
+    if (blocking_get_event && executed.result < 0 && errno == EAGAIN && provider::cm_relayed(fd)) {
+      if (thread_calls::wait_readable_outside(fd) == thread_calls::Readable::interrupted) {
+        errno = EINTR;
+        return -1;
+      }
+      continue;
+    }
     // An event the plan made never happen: the next one is the answer (a
     // non-blocking file's GET_EVENT then finds none: EAGAIN).
     if (!executed.withdrawn) return executed.result;

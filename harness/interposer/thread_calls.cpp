@@ -761,6 +761,14 @@ Readable wait_readable(int fd, const char* call) {
   return HarnessWorld::poll_readable(fd) ? Readable::ready : Readable::held;
 }
 
+Readable wait_readable_outside(int fd) {
+  if (scheduler::Scheduler::manages_this_thread() && sched().running()) return Readable::ready;
+  std::vector<pollfd> polled{{fd, POLLIN, 0}};
+  return HarnessWorld::wait_interruptibly(polled, -1) == scheduler::World::Outside::interrupted
+             ? Readable::interrupted
+             : Readable::ready;
+}
+
 bool wait_readable_for(int fd, std::uint64_t timeout_ns, const char* call, const char* what) {
   if (HarnessWorld::poll_readable(fd)) return true;
   if (scheduler::Scheduler::manages_this_thread() && sched().running()) {

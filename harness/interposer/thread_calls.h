@@ -47,6 +47,10 @@ void polled(bool empty);
 // EINTR.
 enum class Readable { ready, held, interrupted };
 Readable wait_readable(int fd, const char* call);
+// For a thread the scheduler does not manage (wait_readable returned at
+// once): waits until `fd` is readable as a read(2) of it would, restarted
+// after a handler with SA_RESTART, `interrupted` by one without.
+Readable wait_readable_outside(int fd);
 // Waits up to `timeout_ns` for `fd` (a channel's, or the provider's fd
 // behind it) to be readable; whether it is. A scheduled thread waits in the scheduler
 // on the virtual clock (the others run meanwhile, and may be what makes it

@@ -61,11 +61,18 @@ enum EventType : std::uint32_t {
   kDeviceRemoval = 11,
 };
 
-// One bit per descriptor below kTracked: set while it is a relay.
+// One bit per descriptor below kTracked: set while it is a relay. A relay
+// numbered above (a program with a raised descriptor limit) is looked up
+// in relays() under the lock, once one exists (g_high_relays).
 constexpr int kTracked = 4096;
 std::array<std::atomic<std::uint64_t>, kTracked / 64> g_relay_fds{};
+std::atomic<bool> g_high_relays{false};
 
 void mark(int fd, bool on) {
+  if (fd >= kTracked) {
+    if (on) g_high_relays.store(true, std::memory_order_release);
+    return;
+  }
   const std::uint64_t bit = std::uint64_t{1} << (fd % 64);
   auto& word = g_relay_fds[static_cast<std::size_t>(fd / 64)];
   if (on)
@@ -125,9 +132,12 @@ std::uint64_t now_ns() {
          static_cast<std::uint64_t>(now.tv_nsec);
 }
 
+ssize_t inner_write(int inner, bool simulated, const void* buffer, std::size_t length) {
+  return simulated ? sim::cm::write(inner, buffer, length) : sys_write(inner, buffer, length);
+}
+
 ssize_t inner_write(const Relay& relay, const void* buffer, std::size_t length) {
-  return relay.simulated ? sim::cm::write(relay.inner, buffer, length)
-                         : sys_write(relay.inner, buffer, length);
+  return inner_write(relay.inner, relay.simulated, buffer, length);
 }
 
 template <class Command>
@@ -221,8 +231,7 @@ bool dropped(const rdma_ucm_event_resp& event) {
   return true;
 }
 
-ssize_t get_event(int fd, const void* buffer, std::size_t length,
-                  std::unique_lock<std::mutex>& lock) {
+ssize_t get_event(int fd, const void* buffer, std::size_t length) {
   const auto command = command_of<rdma_ucm_get_event>(buffer, length);
   rdma_ucm_cmd_hdr header{};
   std::memcpy(&header, buffer, sizeof header);
@@ -257,21 +266,17 @@ ssize_t get_event(int fd, const void* buffer, std::size_t length,
       relay->last = read;
       return result;
     }
-    if (errno != EAGAIN) return -1;
-    const int flags = sys_flags(fd);
-    if (flags < 0 || (flags & O_NONBLOCK) != 0) return -1;  // EAGAIN
-    // A blocking read waits for the set: the inner file, a made event, or
-    // a held one's time.
-    lock.unlock();
-    pollfd wait{fd, POLLIN, 0};
-    const long polled = ::syscall(SYS_ppoll, &wait, 1, nullptr, nullptr, 0);
-    const int error = errno;
-    lock.lock();
-    if (polled < 0 && error == EINTR) {
-      errno = EINTR;
-      return -1;
-    }
+    // Nothing yet: EAGAIN, blocking file or not. The caller waits for the
+    // set as a read(2) of the kernel's file would (interposer/cm_files.cpp:
+    // restarted after a handler with SA_RESTART, in the scheduler for a
+    // scheduled thread) and asks again.
+    return -1;
   }
+}
+
+// Whether `event` is one of id `handle`'s: its own, or counted on it.
+bool of_id(const rdma_ucm_event_resp& event, std::uint32_t handle) {
+  return event.id == handle || counted_on(event) == handle;
 }
 
 // The events of id `handle` still queued or held in any relay: gone with
@@ -280,7 +285,7 @@ unsigned drop_events_of(std::uint32_t handle) {
   unsigned counted = 0;
   for (auto& [fd, relay] : relays()) {
     for (auto it = relay.queued.begin(); it != relay.queued.end();) {
-      if (it->event.id == handle || counted_on(it->event) == handle) {
+      if (of_id(it->event, handle)) {
         counted += it->counted ? 1 : 0;
         std::uint64_t one = 0;
         sys_read(relay.ready, &one, sizeof one);
@@ -290,7 +295,7 @@ unsigned drop_events_of(std::uint32_t handle) {
       }
     }
     for (auto it = relay.held.begin(); it != relay.held.end();) {
-      if (it->second.event.id == handle || counted_on(it->second.event) == handle) {
+      if (of_id(it->second.event, handle)) {
         counted += it->second.counted ? 1 : 0;
         it = relay.held.erase(it);
       } else {
@@ -302,12 +307,53 @@ unsigned drop_events_of(std::uint32_t handle) {
   return counted;
 }
 
+// The events of id `handle` the kernel reported to the relay and the
+// program has not had yet (queued or held in any relay).
+unsigned undelivered_of(std::uint32_t handle) {
+  unsigned counted = 0;
+  for (const auto& [fd, relay] : relays()) {
+    for (const Queued& queued : relay.queued)
+      counted += queued.counted && of_id(queued.event, handle) ? 1 : 0;
+    for (const auto& [due, held] : relay.held)
+      counted += held.counted && of_id(held.event, handle) ? 1 : 0;
+  }
+  return counted;
+}
+
+// rdma_migrate_id: id `handle`'s queued and held events move from `from`
+// to `to`, in their order (collected first: `to` is another relay).
+void move_events_of(std::uint32_t handle, Relay& from, Relay& to) {
+  std::vector<Queued> moving;
+  for (auto it = from.queued.begin(); it != from.queued.end();) {
+    if (!of_id(it->event, handle)) {
+      ++it;
+      continue;
+    }
+    std::uint64_t one = 0;
+    sys_read(from.ready, &one, sizeof one);
+    moving.push_back(*it);
+    it = from.queued.erase(it);
+  }
+  for (const Queued& queued : moving) enqueue(to, queued);
+  for (auto it = from.held.begin(); it != from.held.end();) {
+    if (!of_id(it->second.event, handle)) {
+      ++it;
+      continue;
+    }
+    to.held.emplace(it->first, it->second);
+    it = from.held.erase(it);
+  }
+  arm_timer(from);
+  arm_timer(to);
+}
+
 // The events an id's count (DESTROY_ID's, MIGRATE_ID's response) must lose:
 // those withdrawn here, never to be acknowledged.
 void correct_count(std::uint64_t response, std::uint32_t handle, unsigned extra) {
   if (response == 0) return;
   auto* reported = reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(response));
-  const unsigned less = ids()[handle].withdrawn + extra;
+  const auto id = ids().find(handle);
+  const unsigned less = (id != ids().end() ? id->second.withdrawn : 0) + extra;
   *reported = *reported > less ? *reported - less : 0;
 }
 
@@ -393,10 +439,10 @@ std::string sysfs_text(const std::string& path) {
 
 int open(int inner, bool simulated, int flags) {
   const int fd = epoll_create1((flags & O_CLOEXEC) != 0 ? EPOLL_CLOEXEC : 0);
-  if (fd < 0 || fd >= kTracked) {
-    if (fd >= 0) sys_close(fd);
+  if (fd < 0) {
+    const int error = errno;
     simulated ? sim::cm::close_file(inner) : sys_close(inner);
-    errno = fd < 0 ? errno : EMFILE;
+    errno = error;
     return -1;
   }
   Relay relay;
@@ -428,7 +474,12 @@ int open(int inner, bool simulated, int flags) {
 }
 
 bool is_relay(int fd) {
-  if (fd < 0 || fd >= kTracked) return false;
+  if (fd < 0) return false;
+  if (fd >= kTracked) {
+    if (!g_high_relays.load(std::memory_order_acquire)) return false;
+    std::lock_guard lock(g_mutex);
+    return find(fd) != nullptr;
+  }
   return (g_relay_fds[static_cast<std::size_t>(fd / 64)].load(std::memory_order_acquire) >>
               (fd % 64) &
           1) != 0;
@@ -453,46 +504,41 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
     errno = EBADF;
     return -1;
   }
-  if (header.cmd == RDMA_USER_CM_CMD_GET_EVENT) return get_event(fd, buffer, length, lock);
+  // A GET_EVENT never blocks here (the inner file is non-blocking).
+  if (header.cmd == RDMA_USER_CM_CMD_GET_EVENT) return get_event(fd, buffer, length);
   if (fault != CmFault::kNone)
     if (auto effect = fault_effect(*relay, header.cmd, buffer, length, fault, ethernet))
       return *effect;
+  const int inner = relay->inner;
+  const bool simulated = relay->simulated;
 
+  // Every other command goes to the kernel without the lock (a DESTROY_ID
+  // may wait there, an iWARP CONNECT too); what it made or ended is noted
+  // under it after.
+  std::vector<std::uint8_t> rewritten;
+  std::optional<rdma_ucm_migrate_id> migrate;
   if (header.cmd == RDMA_USER_CM_CMD_MIGRATE_ID) {
     // The command names the id's old file by its descriptor, which the
     // kernel must find to be its own: the old relay's inner file.
-    auto command = command_of<rdma_ucm_migrate_id>(buffer, length);
-    if (!command) return inner_write(*relay, buffer, length);
-    Relay* old = find(static_cast<int>(command->fd));
-    if (old == nullptr) {
-      errno = EBADF;
-      return -1;
-    }
-    std::vector<std::uint8_t> rewritten(static_cast<const std::uint8_t*>(buffer),
-                                        static_cast<const std::uint8_t*>(buffer) + length);
-    command->fd = static_cast<std::uint32_t>(old->inner);
-    std::memcpy(rewritten.data() + sizeof header, &*command, sizeof *command);
-    const ssize_t result = inner_write(*relay, rewritten.data(), length);
-    if (result < 0) return result;
-    // Its queued events follow it to the new file.
-    Relay* now = find(fd);
-    for (auto it = old->queued.begin(); it != old->queued.end();) {
-      if (it->event.id != command->id) {
-        ++it;
-        continue;
+    migrate = command_of<rdma_ucm_migrate_id>(buffer, length);
+    if (migrate) {
+      const Relay* old = find(static_cast<int>(migrate->fd));
+      if (old == nullptr) {
+        errno = EBADF;
+        return -1;
       }
-      std::uint64_t one = 0;
-      sys_read(old->ready, &one, sizeof one);
-      enqueue(*now, *it);
-      it = old->queued.erase(it);
+      rdma_ucm_migrate_id command = *migrate;
+      command.fd = static_cast<std::uint32_t>(old->inner);
+      rewritten.assign(static_cast<const std::uint8_t*>(buffer),
+                       static_cast<const std::uint8_t*>(buffer) + length);
+      std::memcpy(rewritten.data() + sizeof header, &command, sizeof command);
     }
-    correct_count(command->response, command->id, 0);
-    ids()[command->id].file = fd;
-    return static_cast<ssize_t>(length);
   }
-
-  const ssize_t result = inner_write(*relay, buffer, length);
+  lock.unlock();
+  const ssize_t result =
+      inner_write(inner, simulated, rewritten.empty() ? buffer : rewritten.data(), length);
   if (result < 0) return result;
+  lock.lock();
   switch (header.cmd) {
     case RDMA_USER_CM_CMD_CREATE_ID:
       if (auto c = command_of<rdma_ucm_create_id>(buffer, length); c && c->response != 0) {
@@ -510,6 +556,20 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
       if (auto c = command_of<rdma_ucm_accept>(buffer, length); c && c->conn_param.valid) {
         ids()[c->id].uid = c->uid;
         ids()[c->id].file = fd;
+      }
+      break;
+    case RDMA_USER_CM_CMD_MIGRATE_ID:
+      if (migrate) {
+        // Its events the relay holds follow it to the new file (those it
+        // counts, a listener's requests included, as the kernel moves them
+        // by their context); the kernel's count loses those it reported to
+        // the relay and the program has not had, and those withdrawn:
+        // rdma_migrate_id waits for as many acknowledgements.
+        Relay* old = find(static_cast<int>(migrate->fd));
+        Relay* now = find(fd);
+        if (old != nullptr && now != nullptr && old != now) move_events_of(migrate->id, *old, *now);
+        correct_count(migrate->response, migrate->id, undelivered_of(migrate->id));
+        if (const auto id = ids().find(migrate->id); id != ids().end()) id->second.file = fd;
       }
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
@@ -575,7 +635,8 @@ bool query_address(int inner, bool simulated, unsigned handle, rdma_ucm_query_ad
 
 bool device_removed(int fd, unsigned handle) {
   // Each id's inner file, which alone may be asked about it (ucma_get_ctx
-  // refuses an id of another file).
+  // refuses an id of another file). The id the fault fired on is asked on
+  // its own file: a listener's child is not known here before its ACCEPT.
   struct Known {
     std::uint32_t handle;
     int file;
@@ -583,30 +644,32 @@ bool device_removed(int fd, unsigned handle) {
     bool simulated;
   };
   std::vector<Known> known;
+  int inner = -1;
+  bool simulated = false;
   {
     std::lock_guard lock(g_mutex);
-    if (find(fd) == nullptr || ids().find(handle) == ids().end()) return false;
+    const Relay* relay = find(fd);
+    if (relay == nullptr) return false;
+    inner = relay->inner, simulated = relay->simulated;
     for (const auto& [other, id] : ids())
-      if (const Relay* relay = find(other == handle ? fd : id.file))
-        known.push_back({other, other == handle ? fd : id.file, relay->inner, relay->simulated});
+      if (const Relay* file = find(id.file); file != nullptr && other != handle)
+        known.push_back({other, id.file, file->inner, file->simulated});
   }
-  std::uint64_t device = 0;
+  rdma_ucm_query_addr_resp removed{};
+  if (!query_address(inner, simulated, handle, removed) || removed.node_guid == 0) return false;
+  std::vector<std::pair<std::uint32_t, int>> on_device{{handle, fd}};
   for (const Known& id : known) {
     rdma_ucm_query_addr_resp address{};
-    if (id.handle == handle && query_address(id.inner, id.simulated, id.handle, address))
-      device = address.node_guid;
-  }
-  if (device == 0) return false;  // bound to no device
-  std::vector<std::pair<std::uint32_t, int>> on_device;
-  for (const Known& id : known) {
-    rdma_ucm_query_addr_resp address{};
-    if (query_address(id.inner, id.simulated, id.handle, address) && address.node_guid == device)
+    if (query_address(id.inner, id.simulated, id.handle, address) &&
+        address.node_guid == removed.node_guid)
       on_device.emplace_back(id.handle, id.file);
   }
+  // An id the program has no cookie for yet (a child before its ACCEPT)
+  // hears nothing: the kernel reports no event for it (ucma_event_handler).
   std::lock_guard lock(g_mutex);
   for (const auto& [other, file] : on_device)
-    if (Relay* relay = find(file); relay != nullptr && ids().find(other) != ids().end())
-      enqueue(*relay, made(other, kDeviceRemoval, 0));
+    if (const auto id = ids().find(other); id != ids().end() && id->second.uid != 0)
+      if (Relay* relay = find(file)) enqueue(*relay, made(other, kDeviceRemoval, 0));
   return true;
 }
 
@@ -713,6 +776,9 @@ int close(int fd) {
     relay = *found;
     relays().erase(fd);
     mark(fd, false);
+    // Its ids are gone with it (the kernel's release of the file); their
+    // handles may name other ids later.
+    std::erase_if(ids(), [&](const auto& entry) { return entry.second.file == fd; });
   }
   relay.simulated ? sim::cm::close_file(relay.inner) : sys_close(relay.inner);
   sys_close(relay.ready);

@@ -496,7 +496,9 @@ void ConnectionManager::destroy(uint32_t handle) {
   if (found == ids_.end()) return;
   CmId& id = found->second;
   leave_connection(id);
-  if (id.state == IdState::kListen) publish_listener(id, false);
+  // A listener's socket, and its entry in the fabric's table, go with it,
+  // also when a device removal moved it out of listening.
+  if (id.state == IdState::kListen || listening_.count(id.handle) != 0) publish_listener(id, false);
   // Events not yet taken go with the id (ucma_destroy_private_ctx); a
   // listener's unread CONNECT_REQUESTs take their children with them
   // (ucma_cleanup_ctx_events), which reject their requests.
