@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <rdma/rdma_cma.h>
 
+#include <atomic>
 #include <cerrno>
 
 using namespace verbfault::interposer;
@@ -39,11 +40,25 @@ int invalid() {
   return -1;
 }
 
+// librdmacm's `name`, cached in `cache` once found (relaxed: every thread
+// that looks finds the same address); nullptr while librdmacm is not
+// loaded, looked for again at the next call.
+template <class Function>
+Function* resolved(std::atomic<Function*>& cache, const char* name) {
+  Function* found = cache.load(std::memory_order_relaxed);
+  if (found == nullptr) {
+    found = next<Function>(name);
+    cache.store(found, std::memory_order_relaxed);
+  }
+  return found;
+}
+
 // librdmacm's `name` called with `id` and the rest, NULL id refused.
 template <class... Args>
-int on_id(const char* name, int (*&real)(rdma_cm_id*, Args...), rdma_cm_id* id, Args... args) {
+int on_id(const char* name, std::atomic<int (*)(rdma_cm_id*, Args...)>& cache, rdma_cm_id* id,
+          Args... args) {
   if (id == nullptr) return invalid();
-  if (real == nullptr) real = next<int(rdma_cm_id*, Args...)>(name);
+  auto* real = resolved(cache, name);
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -55,25 +70,24 @@ int on_id(const char* name, int (*&real)(rdma_cm_id*, Args...), rdma_cm_id* id, 
 
 extern "C" {
 
-// Each caches librdmacm's definition in its own static (set once, by the
-// first call; a race sets it twice to the same value).
+// Each caches librdmacm's definition in a static of its own.
 int rdma_bind_addr(rdma_cm_id* id, sockaddr* address) {
-  static int (*real)(rdma_cm_id*, sockaddr*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, sockaddr*)> real{nullptr};
   return on_id("rdma_bind_addr", real, id, address);
 }
 
 int rdma_resolve_addr(rdma_cm_id* id, sockaddr* source, sockaddr* destination, int timeout_ms) {
-  static int (*real)(rdma_cm_id*, sockaddr*, sockaddr*, int) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, sockaddr*, sockaddr*, int)> real{nullptr};
   return on_id("rdma_resolve_addr", real, id, source, destination, timeout_ms);
 }
 
 int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
-  static int (*real)(rdma_cm_id*, int) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, int)> real{nullptr};
   return on_id("rdma_resolve_route", real, id, timeout_ms);
 }
 
 int rdma_listen(rdma_cm_id* id, int backlog) {
-  static int (*real)(rdma_cm_id*, int) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, int)> real{nullptr};
   return on_id("rdma_listen", real, id, backlog);
 }
 
@@ -82,65 +96,66 @@ int rdma_listen(rdma_cm_id* id, int backlog) {
 // kernel's answer (ucma_get_ctx_dev); librdmacm would first check the
 // parameters against the device it does not have, through a NULL pointer.
 int rdma_connect(rdma_cm_id* id, rdma_conn_param* parameters) {
-  static int (*real)(rdma_cm_id*, rdma_conn_param*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, rdma_conn_param*)> real{nullptr};
   if (id != nullptr && id->verbs == nullptr) return invalid();
   return on_id("rdma_connect", real, id, parameters);
 }
 
 int rdma_accept(rdma_cm_id* id, rdma_conn_param* parameters) {
-  static int (*real)(rdma_cm_id*, rdma_conn_param*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, rdma_conn_param*)> real{nullptr};
   if (id != nullptr && id->verbs == nullptr) return invalid();
   return on_id("rdma_accept", real, id, parameters);
 }
 
 int rdma_reject(rdma_cm_id* id, const void* data, uint8_t length) {
-  static int (*real)(rdma_cm_id*, const void*, uint8_t) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, const void*, uint8_t)> real{nullptr};
   return on_id("rdma_reject", real, id, data, length);
 }
 
 int rdma_disconnect(rdma_cm_id* id) {
-  static int (*real)(rdma_cm_id*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*)> real{nullptr};
   return on_id("rdma_disconnect", real, id);
 }
 
 int rdma_establish(rdma_cm_id* id) {
-  static int (*real)(rdma_cm_id*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*)> real{nullptr};
   return on_id("rdma_establish", real, id);
 }
 
 int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
-  static int (*real)(rdma_cm_id*, ibv_event_type) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, ibv_event_type)> real{nullptr};
   return on_id("rdma_notify", real, id, event);
 }
 
 int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
-  static int (*real)(rdma_cm_id*, rdma_event_channel*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, rdma_event_channel*)> real{nullptr};
   return on_id("rdma_migrate_id", real, id, channel);
 }
 
 int rdma_set_option(rdma_cm_id* id, int level, int name, void* value, size_t length) {
-  static int (*real)(rdma_cm_id*, int, int, void*, size_t) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, int, int, void*, size_t)> real{nullptr};
   return on_id("rdma_set_option", real, id, level, name, value, length);
 }
 
 int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attributes) {
-  static int (*real)(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*)> real{nullptr};
   return on_id("rdma_create_qp", real, id, pd, attributes);
 }
 
 int rdma_join_multicast(rdma_cm_id* id, sockaddr* address, void* context) {
-  static int (*real)(rdma_cm_id*, sockaddr*, void*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, sockaddr*, void*)> real{nullptr};
   return on_id("rdma_join_multicast", real, id, address, context);
 }
 
 int rdma_leave_multicast(rdma_cm_id* id, sockaddr* address) {
-  static int (*real)(rdma_cm_id*, sockaddr*) = nullptr;
+  static std::atomic<int (*)(rdma_cm_id*, sockaddr*)> real{nullptr};
   return on_id("rdma_leave_multicast", real, id, address);
 }
 
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
-  static auto* real = next<int(rdma_event_channel*, rdma_cm_event**)>("rdma_get_cm_event");
+  static std::atomic<int (*)(rdma_event_channel*, rdma_cm_event**)> cache{nullptr};
   if (channel == nullptr || event == nullptr) return invalid();
+  auto* real = resolved(cache, "rdma_get_cm_event");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -151,8 +166,9 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
 }
 
 int rdma_ack_cm_event(rdma_cm_event* event) {
-  static auto* real = next<int(rdma_cm_event*)>("rdma_ack_cm_event");
+  static std::atomic<int (*)(rdma_cm_event*)> cache{nullptr};
   if (event == nullptr) return invalid();
+  auto* real = resolved(cache, "rdma_ack_cm_event");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -162,8 +178,9 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
 }
 
 int rdma_destroy_id(rdma_cm_id* id) {
-  static auto* real = next<int(rdma_cm_id*)>("rdma_destroy_id");
+  static std::atomic<int (*)(rdma_cm_id*)> cache{nullptr};
   if (id == nullptr) return invalid();
+  auto* real = resolved(cache, "rdma_destroy_id");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
