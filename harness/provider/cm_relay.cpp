@@ -685,17 +685,7 @@ bool on_ethernet(int fd, unsigned handle) {
   // The kernel's: the id's device and port by QUERY (the address's), the
   // link layer from sysfs.
   rdma_ucm_query_addr_resp address{};
-  struct {
-    rdma_ucm_cmd_hdr header;
-    rdma_ucm_query command;
-  } query{};
-  query.header.cmd = RDMA_USER_CM_CMD_QUERY;
-  query.header.in = sizeof query.command;
-  query.header.out = sizeof address;
-  query.command.response = reinterpret_cast<std::uintptr_t>(&address);
-  query.command.id = handle;
-  query.command.option = RDMA_USER_CM_QUERY_ADDR;
-  if (sys_write(inner, &query, sizeof query) < 0 || address.port_num == 0) return false;
+  if (!query_address(inner, false, handle, address) || address.port_num == 0) return false;
   const std::uint64_t guid = be64toh(address.node_guid);
   char wanted[32];
   std::snprintf(wanted, sizeof wanted, "%04x:%04x:%04x:%04x", unsigned(guid >> 48 & 0xffff),
