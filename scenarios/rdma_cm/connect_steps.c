@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
    * passive side's posted receive, and each side polls its completion:
    *   send completion <status>, recv completion <status> */
   const int send = argc > 3 && strcmp(argv[3], "--send") == 0;
+  /* --migrate: once connected, both connection ids move to a channel of
+   * their own (rdma_migrate_id), where their disconnection is heard. */
+  const int migrate = argc > 3 && strcmp(argv[3], "--migrate") == 0;
   /* Bugs the harness's CM checks find:
    *   --destroy-id-first       rdma_destroy_id before rdma_destroy_qp
    *   --post-after-disconnect  a receive posted after DISCONNECTED was read
@@ -175,6 +178,16 @@ int main(int argc, char** argv) {
   /* The passive side answers the DREQ with its own rdma_disconnect once it
    * heard of it (the DREP): then the active side's DISCONNECTED comes. */
   if (send) exchange();
+  struct rdma_event_channel* first = channel;
+  if (migrate) {
+    channel = rdma_create_event_channel();
+    if (channel == NULL) {
+      printf("connect_steps: rdma_create_event_channel failed (%s)\n", strerror(errno));
+      return 2;
+    }
+    check(rdma_migrate_id(active, channel), "rdma_migrate_id");
+    check(rdma_migrate_id(passive, channel), "rdma_migrate_id");
+  }
   check(rdma_disconnect(active), "rdma_disconnect");
   expect(RDMA_CM_EVENT_DISCONNECTED, "disconnection");
   check(rdma_disconnect(passive), "rdma_disconnect");
@@ -207,6 +220,7 @@ int main(int argc, char** argv) {
   }
   rdma_destroy_id(listener);
   rdma_destroy_event_channel(channel);
-  printf("connect_steps: connected and disconnected\n");
+  if (first != channel) rdma_destroy_event_channel(first);
+  printf("connect_steps: connected and disconnected%s\n", migrate ? " on a channel of their own" : "");
   return 0;
 }

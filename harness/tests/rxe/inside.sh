@@ -84,6 +84,7 @@ run_cm() {  # run_cm WHAT EXPECTED_TEXT MODE [FAULT]
   fi
 }
 run_cm "no fault" "connect_steps: connected and disconnected" ""
+run_cm "rdma_migrate_id" "connect_steps: connected and disconnected on a channel of their own" --migrate
 run_cm "cm_addr_error" "event active RDMA_CM_EVENT_ADDR_ERROR status -110" "" "cm_addr_error cm_id#2"
 run_cm "cm_route_error (RoCE: the call's ENODEV)" "rdma_resolve_route failed (No such device)" "" cm_route_error
 run_cm "cm_unreachable" "event active RDMA_CM_EVENT_UNREACHABLE status -110" "" cm_unreachable
