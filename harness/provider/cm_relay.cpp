@@ -149,6 +149,22 @@ std::optional<Command> command_of(const void* buffer, std::size_t length) {
   return command;
 }
 
+// A command of the relay's own (`command`, whose `response` is set here to
+// `out`) written to the inner file: whether it succeeded.
+template <class Command, class Response>
+bool ask(int inner, bool simulated, std::uint32_t cmd, Command command, Response& out) {
+  struct {
+    rdma_ucm_cmd_hdr header;
+    Command command;
+  } written{};
+  written.header.cmd = cmd;
+  written.header.in = sizeof written.command;
+  written.header.out = sizeof out;
+  command.response = reinterpret_cast<std::uintptr_t>(&out);
+  written.command = command;
+  return inner_write(inner, simulated, &written, sizeof written) >= 0;
+}
+
 // The id whose events_reported counts `event`: a CONNECT_REQUEST counts on
 // its listener (the kernel's ucma_get_event counts on uevent->ctx, the
 // listener's), which the event names by its uid.
@@ -190,15 +206,8 @@ void arm_timer(const Relay& relay) {
 void drain(Relay& relay) {
   for (;;) {
     rdma_ucm_event_resp event{};
-    struct {
-      rdma_ucm_cmd_hdr header;
-      rdma_ucm_get_event command;
-    } get{};
-    get.header.cmd = RDMA_USER_CM_CMD_GET_EVENT;
-    get.header.in = sizeof get.command;
-    get.header.out = sizeof event;
-    get.command.response = reinterpret_cast<std::uintptr_t>(&event);
-    if (inner_write(relay, &get, sizeof get) < 0) return;
+    rdma_ucm_get_event get{};
+    if (!ask(relay.inner, relay.simulated, RDMA_USER_CM_CMD_GET_EVENT, get, event)) return;
     Queued queued;
     queued.event = event;
     queued.counted = true;
@@ -616,19 +625,10 @@ namespace {
 // The address QUERY of id `handle` on the inner file (a system call of its
 // own; not under the lock): false when it fails.
 bool query_address(int inner, bool simulated, unsigned handle, rdma_ucm_query_addr_resp& out) {
-  struct {
-    rdma_ucm_cmd_hdr header;
-    rdma_ucm_query command;
-  } query{};
-  query.header.cmd = RDMA_USER_CM_CMD_QUERY;
-  query.header.in = sizeof query.command;
-  query.header.out = sizeof out;
-  query.command.response = reinterpret_cast<std::uintptr_t>(&out);
-  query.command.id = handle;
-  query.command.option = RDMA_USER_CM_QUERY_ADDR;
-  const ssize_t result = simulated ? sim::cm::write(inner, &query, sizeof query)
-                                   : sys_write(inner, &query, sizeof query);
-  return result >= 0;
+  rdma_ucm_query query{};
+  query.id = handle;
+  query.option = RDMA_USER_CM_QUERY_ADDR;
+  return ask(inner, simulated, RDMA_USER_CM_CMD_QUERY, query, out);
 }
 
 }  // namespace
