@@ -225,6 +225,24 @@ int run(const RunOptions& options) {
     traces[i] = end.traces;
     status[i] = judge(end.status);
   }
+  // A process that left no trace (its trace could not be written, it was
+  // not started) leaves nothing to compare: the check is not made, and
+  // never passes.
+  std::optional<std::string> missing;
+  for (int i = 0; i < 2 && !missing; ++i) {
+    if (traces[i].size() != commands.size()) missing = "run " + std::to_string(i + 1);
+    for (std::size_t p = 0; p < traces[i].size() && !missing; ++p) {
+      std::error_code error;
+      if (!fs::is_regular_file(traces[i][p], error))
+        missing = "run " + std::to_string(i + 1) + ", process " + std::to_string(p) + " (" +
+                  traces[i][p] + ")";
+    }
+  }
+  if (missing) {
+    std::fprintf(stderr,
+                 "verbfault: determinism check not made: no trace from %s\n", missing->c_str());
+    return status[0] != 0 ? status[0] : kExitNondeterministic;
+  }
   std::optional<Difference> difference;
   std::size_t differing = 0;  // the first process whose traces differ
   for (std::size_t i = 0; i < traces[0].size() && !difference; ++i) {
