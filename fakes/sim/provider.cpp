@@ -1108,6 +1108,10 @@ int destroy_qp(ibv_qp* verbs) {
   };
   if (int err = check_unacked_events(guard, "destroy_qp.unacked_events", settled, describe))
     return fail_int(err);
+  // uverbs_free_qp: a QP still attached to a multicast group is not
+  // destroyed until the application detaches it (the attachments are no
+  // objects of their own that a destroy could clean up).
+  if (!qp->multicast_groups.empty()) return fail_int(EBUSY);
   Fabric& fabric = Fabric::get();
   fabric.unregister_qp(qp->qpn());
   fabric.unschedule(qp);
@@ -1131,11 +1135,19 @@ ibv_qp_ex* qp_to_qp_ex(ibv_qp* verbs) {
   return qp->send_ops_flags != 0 ? qp->verbs_ex() : nullptr;
 }
 
-int attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
-  return fail_int(EOPNOTSUPP);
+int attach_mcast(ibv_qp* verbs, const ibv_gid* gid, uint16_t lid) {
+  if (gid == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  if (int err = multicast::attach(*QueuePair::from(verbs), *gid, lid)) return fail_int(err);
+  // Messages of another process to the group that waited for a receiver.
+  remote::retry_held();
+  return 0;
 }
-int detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
-  return fail_int(EOPNOTSUPP);
+int detach_mcast(ibv_qp* verbs, const ibv_gid* gid, uint16_t lid) {
+  if (gid == nullptr) return fail_int(EINVAL);
+  Lock guard = lock();
+  if (int err = multicast::detach(*QueuePair::from(verbs), *gid, lid)) return fail_int(err);
+  return 0;
 }
 
 // ---- async events ----------------------------------------------------------

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "handle.h"
+#include "multicast.h"
 #include "ring.h"
 #include "work_request.h"
 
@@ -86,6 +87,8 @@ class QueuePair {
   // being built.
   uint64_t send_ops_flags = 0;
   WrBatch wr_batch;
+  // The multicast groups the QP is attached to (multicast.h).
+  std::vector<multicast::Group> multicast_groups;
   ibv_qp_ex* verbs_ex() { return &handle_.verbs; }
 
  private:

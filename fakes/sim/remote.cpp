@@ -12,6 +12,7 @@
 #include "delivery.h"
 #include "device.h"
 #include "fabric.h"
+#include "multicast.h"
 #include "queue_pair.h"
 #include "remote_frames.h"
 #include "remote_payload.h"
@@ -77,6 +78,17 @@ std::deque<HeldRequest>& held_requests() {
   return *held;
 }
 
+// A UD message to a multicast group (multicast.h): taken by every QP of
+// this member in the group, each as a request of its own.
+bool to_group(const RequestFrame& f) {
+  return f.request.qp_type == IBV_QPT_UD &&
+         multicast::addressed(f.request.sgid_type != IBV_GID_TYPE_IB, f.request.ah, f.dst_qpn);
+}
+
+std::vector<QueuePair*> group_receivers(const RequestFrame& f) {
+  return multicast::receivers(f.request.sgid_type != IBV_GID_TYPE_IB, f.request.ah, f.dlid);
+}
+
 QueuePair* destination_of(const RequestFrame& f) {
   // A RoCE requester (its source GID of a RoCE type: a profile gives an
   // Ethernet port no other) addressed the DGID of its GRH, an InfiniBand
@@ -136,10 +148,31 @@ bool must_wait(uint32_t from, const RequestFrame& f, QueuePair* qp, std::size_t 
   const auto& held = held_requests();
   for (std::size_t i = 0; i < index && i < held.size(); ++i)
     if (held[i].from == from && held[i].frame.request.src_qpn == f.request.src_qpn) return true;
+  if (to_group(f)) {
+    // A message to a group waits until this member has a QP in it (or the
+    // fabric is quiescent and none will join) and each such QP has a
+    // receive WR: whether a receiver attached a moment before the message
+    // came is a race of the wall clock, as for a receive WR.
+    if (Fabric::get().not_holding_for() & (uint64_t{1} << from)) return false;
+    const std::vector<QueuePair*> receivers = group_receivers(f);
+    return receivers.empty() || std::any_of(receivers.begin(), receivers.end(), [](QueuePair* r) {
+             return !responder::has_receive(*r);
+           });
+  }
   if (qp == nullptr || !needs_receive(f.request.opcode)) return false;
   if (Fabric::get().not_holding_for() & (uint64_t{1} << from)) return false;
   if (f.request.qp_type == IBV_QPT_RC && f.psn != qp->expected_psn) return false;
   return !responder::has_receive(*qp);
+}
+
+// Executes a request: against each QP of this member in its group (a
+// multicast message), or against its one destination.
+void execute_request(uint32_t from, const RequestFrame& f, Bytes rest) {
+  if (!to_group(f)) {
+    execute(from, f, rest, destination_of(f));
+    return;
+  }
+  for (QueuePair* receiver : group_receivers(f)) execute(from, f, rest, receiver);
 }
 
 void update_settling() {
@@ -155,7 +188,7 @@ void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
     update_settling();
     return;
   }
-  execute(from, f, payload, qp);
+  execute_request(from, f, payload);
 }
 
 // An answer that completes a WR is held in the QP's send CQ until a poll
@@ -234,7 +267,7 @@ bool release_held(std::optional<uint32_t> only_from, MayGo may_go) {
     }
     HeldRequest request = std::move(h);
     held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
-    execute(request.from, request.frame, request.payload, qp);
+    execute_request(request.from, request.frame, request.payload);
     released = true;
   }
   update_settling();

@@ -8,6 +8,7 @@
 #include "fabric.h"
 #include "memory_access.h"
 #include "memory_window.h"
+#include "multicast.h"
 #include "protection_domain.h"
 #include "queue_pair.h"
 #include "remote.h"
@@ -29,6 +30,7 @@ bool port_active(Device& device) {
 struct Destination {
   QueuePair* local = nullptr;
   std::optional<uint32_t> member;  // another process of the local fabric
+  bool group = false;              // a multicast group (multicast.h)
 };
 
 Destination destination(QueuePair& qp, const SendWqe& wqe) {
@@ -38,6 +40,7 @@ Destination destination(QueuePair& qp, const SendWqe& wqe) {
   const bool ud = qp.type() == IBV_QPT_UD;
   const ibv_ah_attr& ah = ud ? wqe.ah : qp.attr().ah_attr;
   const uint32_t qpn = ud ? wqe.remote_qpn : qp.attr().dest_qp_num;
+  if (ud && multicast::addressed(from.ethernet(), ah, qpn)) return {nullptr, std::nullopt, true};
   if (Device* device = fabric.device_at(from, ah)) {
     if (!port_active(*device)) return {};
     return {responder::accepting(*device, qpn, qp.type(), qp.qpn()), std::nullopt};
@@ -78,6 +81,21 @@ Message message_of(QueuePair& qp, const SendWqe& wqe) {
   // other, so what the sender puts here is what the receiver reports.
   m.sl = device.ethernet() ? 0 : m.ah.sl;
   return m;
+}
+
+// A UD message to a multicast group: a copy to every QP of this process in
+// the group, and one to every other member of the fabric, whose own QPs in
+// the group take it there (remote.cpp). A message is no more reliable for
+// being multicast: the sender learns nothing of who took it.
+void send_to_group(QueuePair& qp, const SendWqe& wqe, const Message& message) {
+  const bool ethernet = qp.context().device().ethernet();
+  for (QueuePair* receiver : multicast::receivers(ethernet, wqe.ah, wqe.ah.dlid))
+    responder::receive(*receiver, message);
+  Fabric& fabric = Fabric::get();
+  if (fabric.endpoint() == nullptr) return;
+  const uint32_t self = fabric.member();
+  for (uint32_t member = 0; member < wire::kMaxMembers; ++member)
+    if (member != self) remote::send_request(qp, wqe, message, member);
 }
 
 bool reads_into_local(const SendWqe& wqe) {
@@ -215,6 +233,9 @@ Step attempt(QueuePair& qp, SendWqe& wqe, bool is_head) {
     result.response = Response::kNoAnswer;  // the message is lost on every attempt
   } else if (wqe.forced == SendWqe::Forced::kRnrNak) {
     result.response = Response::kRnrNak;  // the responder has no receive WR, every time
+  } else if (to.group) {
+    send_to_group(qp, wqe, message);
+    result.response = Response::kDropped;  // unreliable: complete on sending
   } else if (to.member) {
     if (qp.type() == IBV_QPT_RC) {
       if (!wqe.has_psn) {

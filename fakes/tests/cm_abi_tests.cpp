@@ -196,16 +196,74 @@ TEST_F(CmFileTest, GetEventOnANonBlockingFileWithNoEventIsEagain) {
 
 // Multicast is not served yet: said, never pretended. GET_OPTION has no
 // handler in the kernel either.
-TEST_F(CmFileTest, CommandsNotServedSayENOSYS) {
-  uint32_t handle;
-  ASSERT_EQ(create_id(RDMA_PS_UDP, handle), 0);
-  rdma_ucm_join_ip_mcast join{};
-  rdma_ucm_create_id_resp joined{};
-  join.id = handle;
-  join.response = reinterpret_cast<uintptr_t>(&joined);
-  EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_IP_MCAST, join, sizeof joined), ENOSYS);
+TEST_F(CmFileTest, GetOptionSaysENOSYSAsTheKernelDoes) {
   rdma_ucm_query get_option{};
   EXPECT_EQ(run(RDMA_USER_CM_CMD_GET_OPTION, get_option), ENOSYS);
+}
+
+// ucma_process_join / ucma_leave_multicast: the checks in their order, the
+// join's own handle, its MULTICAST_JOIN event (the join's uid and id, the
+// group's address vector) and the count LEAVE_MCAST returns.
+TEST_F(CmFileTest, AJoinHasItsOwnHandleEventAndCount) {
+  uint32_t handle;
+  ASSERT_EQ(create_id(RDMA_PS_UDP, handle), 0);
+  rdma_ucm_create_id_resp joined{};
+  rdma_ucm_join_mcast join{};
+  join.response = reinterpret_cast<uintptr_t>(&joined);
+  join.uid = 0x5150;
+  join.id = handle;
+  const sockaddr_in6 group = ipv4("239.1.1.1", 0);
+  std::memcpy(&join.addr, &group, sizeof(sockaddr_in));
+  join.addr_size = sizeof(sockaddr_in);
+  // Not bound to a device yet: EINVAL (ucma_get_ctx_dev).
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, sizeof joined), EINVAL);
+  ASSERT_EQ(bind_ipv4(handle, "198.18.0.1", 7480), 0);
+  // The response must fit; the size is the family's; the flags are 0 or 1.
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, 2), ENOSPC);
+  join.addr_size = sizeof(sockaddr_in6);
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, sizeof joined), EINVAL);
+  join.addr_size = sizeof(sockaddr_in);
+  join.join_flags = 2;
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, sizeof joined), EINVAL);
+  join.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+  ASSERT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, sizeof joined), 0);
+  EXPECT_EQ(joined.id, 0u);  // the multicast table's first
+
+  const auto event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->event, 12u);  // MULTICAST_JOIN
+  EXPECT_EQ(event->uid, 0x5150u);
+  EXPECT_EQ(event->id, 0u);
+  EXPECT_EQ(event->status, 0);
+  const rdma_ucm_ud_param& ud = event->param.ud;
+  EXPECT_EQ(ud.qp_num, 0xFFFFFFu);
+  EXPECT_EQ(ud.qkey, 0x01234567u);
+  EXPECT_EQ(ud.ah_attr.is_global, 1);
+  EXPECT_EQ(ud.ah_attr.port_num, 1);
+  // InfiniBand: IPoIB's mapping with the RDMA CM's signature, an MLID.
+  const uint8_t mgid[16] = {0xff, 0x12, 0x40, 0x01, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x0f, 1, 1, 1};
+  EXPECT_EQ(std::memcmp(ud.ah_attr.grh.dgid, mgid, sizeof mgid), 0);
+  EXPECT_GE(ud.ah_attr.dlid, 0xC001);
+  EXPECT_LE(ud.ah_attr.dlid, 0xFFFE);
+
+  // LEAVE_MCAST: an unknown join is ENOENT; the known one returns the
+  // events read of it.
+  rdma_ucm_destroy_id_resp left{};
+  rdma_ucm_destroy_id leave{};
+  leave.response = reinterpret_cast<uintptr_t>(&left);
+  leave.id = 7;
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_LEAVE_MCAST, leave, sizeof left), ENOENT);
+  leave.id = joined.id;
+  ASSERT_EQ(run(RDMA_USER_CM_CMD_LEAVE_MCAST, leave, sizeof left), 0);
+  EXPECT_EQ(left.events_reported, 1u);
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_LEAVE_MCAST, leave, sizeof left), ENOENT);
+
+  // An RC id joins nothing (rdma_join_multicast: UD only).
+  uint32_t rc;
+  ASSERT_EQ(create_id(RDMA_PS_TCP, rc), 0);
+  ASSERT_EQ(bind_ipv4(rc, "198.18.0.1", 7481), 0);
+  join.id = rc;
+  EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, sizeof joined), EINVAL);
 }
 
 // One process, a listener on the wildcard and an id connecting to it by

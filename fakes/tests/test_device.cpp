@@ -352,19 +352,5 @@ TEST_F(SimDevice, AllocDmIsNotSupported) {
   EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
-TEST_F(SimDevice, AttachAndDetachMcastAreNotSupported) {
-  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
-  ASSERT_NE(cq, nullptr);
-  ibv_qp* qp = create_qp(IBV_QPT_UD, cq, cq);
-  ASSERT_NE(qp, nullptr);
-  ibv_gid mgid{};
-  mgid.raw[0] = 0xff;  // a multicast GID
-  mgid.raw[1] = 0x12;
-  EXPECT_EQ(ibv_attach_mcast(qp, &mgid, 0xc001), EOPNOTSUPP);
-  EXPECT_EQ(ibv_detach_mcast(qp, &mgid, 0xc001), EOPNOTSUPP);
-  EXPECT_EQ(ibv_destroy_qp(qp), 0);
-  EXPECT_EQ(ibv_destroy_cq(cq), 0);
-}
-
 }  // namespace
 }  // namespace verbfault::testing

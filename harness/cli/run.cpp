@@ -239,8 +239,8 @@ int run(const RunOptions& options) {
     }
   }
   if (missing) {
-    std::fprintf(stderr,
-                 "verbfault: determinism check not made: no trace from %s\n", missing->c_str());
+    std::fprintf(stderr, "verbfault: determinism check not made: no trace from %s\n",
+                 missing->c_str());
     return status[0] != 0 ? status[0] : kExitNondeterministic;
   }
   std::optional<Difference> difference;

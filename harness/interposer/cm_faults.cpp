@@ -35,6 +35,8 @@ constexpr std::uint32_t kEstablished = 9;
 constexpr std::uint32_t kDisconnected = 10;
 constexpr std::uint32_t kDeviceRemoval = 11;
 constexpr std::uint32_t kTimewaitExit = 15;
+constexpr std::uint32_t kMulticastJoin = 12;
+constexpr std::uint32_t kMulticastError = 13;
 
 // The registry's key of id `handle`: an address nothing lives at (the top
 // byte set). A handle names one id of the process whatever its file (the
@@ -343,6 +345,9 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       if (!c || header.out < sizeof(Head)) break;
       const auto head = response_of<Head>(c->response);
       if (!head) break;
+      // A multicast event names the join (ucma's multicast id), not an id:
+      // the CM's faults are of ids and their connections.
+      if (head->event == kMulticastJoin || head->event == kMulticastError) break;
       std::lock_guard lock(state.mutex);
       // A CONNECT_REQUEST names its child (the response's id): the
       // opportunities of its events, cm_delay's of this one too.

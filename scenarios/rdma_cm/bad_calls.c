@@ -6,6 +6,8 @@
  *   an address text nothing parses (rdma_getaddrinfo)  nonzero
  *   rdma_accept on an id that is no listener's child   EINVAL
  *   rdma_connect before the route is resolved          EINVAL
+ *   rdma_join_multicast on an id with no device        EINVAL
+ *   rdma_leave_multicast of a group never joined       EADDRNOTAVAIL
  * One line per call ("NAME: errno E"); exit 0 when every call failed as it
  * must, 1 when one did not. */
 #include <rdma/rdma_cma.h>
@@ -74,6 +76,14 @@ int main(void) {
   memset(&parameters, 0, sizeof parameters);
   expect("rdma_accept(not a listener's child)", rdma_accept(id, &parameters), EINVAL);
   expect("rdma_connect(no route)", rdma_connect(id, &parameters), EINVAL);
+  struct sockaddr_in group;
+  memset(&group, 0, sizeof group);
+  group.sin_family = AF_INET;
+  group.sin_addr.s_addr = htonl(0xef010101); /* 239.1.1.1 */
+  expect("rdma_join_multicast(no device)", rdma_join_multicast(id, (struct sockaddr*)&group, NULL),
+         EINVAL);
+  expect("rdma_leave_multicast(never joined)", rdma_leave_multicast(id, (struct sockaddr*)&group),
+         EADDRNOTAVAIL);
   if (rdma_destroy_id(id) != 0) {
     perror("bad_calls: rdma_destroy_id");
     failures = 1;

@@ -99,7 +99,7 @@ fi_tests=(fi_info_ib fi_info_roce fi_rdm_pingpong_ib fi_rdm_pingpong_roce fi_msg
           fi_dgram_pingpong_roce)
 # librdmacm's own programs (rdmacm-utils), through the simulated
 # connection manager (issue 33): cm_<program>_<profile>.
-cm_programs=(rping ucmatose udaddy rdma_server rstream riostream ucp_sockaddr)
+cm_programs=(rping ucmatose udaddy mckey rdma_server rstream riostream ucp_sockaddr)
 mpi_tests=(mpi_ucx_np2_ib mpi_ucx_np4_ib mpi_ucx_np2_roce mpi_ucx_np4_roce mpi_ob1_np2_ib
            mpi_ob1_np4_ib)
 
@@ -114,7 +114,7 @@ harness_tests=(ucx_tag_lat_4k_rc_ib ucx_tag_lat_4k_ud_ib ucx_tag_bw_4k_rc_ib ucx
                qperf_rc_rdma_read_lat qperf_rc_fetch_add_mr fi_info_ib fi_rdm_pingpong_ib
                fi_rdm_pingpong_roce fi_msg_pingpong_ib fi_rxm_pingpong_roce fi_dgram_pingpong_roce
                cm_rping_ib cm_rping_roce cm_ucmatose_ib cm_udaddy_roce cm_rdma_server_ib
-               cm_rstream_ib cm_riostream_ib cm_ucp_sockaddr_ib)
+               cm_rstream_ib cm_riostream_ib cm_ucp_sockaddr_ib cm_mckey_roce)
 
 list_tests() {
   local t s x p
@@ -527,6 +527,10 @@ run_cm() {
     # udaddy's -p is the port space; its port is 7174, on a fabric of the
     # test's own.
     udaddy) server=(udaddy); client=(udaddy -s "$address") ;;
+    # mckey: a receiver joins the group 239.1.1.1 and takes 10 datagrams;
+    # the sender joins it too and sends them. The receiver counts as ready
+    # once it joined (a full member shows a listening socket).
+    mckey) server=(mckey -m 239.1.1.1 -C 10); client=(mckey -m 239.1.1.1 -s -C 10) ;;
     rdma_server) server=(rdma_server -p "$port"); client=(rdma_client -s "$address" -p "$port") ;;
     rstream|riostream) server=("$program" -p "$port" -S 4096 -C 100)
                        client=("$program" -s "$address" -p "$port" -S 4096 -C 100) ;;
@@ -537,9 +541,10 @@ run_cm() {
   if [[ -n $verbfault ]]; then
     export VERBFAULT_SIM_PROFILE="$profile"
     # udaddy's server answers its ten messages with ten unsignaled sends on
-    # a send queue of ten (udaddy.c post_sends): one more and
-    # ibv_post_send fails with ENOMEM. The check says so; the program's.
-    [[ $program == udaddy ]] &&
+    # a send queue of ten (udaddy.c post_sends), as mckey's sender sends
+    # its datagrams (mckey.c post_sends): one more and ibv_post_send fails
+    # with ENOMEM. The check says so; the program's.
+    [[ $program == udaddy || $program == mckey ]] &&
       allowed_findings='^verbfault: check resource\.unsignaled_sends_fill_queue on qp#0 '
     # rping's server destroys the connection's id before its QP
     # (rping_run_server: rdma_destroy_id(child_cm_id), then rping_free_qp),
@@ -565,7 +570,7 @@ run_cm() {
       ((n == 100)) || fail "the client verified $n pings, not 100"
       n=$(grep -oP 'server ping data: rdma-ping-[0-9]+' "$server_log" | sort -u | wc -l)
       ((n == 100)) || fail "the server verified $n pings, not 100" ;;
-    ucmatose|udaddy)
+    ucmatose|udaddy|mckey)
       n=$(both_logs | grep -c '^return status 0$')
       ((n == 2)) || fail "$n of the two sides said 'return status 0'"
       n=$(both_logs | grep -c '^data transfers complete$')

@@ -102,6 +102,12 @@ sockaddr_storage address_of(uint32_t member, int device, sa_family_t family) {
   return address;
 }
 
+bool is_multicast(const sockaddr_storage& address) {
+  if (const std::optional<uint32_t> v4 = ipv4_of_address(address)) return (*v4 >> 28) == 0xe;
+  return address.ss_family == AF_INET6 &&
+         reinterpret_cast<const sockaddr_in6&>(address).sin6_addr.s6_addr[0] == 0xff;
+}
+
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
   const std::optional<uint32_t> a4 = ipv4_of_address(a), b4 = ipv4_of_address(b);
   if (a4 || b4) return a4 == b4;

@@ -41,6 +41,8 @@ bool is_loopback(const sockaddr_storage& address);
 // The kernel's cma_any_addr: the wildcard or a loopback address. Bound to
 // one, an id has no device; a listener on one hears every device.
 bool binds_no_device(const sockaddr_storage& address);
+// A group address: IPv4's 224.0.0.0/4 (also IPv4-mapped), IPv6's ff00::/8.
+bool is_multicast(const sockaddr_storage& address);
 // The node of the fabric whose port has `address` (198.18.<m>.<d+1>).
 std::optional<FabricNode> node_of_address(const sockaddr_storage& address);
 // The address of device `device` of this member, of `family` (AF_INET, or

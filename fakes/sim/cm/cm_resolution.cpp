@@ -115,6 +115,26 @@ int ConnectionManager::resolve(int fd, uint32_t handle, const sockaddr* source,
         listening_member(id->port_space, port_of(target_address), target_address);
     target = FabricNode{member.value_or(fabric.member()),
                         member && *member != fabric.member() ? 0 : *id->source.device};
+  } else if (is_multicast(target_address)) {
+    // addr4_resolve/addr6_resolve route a group address out of the port
+    // the id is bound to, or the host's route for multicast; its hardware
+    // address is the group's mapping (fetch_ha: no neighbour is asked).
+    // The fabric's multicast route leaves by this member's first active
+    // port. rdma_join_multicast(3) follows; a route to a group is none.
+    if (!id->source.device) {
+      int device = 0;
+      for (const auto& candidate : fabric.devices())
+        if (candidate->port().state == IBV_PORT_ACTIVE) {
+          device = candidate->index();
+          break;
+        }
+      const uint16_t port = port_of(id->source.address);
+      id->source.address = address_of(fabric.member(), device, target_address.ss_family);
+      set_port(id->source.address, port);
+      id->source.device = device;
+      id->source.port = 1;
+    }
+    target = FabricNode{fabric.member(), *id->source.device};
   } else if (const std::optional<FabricNode> node = node_of_address(target_address)) {
     target = node;
     if (!id->source.device) {

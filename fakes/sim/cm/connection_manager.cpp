@@ -180,8 +180,8 @@ bool ConnectionManager::delay_event(int fd, uint64_t delay_ns) {
   PendingEvent event = *file->second->last_read;
   file->second->last_read.reset();
   // Undo what reading it did (get_event): it was never read.
+  if (uint32_t* reported = reported_count(event); reported != nullptr && *reported > 0) --*reported;
   if (auto id = ids_.find(event.charged); id != ids_.end()) {
-    if (id->second.events_reported > 0) --id->second.events_reported;
     if (event.connect_request) {
       if (id->second.backlog > 0) --id->second.backlog;
       if (auto child = ids_.find(event.response.id); child != ids_.end())
@@ -463,9 +463,41 @@ int ConnectionManager::execute_command(int fd, const uint8_t* buffer, std::size_
       result = query(fd, command, header.out);
       break;
     }
+    case RDMA_USER_CM_CMD_JOIN_IP_MCAST: {
+      // ucma_join_ip_multicast: the older command, a full member's join of
+      // an IPv4 or IPv6 address (librdmacm sends it when AF_IB is not
+      // served, as here).
+      rdma_ucm_join_ip_mcast command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      rdma_ucm_join_mcast join{};
+      join.response = command.response;
+      join.uid = command.uid;
+      join.id = command.id;
+      const auto* address = reinterpret_cast<const sockaddr*>(&command.addr);
+      join.addr_size = static_cast<uint16_t>(address_size(address));
+      if (join.addr_size == 0) return EINVAL;
+      join.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+      std::memcpy(&join.addr, &command.addr, join.addr_size);
+      result = join_multicast(fd, join, header.out);
+      break;
+    }
+    case RDMA_USER_CM_CMD_JOIN_MCAST: {
+      rdma_ucm_join_mcast command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      // ucma_join_multicast: an address of a family the kernel knows.
+      if (rdma_family_size(reinterpret_cast<const sockaddr*>(&command.addr)) == 0) return EINVAL;
+      result = join_multicast(fd, command, header.out);
+      break;
+    }
+    case RDMA_USER_CM_CMD_LEAVE_MCAST: {
+      rdma_ucm_destroy_id command;
+      if (!read_command(input, header.in, command)) return EINVAL;
+      result = leave_multicast(fd, command, header.out);
+      break;
+    }
     default:
-      // GET_OPTION has no handler in the kernel either; multicast is not
-      // served yet: said, never pretended.
+      // GET_OPTION has no handler in the kernel either: said, never
+      // pretended.
       result = ENOSYS;
   }
   deliver_local();
@@ -516,6 +548,7 @@ void ConnectionManager::destroy(uint32_t handle) {
     if (held.second.event.connect_request) children.push_back(held.second.event.response.id);
     return true;
   });
+  forget_multicasts(handle);
   ids_.erase(found);
   timewait_.erase(handle);
   for (uint32_t child : children) destroy(child);
@@ -768,10 +801,9 @@ int ConnectionManager::get_event(int fd, const rdma_ucm_get_event& command, uint
   file.events.pop_front();
   file.update_readiness();
   file.last_read = event;
-  if (auto id = ids_.find(event.charged); id != ids_.end()) {
-    ++id->second.events_reported;
+  if (uint32_t* reported = reported_count(event)) ++*reported;
+  if (auto id = ids_.find(event.charged); id != ids_.end())
     if (event.connect_request) ++id->second.backlog;  // the listener may queue one more
-  }
   // A child whose request was read is the application's now: destroying
   // the listener no longer takes it.
   if (event.connect_request)

@@ -157,6 +157,9 @@ struct CmId {
 // listener's, its `response.id` the new child's).
 struct PendingEvent {
   uint32_t charged = 0;
+  // A multicast join's event (MULTICAST_JOIN, MULTICAST_ERROR): reading it
+  // counts to that join (ucma_get_event: uevent->mc), not to the id.
+  std::optional<uint32_t> multicast;
   bool connect_request = false;
   bool delayed = false;  // put back by delay_event: not delayed twice
   rdma_ucm_event_resp response{};
@@ -239,6 +242,15 @@ class ConnectionManager {
   int migrate_id(int fd, const rdma_ucm_migrate_id& command);
   int get_event(int fd, const rdma_ucm_get_event& command, uint16_t out,
                 std::unique_lock<std::mutex>& guard);
+  // Multicast (cm_multicast.cpp, after ucma_process_join and
+  // ucma_leave_multicast).
+  int join_multicast(int fd, const rdma_ucm_join_mcast& command, uint16_t out);
+  int leave_multicast(int fd, const rdma_ucm_destroy_id& command, uint16_t out);
+  // The joins of id `handle` end with it (ucma_destroy_private_ctx).
+  void forget_multicasts(uint32_t handle);
+  // The count a read of `event` adds to: its join's, or its id's (nullptr:
+  // neither exists any more).
+  uint32_t* reported_count(const PendingEvent& event);
 
   // The id `handle` of file `fd`: ENOENT when none, EINVAL when another
   // file's (ucma_get_ctx).
@@ -323,6 +335,19 @@ class ConnectionManager {
   std::map<uint32_t, CmId> ids_;
   std::map<uint32_t, ListeningSocket> listening_;  // of the listeners in ids_
   std::map<uint32_t, uint64_t> timewait_;          // id -> when its timewait ends (ns)
+  // A multicast group an id joined (struct ucma_multicast): its own
+  // handle space (ucma's multicast_table), its uid librdmacm's cma_multicast.
+  struct Multicast {
+    uint32_t id = 0;  // the CmId's handle
+    uint64_t uid = 0;
+    sockaddr_storage address{};
+    uint32_t events_reported = 0;
+    // A full member hears the group: it shows the system a listening
+    // socket, as a listener does, so that `verbfault run` starts a sender
+    // after its receiver joined.
+    ListeningSocket shown;
+  };
+  std::map<uint32_t, Multicast> multicasts_;
   // Events held up on the way (delay_event): when each reaches its file
   // (ns, virtual), in the order they were held.
   struct DelayedEvent {
