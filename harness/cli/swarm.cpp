@@ -81,6 +81,16 @@ rules:
   - kind: cm_disconnect
     probability: [0.002, 0.05]
     count: 1
+  - kind: cm_connect_error
+    probability: [0.05, 0.5]
+    count: 1
+  - kind: cm_timewait_exit_missing
+    probability: [0.1, 1]
+    count: 1
+  - kind: cm_device_removal
+    probability: [0.002, 0.05]
+    count: 1
+    enable: 0.1
 )";
 
 // splitmix64 over a counter: the swarm's draws, apart from the fault

@@ -45,7 +45,9 @@ TEST(Swarm, TheDrawnPlansDifferAcrossSeedsAndAreAFunctionOfTheSeed) {
   // Over 30 seeds every kind of the default palette but the rarest shows.
   for (const char* kind : {"cq_overflow", "flush", "rnr_retry_exhausted", "retry_exhausted",
                            "completion_error", "spurious_cq_event", "coalesce_cq_event",
-                           "partial_poll", "delayed_completion", "async_event", "verb_failure"})
+                           "partial_poll", "delayed_completion", "async_event", "verb_failure",
+                           "cm_addr_error", "cm_reject", "cm_connect_error",
+                           "cm_timewait_exit_missing"})
     EXPECT_EQ(kinds.count(kind), 1u) << kind;
   EXPECT_EQ(kinds.count("drop_cq_event"), 0u) << "not in the default palette";
 }

@@ -348,8 +348,9 @@ TEST(VerbfaultRun, CheckDeterminismNeverPassesWithoutTraces) {
   ProcessResult r = run_shell(verbfault_run(
       "--seed 4 --check-determinism --trace /nonexistent-verbfault-dir/t.jsonl", SAMPLE_RC));
   EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "verbfault: determinism check not made: no trace from run 1, "
-                                 "process 0 (/nonexistent-verbfault-dir/t.jsonl.1)"))
+  EXPECT_TRUE(contains(r.output,
+                       "verbfault: determinism check not made: no trace from run 1, "
+                       "process 0 (/nonexistent-verbfault-dir/t.jsonl.1)"))
       << r.output;
   EXPECT_FALSE(contains(r.output, "determinism check passed")) << r.output;
 }
