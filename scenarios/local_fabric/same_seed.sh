@@ -12,8 +12,11 @@
 # its event-driven form (-e) and ibv_srq_pingpong (16 QPs on one SRQ, where
 # answers and requests race on the wire) and ibv_ud_pingpong over 3 seeds
 # each; ucmatose, udaddy and rdma_server/rdma_client, which connect through
-# the simulated connection manager, over 2. A pair passes when both runs
-# exit 0, the check says the traces are
+# the simulated connection manager, over 2, and ucmatose and
+# rdma_server/rdma_client under CM faults (cm_delay, cm_reject; each
+# pair's traces must show the fault). A pair
+# passes when both runs exit as expected (0, or the fault's status), the
+# check says the traces are
 # identical, each process wrote more than a floor of records (400 for the
 # pingpongs), and no trace says
 # the wall clock decided anything ("not deterministic").
@@ -25,25 +28,34 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 
 # pair SEED LABEL MIN_RECORDS SERVER... ::: CLIENT...
+# With `fault` set (a --fault rule), the run is under it, and with `status`
+# set, that is the exit status both runs must give (0 otherwise).
+fault="" status_wanted=0
 pair() {
   local seed=$1 label=$2 min_records=$3; shift 3
   local log="$work/${label// /_}-$seed.log"
-  "$verbfault" run --seed "$seed" --check-determinism --timeout 60 --trace "$work/t.jsonl" \
-    -- "$@" >"$log" 2>&1
+  local options=(--seed "$seed" --check-determinism --timeout 60 --trace "$work/t.jsonl")
+  [[ -n $fault ]] && options+=(--fault "$fault")
+  rm -f "$work"/t.jsonl*  # no trace of an earlier pair may answer for this one
+  # A run that fails ends its peers after a second, not the default 5.
+  ((status_wanted != 0)) && options+=(--peer-grace 1)
+  "$verbfault" run "${options[@]}" -- "$@" >"$log" 2>&1
   local status=$?
   local why=""
-  if ((status != 0)); then
-    why="exit $status"
+  if ((status != status_wanted)); then
+    why="exit $status, not $status_wanted"
   elif ! grep -q "determinism check passed: identical traces" "$log"; then
     why="no determinism verdict"
   elif grep -q "not deterministic" "$log"; then
     why="the wall clock decided something"
+  elif [[ -n $fault ]] && ! grep -q '"fault"' "$work"/t.jsonl.*.1; then
+    why="the fault never fired"
   else
     local records
-    for records in $(sed -n 's/.*: exit 0, trace hash [0-9a-f]* (\([0-9]*\) records).*/\1/p' "$log"); do
+    for records in $(sed -n 's/.*: exit [0-9]*, trace hash [0-9a-f]* (\([0-9]*\) records).*/\1/p' "$log"); do
       ((records > min_records)) || why="a trace of $records records"
     done
-    [[ $(grep -c ": exit 0, trace hash" "$log") -ge 2 ]] || why="not both processes reported"
+    [[ $(grep -c ": exit [0-9]*, trace hash" "$log") -ge 2 ]] || why="not both processes reported"
   fi
   if [[ -n $why ]]; then
     echo "same_seed: $label seed $seed: FAIL: $why" >&2
@@ -75,6 +87,18 @@ for seed in 1 2; do
   VERBFAULT_CHECKS=-resource.unsignaled_sends_fill_queue \
     pair "$seed" "udaddy" 40 udaddy ::: udaddy -s 127.0.0.1
   pair "$seed" "rdma_server" 20 rdma_server -p "$port" ::: rdma_client -s 127.0.0.1 -p "$port"
+done
+# Under the connection manager's faults: an event held back (both sides
+# still connect), and a connection rejected (ucmatose's client ends with
+# exit 28, the connect's error, in both runs; its server, which waits on
+# for a client and has no verbs call to trace, is ended).
+for seed in 1 2; do
+  fault="cm_delay(established,20) p=1" \
+    pair "$seed" "ucmatose cm_delay" 40 ucmatose -p "$port" ::: ucmatose -s 127.0.0.1 -p "$port"
+  fault="cm_delay(connect_request,20) p=1" \
+    pair "$seed" "rdma_server cm_delay" 20 rdma_server -p "$port" ::: rdma_client -s 127.0.0.1 -p "$port"
+  fault="cm_reject" status_wanted=28 \
+    pair "$seed" "ucmatose cm_reject" -1 ucmatose -p "$port" ::: ucmatose -s 127.0.0.1 -p "$port"
 done
 if ((failures > 0)); then
   echo "same_seed: $failures pair(s) failed" >&2
