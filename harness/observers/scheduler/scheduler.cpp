@@ -506,9 +506,21 @@ void Scheduler::switch_from(Thread& self, bool yielding) {
     self.priority = static_cast<std::int64_t>(next_change_ + 1);
     ++next_change_;
   }
+  const std::uint64_t step = steps_.load(std::memory_order_relaxed);
   Thread* next = next_to_run(&self, yielding);
-  if (next == &self &&
-      steps_.load(std::memory_order_relaxed) - holder_since_ >= options_.fairness_steps &&
+  // A runnable thread that has not had the baton for fairness_steps while
+  // others passed it among themselves (two spinners yielding to each
+  // other above it: a progress thread and a busy-polling server, while
+  // the worker they woke waits for its turn) is starving.
+  bool starving = false;
+  for (Thread& thread : threads_) {
+    if (thread.status != Status::runnable || &thread == next) {
+      thread.fresh_at = step;
+    } else if (&thread != &self && step - thread.fresh_at >= options_.fairness_steps) {
+      starving = true;
+    }
+  }
+  if (next == &self && step - holder_since_ >= options_.fairness_steps &&
       std::any_of(threads_.begin(), threads_.end(), [&](const Thread& other) {
         return &other != &self && other.status == Status::runnable;
       })) {
@@ -516,6 +528,15 @@ void Scheduler::switch_from(Thread& self, bool yielding) {
     // runs.
     self.priority = --floor_;
     next = next_to_run(&self, false);
+  } else if (starving && self.status == Status::runnable) {
+    // The same bound for the threads that keep the baton among
+    // themselves: the one passing it moves below every other, and at the
+    // next such switch the next one does, until the starving thread is the
+    // highest that can run. (The kernel's scheduler gives a thread that
+    // waited to run its turn: CFS's vruntime.)
+    self.priority = --floor_;
+    next = next_to_run(&self, false);
+    if (next != nullptr) next->fresh_at = step;
   }
   if (next != holder_) holder_since_ = steps_.load(std::memory_order_relaxed);
   holder_ = next;

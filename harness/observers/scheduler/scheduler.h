@@ -309,6 +309,10 @@ class Scheduler {
     // PCT's: d+1.. at the start, 1..d-1 after a change point, below 0
     // after the fairness bound moved it below every other.
     std::int64_t priority = 0;
+    // The step it last held the baton at, or was not runnable at (kept
+    // fresh while it waits): a runnable thread whose stamp is
+    // fairness_steps old is starving (Scheduler::switch_from).
+    std::uint64_t fresh_at = 0;
     pthread_t handle{};
     bool has_handle = false;
     bool interrupted = false;  // its interruptible wait ended by a signal

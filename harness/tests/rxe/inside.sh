@@ -7,7 +7,10 @@
 #   2. the sample's conformance run (`verbfault conform`, the default
 #      battery: a baseline and every fault kind a correct program must
 #      survive) on rxe0 conforms;
-#   3. every field failure: the buggy program ends with a verdict, the fixed
+#   3. threaded programs of real applications' shapes (scenarios/threads)
+#      end with their result under the default scheduler, as with
+#      --threads free, both wall times reported;
+#   4. every field failure: the buggy program ends with a verdict, the fixed
 #      one passes (scripts/field-failures-table.sh, SEEDS_MAX seeds each).
 # One line per check, "ok" or "FAILED"; exit 1 when one failed.
 #
@@ -95,6 +98,31 @@ run_cm "cm_unreachable after ESTABLISHED" "event passive RDMA_CM_EVENT_UNREACHAB
 run_cm "cm_disconnect" "event active RDMA_CM_EVENT_DISCONNECTED" --send "cm_disconnect cm_id#2"
 run_cm "cm_lost_disconnect" "check liveness.hang on" "" "cm_lost_disconnect cm_id#3"
 run_cm "cm_delay" "connect_steps: connected and disconnected" "" "cm_delay(established,50) cm_id#3"
+
+# Threaded programs of real applications' shapes (scenarios/threads,
+# issue 34): a server thread busy-polling its CQ with 300 us of think time
+# per answer, and a client waiting by ibv_get_cq_event, poll(2), epoll(2),
+# or through a progress thread that busy-polls its CQ. Each must end with
+# its result under the default scheduler (pct) within 60 s, as under
+# --threads free; the wall times of both are reported (not asserted: a
+# ratio, measured on a machine that may be loaded).
+polling_server="$build/scenarios/threads/polling_server"
+elapsed_ms() { local now=${EPOCHREALTIME/./}; echo $(((now - $1) / 1000)); }
+for wait in event poll epoll progress; do
+  declare -A took=()
+  for threads in free pct; do
+    begin=${EPOCHREALTIME/./}
+    output=$("$verbfault" run --seed 1 --timeout 60 --threads "$threads" -- \
+      "$polling_server" 200 300 "$wait" 2>&1)
+    status=$?
+    took[$threads]=$(elapsed_ms "$begin")
+    if [ "$status" -ne 0 ] || ! grep -q "^polling_server: 200 round trips$" <<<"$output"; then
+      bad "polling_server (client: $wait) --threads $threads: exit $status, not 200 round trips"
+      sed 's/^/        /' <<<"$output" | tail -15
+    fi
+  done
+  ok "polling_server (client: $wait): --threads free ${took[free]} ms, pct ${took[pct]} ms"
+done
 
 # The field failures.
 start=$SECONDS

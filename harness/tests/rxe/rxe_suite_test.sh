@@ -25,7 +25,7 @@ shares=(-s "$source" -s "$out")
 case "$build/" in "$source"/*) ;; *) shares+=(-s "$build") ;; esac
 libraries=(-L "$build/harness/cli/verbfault" -L "$build/harness/libverbfault.so"
   -L "$build/harness/tests/hang_program" -L "$build/scenarios/sample_rc/sample_rc"
-  -L "$build/scenarios/rdma_cm/cm_connect_steps")
+  -L "$build/scenarios/rdma_cm/cm_connect_steps" -L "$build/scenarios/threads/polling_server")
 for program in "$build"/scenarios/field_failures/field_failure_F[0-9][0-9]; do
   libraries+=(-L "$program")
 done
