@@ -106,7 +106,20 @@ struct Id {
   unsigned withdrawn = 0;            // reported by the kernel, withdrawn here
   unsigned disconnects_to_drop = 0;  // the kernel's DISCONNECTED after a made one
   int file = -1;                     // the relay its events go to, once known
+  std::vector<std::uint32_t> joins;  // the full members' joins it made (shown)
 };
+
+// What the relay shows the system (sim::cm::show_listening) of the
+// kernel's ids: an id that listens by its handle, a join that hears its
+// group by this base plus the join's handle (the kernel's multicast table
+// is apart from its ids'), so that `verbfault run` starts a client once
+// its server listens or joined, as on the simulated fabric.
+constexpr unsigned kJoinShown = 0x80000000u;
+
+void hide_id(std::uint32_t handle, const Id& id) {
+  sim::cm::hide_listening(handle);
+  for (std::uint32_t join : id.joins) sim::cm::hide_listening(kJoinShown + join);
+}
 
 std::mutex g_mutex;  // guards relays() and ids()
 
@@ -555,7 +568,7 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
         std::memcpy(&response,
                     reinterpret_cast<const void*>(static_cast<std::uintptr_t>(c->response)),
                     sizeof response);
-        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0, fd};
+        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0, fd, {}};
       }
       break;
     case RDMA_USER_CM_CMD_ACCEPT:
@@ -584,7 +597,47 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
         correct_count(c->response, c->id, drop_events_of(c->id));
+        if (const auto id = ids().find(c->id); id != ids().end()) hide_id(c->id, id->second);
         ids().erase(c->id);
+      }
+      break;
+    case RDMA_USER_CM_CMD_LISTEN:
+      if (auto c = command_of<rdma_ucm_listen>(buffer, length); c && !simulated)
+        sim::cm::show_listening(c->id);
+      break;
+    case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
+    case RDMA_USER_CM_CMD_JOIN_MCAST: {
+      // Both commands begin with the response's address, the uid and (for
+      // JOIN_MCAST) the id; JOIN_IP_MCAST has the id after the address and
+      // always joins as a full member.
+      std::uint32_t id = 0;
+      std::uint64_t response_address = 0;
+      bool full_member = true;
+      if (header.cmd == RDMA_USER_CM_CMD_JOIN_MCAST) {
+        auto c = command_of<rdma_ucm_join_mcast>(buffer, length);
+        if (!c) break;
+        id = c->id;
+        response_address = c->response;
+        full_member = c->join_flags == RDMA_MC_JOIN_FLAG_FULLMEMBER;
+      } else {
+        auto c = command_of<rdma_ucm_join_ip_mcast>(buffer, length);
+        if (!c) break;
+        id = c->id;
+        response_address = c->response;
+      }
+      if (simulated || !full_member || response_address == 0) break;
+      rdma_ucm_create_id_resp response{};
+      std::memcpy(&response,
+                  reinterpret_cast<const void*>(static_cast<std::uintptr_t>(response_address)),
+                  sizeof response);
+      ids()[id].joins.push_back(response.id);
+      sim::cm::show_listening(kJoinShown + response.id);
+      break;
+    }
+    case RDMA_USER_CM_CMD_LEAVE_MCAST:
+      if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length); c && !simulated) {
+        sim::cm::hide_listening(kJoinShown + c->id);
+        for (auto& [handle, known] : ids()) std::erase(known.joins, c->id);
       }
       break;
     default:
@@ -768,7 +821,11 @@ int close(int fd) {
     mark(fd, false);
     // Its ids are gone with it (the kernel's release of the file); their
     // handles may name other ids later.
-    std::erase_if(ids(), [&](const auto& entry) { return entry.second.file == fd; });
+    std::erase_if(ids(), [&](const auto& entry) {
+      if (entry.second.file != fd) return false;
+      hide_id(entry.first, entry.second);
+      return true;
+    });
   }
   relay.simulated ? sim::cm::close_file(relay.inner) : sys_close(relay.inner);
   sys_close(relay.ready);

@@ -1,5 +1,7 @@
 #include "listening_socket.h"
 
+#include "verbfault/sim/cm.h"
+
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -8,6 +10,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace verbfault::sim::cm {
@@ -38,6 +42,27 @@ ListeningSocket::~ListeningSocket() {
   // By the system call: the descriptor is the library's own, never a CM
   // file, and close(2) is the front door's.
   if (fd_ >= 0) syscall(SYS_close, fd_);
+}
+
+namespace {
+
+std::mutex g_shown_mutex;  // guards shown()
+
+std::map<unsigned, ListeningSocket>& shown() {
+  static auto* sockets = new std::map<unsigned, ListeningSocket>();  // lives to _exit
+  return *sockets;
+}
+
+}  // namespace
+
+void show_listening(unsigned key) {
+  std::lock_guard lock(g_shown_mutex);
+  if (shown().count(key) == 0) shown().emplace(key, ListeningSocket(key));
+}
+
+void hide_listening(unsigned key) {
+  std::lock_guard lock(g_shown_mutex);
+  shown().erase(key);
 }
 
 }  // namespace verbfault::sim::cm

@@ -99,6 +99,30 @@ run_cm "cm_disconnect" "event active RDMA_CM_EVENT_DISCONNECTED" --send "cm_disc
 run_cm "cm_lost_disconnect" "check liveness.hang on" "" "cm_lost_disconnect cm_id#3"
 run_cm "cm_delay" "connect_steps: connected and disconnected" "" "cm_delay(established,50) cm_id#3"
 
+# Two processes through the kernel's rdma_cm (the relay): the server
+# listens, or the receiver joins its multicast group, and `verbfault run`
+# starts the client as soon as it does (the relay shows the system a
+# listening socket for a listening id and a full member's join), not after
+# --start-wait's 10 s. rping's teardown finding is its own (stacks);
+# mckey's unsignaled sends on a full queue too.
+run_pair() {  # run_pair WHAT CHECKS_OFF EXPECTED_COUNT TEXT SERVER... ::: CLIENT...
+  local what=$1 checks=$2 count=$3 text=$4 output status n
+  shift 4
+  output=$(VERBFAULT_CHECKS="$checks" "$verbfault" run --seed 1 --timeout 60 -- "$@" 2>&1)
+  status=$?
+  n=$(grep -c -- "$text" <<<"$output")
+  if [ "$status" -eq 0 ] && [ "$n" -eq "$count" ] && ! grep -q "is not listening after" <<<"$output"; then
+    ok "two processes on rxe0 through the kernel's rdma_cm: $what"
+  else
+    bad "two processes on rxe0 through the kernel's rdma_cm: $what (exit $status, $n of $count '$text', or the client started late)"
+    sed 's/^/        /' <<<"$output" | tail -20
+  fi
+}
+run_pair "rping -C 20" -cm.destroy_id_with_qp 20 "server ping data: rdma-ping-" \
+  rping -s -a 10.0.0.1 -C 20 -v ::: rping -c -a 10.0.0.1 -C 20 -v
+run_pair "mckey, a multicast receiver and sender" -resource.unsignaled_sends_fill_queue 2 \
+  "^return status 0$" mckey -m 239.1.1.1 -b 10.0.0.1 -C 5 ::: mckey -m 239.1.1.1 -b 10.0.0.2 -s -C 5
+
 # Threaded programs of real applications' shapes (scenarios/threads,
 # issue 34): a server thread busy-polling its CQ with 300 us of think time
 # per answer, and a client waiting by ibv_get_cq_event, poll(2), epoll(2),

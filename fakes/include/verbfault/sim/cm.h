@@ -107,4 +107,13 @@ bool event_was_delayed(int fd);
 // of the file. Returns what close(2) of the descriptor returns.
 int close_file(int fd);
 
+// What a process shows the system while an id of it listens, or a full
+// member's join hears its group: a listening UNIX socket
+// ("@verbfault-cm/<pid>/<key>"), which `verbfault run` reads as "ready
+// for its peer" (listening_socket.h). The simulated manager shows its own;
+// a relay of the kernel's rdma_cm shows its ids' with these, by a key of
+// its choosing (at most one socket per key). Thread-safe.
+void show_listening(unsigned key);
+void hide_listening(unsigned key);
+
 }  // namespace verbfault::sim::cm
