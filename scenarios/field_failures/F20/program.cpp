@@ -9,7 +9,8 @@
 // rdma_get_cm_event for an event that never comes. The fixed target reads
 // its events without blocking (the channel's fd O_NONBLOCK) and gives the
 // DISCONNECTED a deadline; when none comes it disconnects the connection
-// itself (its DREP: the initiator's side ends too) and releases it. Found
+// itself (its DREP: the initiator's side ends too) and releases it, and
+// does not wait for the initiator's side without a deadline either. Found
 // by cm_lost_disconnect on the target's id.
 #include "cm_connection.h"
 #include "loopback_pair.h"
@@ -33,13 +34,21 @@ void f20(bool fixed) {
     rdma_cm_event* event = nullptr;
     if (rdma_get_cm_event(c.channel, &event) != 0) {
       if (errno != EAGAIN) cm::die("rdma_get_cm_event");
-      // No event yet: after 20 tries 10 ms apart, the initiator is gone.
-      if (!passive_down && ++tries == 20) {
+      // No event yet: after 20 tries 10 ms apart, the initiator is gone;
+      // 20 more, and the initiator's own DISCONNECTED (the answer to the
+      // target's DREQ, which may be lost as well) is not waited for either.
+      ++tries;
+      if (!passive_down && tries >= 20) {
         std::printf("%s: no DISCONNECTED within 200 ms: the initiator is gone\n",
                     program_invocation_short_name);
         std::fflush(stdout);
         rdma_disconnect(c.passive);
         passive_down = true;
+      } else if (passive_down && !active_down && tries >= 40) {
+        std::printf("%s: the initiator's DISCONNECTED did not come either\n",
+                    program_invocation_short_name);
+        std::fflush(stdout);
+        active_down = true;
       }
       const timespec pause{0, 10'000'000};
       nanosleep(&pause, nullptr);
