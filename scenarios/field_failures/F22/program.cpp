@@ -21,6 +21,7 @@ void f22(bool fixed) {
   rdma_cm_event* event = cm::next_event(c);
   const rdma_cm_event_type type = event->event;
   const int status = event->status;
+  rdma_cm_id* const requested = event->id;  // the event is freed by its ack
   rdma_ack_cm_event(event);
   if (type == RDMA_CM_EVENT_REJECTED) {
     std::printf("%s: the server rejected the connection (status %d)\n",
@@ -42,7 +43,7 @@ void f22(bool fixed) {
     std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, rdma_event_str(type));
     std::exit(1);
   }
-  c.passive = event->id;
+  c.passive = requested;
   cm::make_qp(c.passive);
   rdma_conn_param conn{};
   if (rdma_accept(c.passive, &conn) != 0) cm::die("rdma_accept");
