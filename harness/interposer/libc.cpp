@@ -69,14 +69,6 @@ void through_tsan(Functions& f) {
   intercepted(f.create, "pthread_create");
   intercepted(f.join, "pthread_join");
   intercepted(f.exit, "pthread_exit");
-  // Descriptors: TSan keeps a shadow of each (its creator, its close). A
-  // close or an accept4 it did not see leaves the shadow of the number's
-  // earlier file, and the next thread to use the number "races" with that
-  // file's creator (the wire's service thread adding an accepted
-  // connection to its epoll set, against an eventfd the main thread had
-  // made and closed under the same number: a report in sim_tests).
-  intercepted(f.close, "close");
-  intercepted(f.accept4, "accept4");
 }
 #endif
 
