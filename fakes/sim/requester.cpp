@@ -92,10 +92,10 @@ void send_to_group(QueuePair& qp, const SendWqe& wqe, const Message& message) {
   for (QueuePair* receiver : multicast::receivers(ethernet, wqe.ah, wqe.ah.dlid))
     responder::receive(*receiver, message);
   Fabric& fabric = Fabric::get();
-  if (fabric.endpoint() == nullptr) return;
-  const uint32_t self = fabric.member();
-  for (uint32_t member = 0; member < wire::kMaxMembers; ++member)
-    if (member != self) remote::send_request(qp, wqe, message, member);
+  wire::Endpoint* endpoint = fabric.endpoint();
+  if (endpoint == nullptr) return;
+  for (uint32_t member : endpoint->members())
+    if (member != fabric.member()) remote::send_request(qp, wqe, message, member);
 }
 
 bool reads_into_local(const SendWqe& wqe) {

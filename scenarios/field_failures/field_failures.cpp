@@ -220,7 +220,8 @@ void async_unacked(bool fixed) {
   ibv_async_event event{};
   if (ibv_get_async_event(p.ctx, &event)) fail("ibv_get_async_event", errno);
   if (fixed) ibv_ack_async_event(&event);
-  if (ibv_destroy_qp(p.b) == 0) p.b = p.make_qp(8);  // refused while unacknowledged
+  if (ibv_destroy_qp(p.b) == 0)
+    p.b = Pair::make_qp(p.pd, p.cq, p.cq, 8);  // refused while unacknowledged
   if (!fixed) ibv_ack_async_event(&event);
   p.teardown();
 }

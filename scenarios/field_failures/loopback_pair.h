@@ -39,21 +39,47 @@ struct Pair {
   // `rnr_retry`: how often a's and b's SENDs are retried after an RNR NAK
   // (7: forever).
   explicit Pair(int cqe = 64, uint32_t depth = 8, uint8_t rnr_retry = 7) {
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    if (list == nullptr || n == 0) fail("ibv_get_device_list", ENODEV);
-    ctx = ibv_open_device(list[0]);
-    ibv_free_device_list(list);
-    if (ctx == nullptr) fail("ibv_open_device", errno);
+    ctx = open_first_device();
     pd = ibv_alloc_pd(ctx);
     channel = ibv_create_comp_channel(ctx);
     cq = ibv_create_cq(ctx, cqe, nullptr, channel, 0);
     other_cq = ibv_create_cq(ctx, 16, nullptr, channel, 0);
     if (!pd || !channel || !cq || !other_cq) fail("setup", errno);
-    a = make_qp(depth);
-    b = make_qp(depth);
+    a = make_qp(pd, cq, cq, depth);
+    b = make_qp(pd, cq, cq, depth);
     mr = ibv_reg_mr(pd, buffer, sizeof buffer, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (!mr) fail("ibv_reg_mr", errno);
+    connect_to_each_other(ctx, a, b, rnr_retry);
+  }
+
+  static constexpr uint8_t kRoceGidIndex = 1;
+
+  // The first device of the system, opened.
+  static ibv_context* open_first_device() {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (list == nullptr || n == 0) fail("ibv_get_device_list", ENODEV);
+    ibv_context* opened = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
+    if (opened == nullptr) fail("ibv_open_device", errno);
+    return opened;
+  }
+
+  // An RC QP of `depth` WRs each way, one SGE each.
+  static ibv_qp* make_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, uint32_t depth) {
+    ibv_qp_init_attr init{};
+    init.send_cq = send_cq;
+    init.recv_cq = recv_cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = depth;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(pd, &init);
+    if (!qp) fail("ibv_create_qp", errno);
+    return qp;
+  }
+
+  // `a` and `b`, two RC QPs on port 1 of `ctx`, connected to each other.
+  static void connect_to_each_other(ibv_context* ctx, ibv_qp* a, ibv_qp* b, uint8_t rnr_retry = 7) {
     ibv_port_attr port{};
     if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
     // A RoCE port has no LID: the path needs a GRH with the port's own GID
@@ -67,19 +93,6 @@ struct Pair {
     }
     connect(a, b->qp_num, port.lid, rnr_retry, grh);
     connect(b, a->qp_num, port.lid, rnr_retry, grh);
-  }
-
-  static constexpr uint8_t kRoceGidIndex = 1;
-
-  ibv_qp* make_qp(uint32_t depth) {
-    ibv_qp_init_attr init{};
-    init.send_cq = init.recv_cq = cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = init.cap.max_recv_wr = depth;
-    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp(pd, &init);
-    if (!qp) fail("ibv_create_qp", errno);
-    return qp;
   }
 
   // INIT -> RTR -> RTS towards `remote`; `rnr_retry` 7 retries an RNR NAK

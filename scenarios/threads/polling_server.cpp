@@ -14,80 +14,23 @@
 // `epoll` (epoll_wait(2) likewise), or `progress` (a progress thread
 // busy-polls the client's CQ and wakes the client through a condition
 // variable: the worker + progress thread shape of UCX and libfabric).
-#include "loopback_pair.h"
+#include "loopback_sides.h"
 
 #include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 namespace {
 
-using field_failures::fail;
-using field_failures::Pair;
-
-constexpr uint32_t kDepth = 8;
-constexpr uint32_t kMessage = 64;
-
-struct Side {
-  ibv_cq* cq = nullptr;
-  ibv_qp* qp = nullptr;
-  ibv_mr* mr = nullptr;
-  char buffer[2 * kMessage] = {};  // [0, kMessage): sends; the rest: receives
-};
-
-ibv_qp* make_qp(ibv_pd* pd, ibv_cq* cq) {
-  ibv_qp_init_attr init{};
-  init.send_cq = init.recv_cq = cq;
-  init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = init.cap.max_recv_wr = kDepth;
-  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-  ibv_qp* qp = ibv_create_qp(pd, &init);
-  if (qp == nullptr) fail("ibv_create_qp", errno);
-  return qp;
-}
-
-void post_receive(Side& side) {
-  ibv_sge sge{reinterpret_cast<uintptr_t>(side.buffer + kMessage), kMessage, side.mr->lkey};
-  ibv_recv_wr wr{};
-  wr.wr_id = 2;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  if (int err = ibv_post_recv(side.qp, &wr, &bad)) fail("ibv_post_recv", err);
-}
-
-void post_send(Side& side, uint32_t value) {
-  std::memcpy(side.buffer, &value, sizeof value);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(side.buffer), kMessage, side.mr->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  if (int err = ibv_post_send(side.qp, &wr, &bad)) fail("ibv_post_send", err);
-}
-
-uint32_t received(const Side& side) {
-  uint32_t value;
-  std::memcpy(&value, side.buffer + kMessage, sizeof value);
-  return value;
-}
-
-void check(const ibv_wc& wc) {
-  if (wc.status != IBV_WC_SUCCESS) {
-    std::fprintf(stderr, "polling_server: completion wr_id %llu: %s\n",
-                 static_cast<unsigned long long>(wc.wr_id), ibv_wc_status_str(wc.status));
-    std::exit(1);
-  }
-}
+using threads::check;
+using threads::fail;
+using threads::LoopbackSides;
+using threads::Side;
 
 struct Server {
   Side* side;
@@ -110,15 +53,15 @@ void* serve(void* argument) {
         ++sends_done;
         continue;
       }
-      const uint32_t request = received(side);
+      const uint32_t request = side.received();
       if (request != static_cast<uint32_t>(answered)) {
         std::fprintf(stderr, "polling_server: request %u, expected %d\n", request, answered);
         std::exit(1);
       }
       ++answered;
-      if (answered < server.round_trips) post_receive(side);
+      if (answered < server.round_trips) side.post_receive();
       if (server.think_us > 0) usleep(static_cast<useconds_t>(server.think_us));
-      post_send(side, request + 1000);
+      side.post_send(request + 1000);
     }
   }
   return nullptr;
@@ -154,7 +97,7 @@ void* progress(void* argument) {
         ++p.sends_done;
       } else {
         ++p.answers;
-        p.last_answer = received(*p.side);
+        p.last_answer = p.side->received();
       }
     }
     pthread_cond_broadcast(&p.changed);
@@ -169,8 +112,8 @@ int run_with_progress_thread(Side& client, int round_trips) {
   pthread_t thread;
   if (int err = pthread_create(&thread, nullptr, progress, &p)) fail("pthread_create", err);
   for (int i = 0; i < round_trips; ++i) {
-    post_receive(client);
-    post_send(client, static_cast<uint32_t>(i));
+    client.post_receive();
+    client.post_send(static_cast<uint32_t>(i));
     pthread_mutex_lock(&p.lock);
     while (p.answers <= i || p.sends_done <= i) pthread_cond_wait(&p.changed, &p.lock);
     const uint32_t answer = p.last_answer;
@@ -199,8 +142,8 @@ int run_event_loop(Side& client, ibv_comp_channel* channel, const std::string& w
   }
   int unacked = 0;
   for (int i = 0; i < round_trips; ++i) {
-    post_receive(client);
-    post_send(client, static_cast<uint32_t>(i));
+    client.post_receive();
+    client.post_send(static_cast<uint32_t>(i));
     bool answered = false, sent = false;
     while (!answered || !sent) {
       ibv_wc wc[4];
@@ -211,8 +154,8 @@ int run_event_loop(Side& client, ibv_comp_channel* channel, const std::string& w
         if (wc[k].opcode == IBV_WC_SEND) {
           sent = true;
         } else {
-          if (received(client) != static_cast<uint32_t>(i) + 1000) {
-            std::fprintf(stderr, "polling_server: answer %u to request %d\n", received(client), i);
+          if (client.received() != static_cast<uint32_t>(i) + 1000) {
+            std::fprintf(stderr, "polling_server: answer %u to request %d\n", client.received(), i);
             return 1;
           }
           answered = true;
@@ -256,55 +199,23 @@ int main(int argc, char** argv) {
                  argv[1], argc > 2 ? argv[2] : "0");
     return 2;
   }
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (list == nullptr || n == 0) fail("ibv_get_device_list", ENODEV);
-  ibv_context* ctx = ibv_open_device(list[0]);
-  ibv_free_device_list(list);
-  if (ctx == nullptr) fail("ibv_open_device", errno);
-  ibv_pd* pd = ibv_alloc_pd(ctx);
-  ibv_comp_channel* channel = ibv_create_comp_channel(ctx);
-  if (pd == nullptr || channel == nullptr) fail("setup", errno);
-  Side client, server_side;
-  client.cq = ibv_create_cq(ctx, 16, nullptr, channel, 0);
-  server_side.cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
-  if (client.cq == nullptr || server_side.cq == nullptr) fail("ibv_create_cq", errno);
-  for (Side* side : {&client, &server_side}) {
-    side->qp = make_qp(pd, side->cq);
-    side->mr = ibv_reg_mr(pd, side->buffer, sizeof side->buffer, IBV_ACCESS_LOCAL_WRITE);
-    if (side->mr == nullptr) fail("ibv_reg_mr", errno);
-  }
-  ibv_port_attr port{};
-  if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
-  ibv_gid gid{};
-  const ibv_gid* grh = nullptr;
-  if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
-    if (ibv_query_gid(ctx, 1, Pair::kRoceGidIndex, &gid)) fail("ibv_query_gid", errno);
-    grh = &gid;
-  }
-  Pair::connect(client.qp, server_side.qp->qp_num, port.lid, 7, grh);
-  Pair::connect(server_side.qp, client.qp->qp_num, port.lid, 7, grh);
+  LoopbackSides sides(/*separate_sends=*/false);
+  Side& client = sides.client;
+  Side& server_side = sides.peer;
 
-  post_receive(server_side);
+  server_side.post_receive();
   Server server{&server_side, round_trips, think_us};
   pthread_t thread;
   if (int err = pthread_create(&thread, nullptr, serve, &server)) fail("pthread_create", err);
 
+  // A failure ends the process as it is (std::exit): the server thread
+  // may still poll what a return would destroy.
   if (wait == "progress") {
-    if (run_with_progress_thread(client, round_trips) != 0) return 1;
-  } else if (run_event_loop(client, channel, wait, round_trips) != 0) {
-    return 1;
+    if (run_with_progress_thread(client, round_trips) != 0) std::exit(1);
+  } else if (run_event_loop(client, sides.channel, wait, round_trips) != 0) {
+    std::exit(1);
   }
   pthread_join(thread, nullptr);
-  for (Side* side : {&client, &server_side}) {
-    ibv_destroy_qp(side->qp);
-    ibv_dereg_mr(side->mr);
-  }
-  ibv_destroy_cq(client.cq);
-  ibv_destroy_cq(server_side.cq);
-  ibv_destroy_comp_channel(channel);
-  ibv_dealloc_pd(pd);
-  ibv_close_device(ctx);
   std::printf("polling_server: %d round trips\n", round_trips);
   return 0;
 }

@@ -21,31 +21,28 @@ case $shape in
   *) echo "races.sh: SHAPE '$shape': expected stranded or one_per_event" >&2; exit 2 ;;
 esac
 failed=0
-output=$("$verbfault" run --seed 1 --timeout 30 --fault "$fault" -- "$program" "$shape" buggy 2>&1)
-status=$?
-if [ "$status" -ne 0 ] && grep -qF -- "$found" <<<"$output"; then
-  echo "races: $shape buggy, seed 1, $fault: found (exit $status, '$found')"
-else
-  echo "races: $shape buggy, seed 1, $fault: NOT found (exit $status)" >&2
-  tail -15 <<<"$output" >&2
-  failed=1
-fi
-output=$("$verbfault" run --seed 1 --timeout 30 --fault "$fault" -- "$program" "$shape" fixed 2>&1)
-status=$?
-if [ "$status" -eq 0 ] && grep -q "^think_time_races: 20 rounds$" <<<"$output"; then
-  echo "races: $shape fixed, seed 1, $fault: passes"
-else
-  echo "races: $shape fixed, seed 1, $fault: FAILED (exit $status)" >&2
-  tail -15 <<<"$output" >&2
-  failed=1
-fi
-output=$("$verbfault" sweep --seeds 1..20 --jobs 2 --timeout 30 -- "$program" "$shape" fixed 2>&1)
-status=$?
-if [ "$status" -eq 0 ] && grep -q "20 of 20 seeds run .*, 0 failed" <<<"$output"; then
-  echo "races: $shape fixed, seeds 1..20: all pass"
-else
-  echo "races: $shape fixed, seeds 1..20: FAILED (exit $status)" >&2
-  tail -15 <<<"$output" >&2
-  failed=1
-fi
+# expect WHAT GOOD_WHEN -- COMMAND...: runs COMMAND; GOOD_WHEN is a shell
+# condition on $status and $output.
+expect() {
+  local what=$1 good=$2
+  shift 3
+  output=$("$@" 2>&1)
+  status=$?
+  if eval "$good"; then
+    echo "races: $what: as expected (exit $status)"
+  else
+    echo "races: $what: FAILED (exit $status)" >&2
+    tail -15 <<<"$output" >&2
+    failed=1
+  fi
+}
+expect "$shape buggy, seed 1, $fault: found by '$found'" \
+  '[ "$status" -ne 0 ] && grep -qF -- "$found" <<<"$output"' -- \
+  "$verbfault" run --seed 1 --timeout 30 --fault "$fault" -- "$program" "$shape" buggy
+expect "$shape fixed, seed 1, $fault: passes" \
+  '[ "$status" -eq 0 ] && grep -q "^think_time_races: 20 rounds$" <<<"$output"' -- \
+  "$verbfault" run --seed 1 --timeout 30 --fault "$fault" -- "$program" "$shape" fixed
+expect "$shape fixed, seeds 1..20: all pass" \
+  '[ "$status" -eq 0 ] && grep -q "20 of 20 seeds run .*, 0 failed" <<<"$output"' -- \
+  "$verbfault" sweep --seeds 1..20 --jobs 2 --timeout 30 -- "$program" "$shape" fixed
 exit "$failed"
