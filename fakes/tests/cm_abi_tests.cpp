@@ -194,8 +194,7 @@ TEST_F(CmFileTest, GetEventOnANonBlockingFileWithNoEventIsEagain) {
   EXPECT_EQ(run(RDMA_USER_CM_CMD_GET_EVENT, command, shortest - 1), ENOSPC);
 }
 
-// Multicast is not served yet: said, never pretended. GET_OPTION has no
-// handler in the kernel either.
+// GET_OPTION has no handler in the kernel: ENOSYS, said, never pretended.
 TEST_F(CmFileTest, GetOptionSaysENOSYSAsTheKernelDoes) {
   rdma_ucm_query get_option{};
   EXPECT_EQ(run(RDMA_USER_CM_CMD_GET_OPTION, get_option), ENOSYS);
@@ -257,6 +256,14 @@ TEST_F(CmFileTest, AJoinHasItsOwnHandleEventAndCount) {
   ASSERT_EQ(run(RDMA_USER_CM_CMD_LEAVE_MCAST, leave, sizeof left), 0);
   EXPECT_EQ(left.events_reported, 1u);
   EXPECT_EQ(run(RDMA_USER_CM_CMD_LEAVE_MCAST, leave, sizeof left), ENOENT);
+  // The join's event counted to the id too (ucma_get_event: ctx and mc):
+  // rdma_destroy_id waits for its ack as well.
+  rdma_ucm_destroy_id destroy{};
+  rdma_ucm_destroy_id_resp destroyed{};
+  destroy.response = reinterpret_cast<uintptr_t>(&destroyed);
+  destroy.id = handle;
+  ASSERT_EQ(run(RDMA_USER_CM_CMD_DESTROY_ID, destroy, sizeof destroyed), 0);
+  EXPECT_EQ(destroyed.events_reported, 1u);
 
   // An RC id joins nothing (rdma_join_multicast: UD only).
   uint32_t rc;

@@ -59,7 +59,15 @@ enum EventType : std::uint32_t {
   kRejected = 8,
   kDisconnected = 10,
   kDeviceRemoval = 11,
+  kMulticastJoin = 12,
+  kMulticastError = 13,
 };
+
+// A join's event names the join (its handle in the kernel's multicast
+// table, apart from the ids'), not the id that joined.
+bool multicast(const rdma_ucm_event_resp& event) {
+  return event.event == kMulticastJoin || event.event == kMulticastError;
+}
 
 // One bit per descriptor below kTracked: set while it is a relay. A relay
 // numbered above (a program with a raised descriptor limit) is looked up
@@ -106,7 +114,16 @@ struct Id {
   unsigned withdrawn = 0;            // reported by the kernel, withdrawn here
   unsigned disconnects_to_drop = 0;  // the kernel's DISCONNECTED after a made one
   int file = -1;                     // the relay its events go to, once known
-  std::vector<std::uint32_t> joins;  // the full members' joins it made (shown)
+};
+
+// What the relays know of a join: the id that made it (the kernel counts a
+// join's event on both, ucma_get_event: ctx and mc) and its own
+// withdrawn events, as an id's.
+struct Join {
+  std::uint32_t id = 0;
+  unsigned withdrawn = 0;
+  bool full_member = false;
+  bool shown = false;  // its group shown as heard (after its MULTICAST_JOIN)
 };
 
 // What the relay shows the system (sim::cm::show_listening) of the
@@ -116,12 +133,7 @@ struct Id {
 // its server listens or joined, as on the simulated fabric.
 constexpr unsigned kJoinShown = 0x80000000u;
 
-void hide_id(std::uint32_t handle, const Id& id) {
-  sim::cm::hide_listening(handle);
-  for (std::uint32_t join : id.joins) sim::cm::hide_listening(kJoinShown + join);
-}
-
-std::mutex g_mutex;  // guards relays() and ids()
+std::mutex g_mutex;  // guards relays(), ids() and joins()
 
 std::unordered_map<int, Relay>& relays() {
   static auto* relays = new std::unordered_map<int, Relay>();  // lives to _exit
@@ -131,6 +143,28 @@ std::unordered_map<int, Relay>& relays() {
 std::unordered_map<std::uint32_t, Id>& ids() {
   static auto* ids = new std::unordered_map<std::uint32_t, Id>();  // lives to _exit
   return *ids;
+}
+
+std::unordered_map<std::uint32_t, Join>& joins() {
+  static auto* joins = new std::unordered_map<std::uint32_t, Join>();  // lives to _exit
+  return *joins;
+}
+
+void forget_join(std::unordered_map<std::uint32_t, Join>::iterator join) {
+  if (join->second.shown) sim::cm::hide_listening(kJoinShown + join->first);
+  joins().erase(join);
+}
+
+// An id's end ends its joins (ucma_destroy_private_ctx cleans up its
+// multicast).
+void forget_id(std::uint32_t handle) {
+  sim::cm::hide_listening(handle);
+  for (auto join = joins().begin(); join != joins().end();)
+    if (join->second.id == handle)
+      forget_join(join++);
+    else
+      ++join;
+  ids().erase(handle);
 }
 
 Relay* find(int fd) {
@@ -178,14 +212,28 @@ bool ask(int inner, bool simulated, std::uint32_t cmd, Command command, Response
   return inner_write(inner, simulated, &written, sizeof written) >= 0;
 }
 
-// The id whose events_reported counts `event`: a CONNECT_REQUEST counts on
-// its listener (the kernel's ucma_get_event counts on uevent->ctx, the
-// listener's), which the event names by its uid.
-std::uint32_t counted_on(const rdma_ucm_event_resp& event) {
+// The id whose events_reported counts `event` (the kernel's ucma_get_event
+// counts on uevent->ctx): a CONNECT_REQUEST's listener, which the event
+// names by its uid; a join's event's joining id; nullopt for a join not
+// known here.
+std::optional<std::uint32_t> counted_on(const rdma_ucm_event_resp& event) {
+  if (multicast(event)) {
+    const auto join = joins().find(event.id);
+    if (join == joins().end()) return std::nullopt;
+    return join->second.id;
+  }
   if (event.event == kConnectRequest)
     for (const auto& [handle, id] : ids())
       if (id.uid == event.uid) return handle;
   return event.id;
+}
+
+// An event the relay had from the kernel and the program never will: off
+// the counts the kernel keeps of it (its id's and its join's).
+void withdraw(const rdma_ucm_event_resp& event) {
+  if (const auto id = counted_on(event)) ++ids()[*id].withdrawn;
+  if (multicast(event))
+    if (const auto join = joins().find(event.id); join != joins().end()) ++join->second.withdrawn;
 }
 
 void enqueue(Relay& relay, const Queued& queued) {
@@ -253,6 +301,17 @@ bool dropped(const rdma_ucm_event_resp& event) {
   return true;
 }
 
+// A full member's join is heard from its MULTICAST_JOIN on: librdmacm
+// attaches the id's QP to the group while it reads the event
+// (ucma_process_join), so a sender started after can reach it.
+void note_delivered(const rdma_ucm_event_resp& event) {
+  if (event.event != kMulticastJoin || event.status != 0) return;
+  const auto join = joins().find(event.id);
+  if (join == joins().end() || !join->second.full_member || join->second.shown) return;
+  join->second.shown = true;
+  sim::cm::show_listening(kJoinShown + event.id);
+}
+
 ssize_t get_event(int fd, const void* buffer, std::size_t length) {
   const auto command = command_of<rdma_ucm_get_event>(buffer, length);
   rdma_ucm_cmd_hdr header{};
@@ -277,6 +336,7 @@ ssize_t get_event(int fd, const void* buffer, std::size_t length) {
       if (next.counted && !next.released && dropped(next.event)) continue;
       std::memcpy(response, &next.event, std::min<std::size_t>(header.out, sizeof next.event));
       relay->last = next;
+      if (!relay->simulated) note_delivered(next.event);
       return static_cast<ssize_t>(length);
     }
     const ssize_t result = inner_write(*relay, buffer, length);
@@ -286,6 +346,7 @@ ssize_t get_event(int fd, const void* buffer, std::size_t length) {
       read.counted = true;
       if (dropped(read.event)) continue;
       relay->last = read;
+      if (!relay->simulated) note_delivered(read.event);
       return result;
     }
     // Nothing yet: EAGAIN, blocking file or not. The caller waits for the
@@ -296,18 +357,24 @@ ssize_t get_event(int fd, const void* buffer, std::size_t length) {
   }
 }
 
-// Whether `event` is one of id `handle`'s: its own, or counted on it.
+// Whether `event` is one of id `handle`'s: its own, or counted on it (a
+// join's event names the join, whose handle may equal an id's).
 bool of_id(const rdma_ucm_event_resp& event, std::uint32_t handle) {
-  return event.id == handle || counted_on(event) == handle;
+  return (!multicast(event) && event.id == handle) || counted_on(event) == handle;
 }
 
-// The events of id `handle` still queued or held in any relay: gone with
-// the id; those the kernel counted come off its count.
-unsigned drop_events_of(std::uint32_t handle) {
+bool of_join(const rdma_ucm_event_resp& event, std::uint32_t join) {
+  return multicast(event) && event.id == join;
+}
+
+// The events `of` still queued or held in any relay: gone (with their id,
+// or their join); returned: how many of them the kernel counted.
+template <class Of>
+unsigned drop_events(Of of) {
   unsigned counted = 0;
   for (auto& [fd, relay] : relays()) {
     for (auto it = relay.queued.begin(); it != relay.queued.end();) {
-      if (of_id(it->event, handle)) {
+      if (of(it->event)) {
         counted += it->counted ? 1 : 0;
         std::uint64_t one = 0;
         sys_read(relay.ready, &one, sizeof one);
@@ -317,7 +384,7 @@ unsigned drop_events_of(std::uint32_t handle) {
       }
     }
     for (auto it = relay.held.begin(); it != relay.held.end();) {
-      if (of_id(it->second.event, handle)) {
+      if (of(it->second.event)) {
         counted += it->second.counted ? 1 : 0;
         it = relay.held.erase(it);
       } else {
@@ -369,14 +436,17 @@ void move_events_of(std::uint32_t handle, Relay& from, Relay& to) {
   arm_timer(to);
 }
 
-// The events an id's count (DESTROY_ID's, MIGRATE_ID's response) must lose:
-// those withdrawn here, never to be acknowledged.
-void correct_count(std::uint64_t response, std::uint32_t handle, unsigned extra) {
+// The events a count (DESTROY_ID's, MIGRATE_ID's, LEAVE_MCAST's response)
+// must lose: those withdrawn here, never to be acknowledged.
+void subtract(std::uint64_t response, unsigned less) {
   if (response == 0) return;
   auto* reported = reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(response));
-  const auto id = ids().find(handle);
-  const unsigned less = (id != ids().end() ? id->second.withdrawn : 0) + extra;
   *reported = *reported > less ? *reported - less : 0;
+}
+
+void correct_count(std::uint64_t response, std::uint32_t handle, unsigned extra) {
+  const auto id = ids().find(handle);
+  subtract(response, (id != ids().end() ? id->second.withdrawn : 0) + extra);
 }
 
 // A fault's effect on the command that is its step: the command is not
@@ -568,7 +638,7 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
         std::memcpy(&response,
                     reinterpret_cast<const void*>(static_cast<std::uintptr_t>(c->response)),
                     sizeof response);
-        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0, fd, {}};
+        ids()[response.id] = Id{c->uid, ud_port_space(*c), 0, 0, fd};
       }
       break;
     case RDMA_USER_CM_CMD_ACCEPT:
@@ -596,9 +666,10 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
-        correct_count(c->response, c->id, drop_events_of(c->id));
-        if (const auto id = ids().find(c->id); id != ids().end()) hide_id(c->id, id->second);
-        ids().erase(c->id);
+        const std::uint32_t handle = c->id;
+        correct_count(c->response, handle,
+                      drop_events([&](const rdma_ucm_event_resp& e) { return of_id(e, handle); }));
+        forget_id(handle);
       }
       break;
     case RDMA_USER_CM_CMD_LISTEN:
@@ -625,19 +696,29 @@ ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
         id = c->id;
         response_address = c->response;
       }
-      if (simulated || !full_member || response_address == 0) break;
+      if (response_address == 0) break;
       rdma_ucm_create_id_resp response{};
       std::memcpy(&response,
                   reinterpret_cast<const void*>(static_cast<std::uintptr_t>(response_address)),
                   sizeof response);
-      ids()[id].joins.push_back(response.id);
-      sim::cm::show_listening(kJoinShown + response.id);
+      joins()[response.id] = Join{id, 0, full_member, false};
       break;
     }
     case RDMA_USER_CM_CMD_LEAVE_MCAST:
-      if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length); c && !simulated) {
-        sim::cm::hide_listening(kJoinShown + c->id);
-        for (auto& [handle, known] : ids()) std::erase(known.joins, c->id);
+      if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
+        // ucma_leave_multicast: the join's events not read go with it, and
+        // its count is what was read (rdma_leave_multicast waits for as
+        // many acknowledgements). Those the relay had from the kernel were
+        // counted on the id too, which will never see them acknowledged.
+        const std::uint32_t handle = c->id;
+        const unsigned undelivered =
+            drop_events([&](const rdma_ucm_event_resp& e) { return of_join(e, handle); });
+        const auto join = joins().find(handle);
+        if (join == joins().end()) break;
+        subtract(c->response, join->second.withdrawn + undelivered);
+        if (const auto id = ids().find(join->second.id); id != ids().end())
+          id->second.withdrawn += undelivered;
+        forget_join(join);
       }
       break;
     default:
@@ -650,7 +731,7 @@ bool withdraw_event(int fd, unsigned handle) {
   std::lock_guard lock(g_mutex);
   Relay* relay = find(fd);
   if (relay == nullptr || !relay->last || relay->last->event.id != handle) return false;
-  if (relay->last->counted) ++ids()[counted_on(relay->last->event)].withdrawn;
+  if (relay->last->counted) withdraw(relay->last->event);
   relay->last.reset();
   return true;
 }
@@ -821,11 +902,10 @@ int close(int fd) {
     mark(fd, false);
     // Its ids are gone with it (the kernel's release of the file); their
     // handles may name other ids later.
-    std::erase_if(ids(), [&](const auto& entry) {
-      if (entry.second.file != fd) return false;
-      hide_id(entry.first, entry.second);
-      return true;
-    });
+    std::vector<std::uint32_t> gone;
+    for (const auto& [handle, id] : ids())
+      if (id.file == fd) gone.push_back(handle);
+    for (std::uint32_t handle : gone) forget_id(handle);
   }
   relay.simulated ? sim::cm::close_file(relay.inner) : sys_close(relay.inner);
   sys_close(relay.ready);

@@ -195,13 +195,18 @@ void ConnectionManager::forget_multicasts(uint32_t handle) {
   std::erase_if(multicasts_, [&](const auto& joined) { return joined.second.id == handle; });
 }
 
-uint32_t* ConnectionManager::reported_count(const PendingEvent& event) {
-  if (event.multicast) {
-    const auto joined = multicasts_.find(*event.multicast);
-    return joined == multicasts_.end() ? nullptr : &joined->second.events_reported;
-  }
-  const auto id = ids_.find(event.charged);
-  return id == ids_.end() ? nullptr : &id->second.events_reported;
+void ConnectionManager::count_read(const PendingEvent& event, int step) {
+  const auto add = [step](uint32_t& count) {
+    if (step > 0) ++count;
+    else if (count > 0) --count;
+  };
+  // ucma_get_event: uevent->ctx->events_reported++, and uevent->mc's too
+  // for a join's event; librdmacm's rdma_ack_cm_event completes both (the
+  // id's for rdma_destroy_id, the join's for rdma_leave_multicast).
+  if (const auto id = ids_.find(event.charged); id != ids_.end()) add(id->second.events_reported);
+  if (event.multicast)
+    if (const auto joined = multicasts_.find(*event.multicast); joined != multicasts_.end())
+      add(joined->second.events_reported);
 }
 
 }  // namespace verbfault::sim::cm

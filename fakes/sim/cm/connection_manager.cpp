@@ -180,7 +180,7 @@ bool ConnectionManager::delay_event(int fd, uint64_t delay_ns) {
   PendingEvent event = *file->second->last_read;
   file->second->last_read.reset();
   // Undo what reading it did (get_event): it was never read.
-  if (uint32_t* reported = reported_count(event); reported != nullptr && *reported > 0) --*reported;
+  count_read(event, -1);
   if (auto id = ids_.find(event.charged); id != ids_.end()) {
     if (event.connect_request) {
       if (id->second.backlog > 0) --id->second.backlog;
@@ -801,7 +801,7 @@ int ConnectionManager::get_event(int fd, const rdma_ucm_get_event& command, uint
   file.events.pop_front();
   file.update_readiness();
   file.last_read = event;
-  if (uint32_t* reported = reported_count(event)) ++*reported;
+  count_read(event, +1);
   if (auto id = ids_.find(event.charged); id != ids_.end())
     if (event.connect_request) ++id->second.backlog;  // the listener may queue one more
   // A child whose request was read is the application's now: destroying

@@ -158,7 +158,7 @@ struct CmId {
 struct PendingEvent {
   uint32_t charged = 0;
   // A multicast join's event (MULTICAST_JOIN, MULTICAST_ERROR): reading it
-  // counts to that join (ucma_get_event: uevent->mc), not to the id.
+  // counts to that join too (ucma_get_event: uevent->mc), besides the id.
   std::optional<uint32_t> multicast;
   bool connect_request = false;
   bool delayed = false;  // put back by delay_event: not delayed twice
@@ -248,9 +248,9 @@ class ConnectionManager {
   int leave_multicast(int fd, const rdma_ucm_destroy_id& command, uint16_t out);
   // The joins of id `handle` end with it (ucma_destroy_private_ctx).
   void forget_multicasts(uint32_t handle);
-  // The count a read of `event` adds to: its join's, or its id's (nullptr:
-  // neither exists any more).
-  uint32_t* reported_count(const PendingEvent& event);
+  // A read of `event` counts (step +1) to its id's events_reported and, for
+  // a join's event, to the join's; step -1 undoes a read (delay_event).
+  void count_read(const PendingEvent& event, int step);
 
   // The id `handle` of file `fd`: ENOENT when none, EINVAL when another
   // file's (ucma_get_ctx).
