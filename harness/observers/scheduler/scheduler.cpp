@@ -237,7 +237,7 @@ void Scheduler::start(const Options& options, World& world) {
   steps_.store(0, std::memory_order_relaxed);
   now_ns_.store(0, std::memory_order_relaxed);
   Thread& main = add_thread();
-  main.status = Status::runnable;
+  becomes_runnable(main);
   main.handle = pthread_self();
   main.has_handle = true;
   main.tid = gettid();
@@ -299,7 +299,7 @@ void Scheduler::wait_for_turn(Thread& self) {
 
 void Scheduler::interrupt(Thread& thread) {
   if (thread.status != Status::blocked || !thread.wait.interruptible) return;
-  thread.status = Status::runnable;
+  becomes_runnable(thread);
   thread.woken = false;
   thread.interrupted = true;
   // The thread deciding while nobody runs may be waiting for outside fds:
@@ -350,7 +350,7 @@ bool Scheduler::take_outside_releases() {
     if (thread.status != Status::blocked || !lock_like(thread.wait.kind)) continue;
     if (!all && std::find(released, released + count, thread.wait.object) == released + count)
       continue;
-    thread.status = Status::runnable;
+    becomes_runnable(thread);
     thread.woken = true;
     woke = true;
   }
@@ -376,11 +376,11 @@ void Scheduler::refresh_waiters() {
   for (Thread& thread : threads_) {
     if (thread.status != Status::blocked) continue;
     if (thread.wait.kind == WaitKind::fd && any_fd_readable(thread.wait)) {
-      thread.status = Status::runnable;
+      becomes_runnable(thread);
       thread.woken = true;
     } else if (thread.wait.deadline_ns != kNoDeadline &&
                thread.wait.deadline_ns <= now_ns_.load(std::memory_order_relaxed)) {
-      thread.status = Status::runnable;
+      becomes_runnable(thread);
       thread.woken = false;
     } else {
       lock_waiters += lock_like(thread.wait.kind);
@@ -551,6 +551,13 @@ void Scheduler::switch_from(Thread& self, bool yielding) {
   if (!ended) wait_for_turn(self);
 }
 
+void Scheduler::becomes_runnable(Thread& thread) {
+  thread.status = Status::runnable;
+  // Its wait for the baton starts now (the starvation bound counts from
+  // here, not from a stamp taken before it slept or was created).
+  thread.fresh_at = steps_.load(std::memory_order_relaxed);
+}
+
 bool Scheduler::any_escaped() const {
   for (const Thread& thread : threads_)
     if (thread.status == Status::escaped) return true;
@@ -559,7 +566,7 @@ bool Scheduler::any_escaped() const {
 
 bool Scheduler::rejoin(Thread& self) {
   if (self.status != Status::escaped) return true;
-  self.status = Status::runnable;
+  becomes_runnable(self);
   if (holder_ == nullptr) {
     holder_ = &self;
     return true;
@@ -639,7 +646,7 @@ void Scheduler::wake_one(WaitKind kind, const void* object) {
         thread.wait.object == object && (first == nullptr || thread.wait_order < first->wait_order))
       first = &thread;
   if (first != nullptr) {
-    first->status = Status::runnable;
+    becomes_runnable(*first);
     first->woken = true;
   }
 }
@@ -650,7 +657,7 @@ void Scheduler::wake_all(WaitKind kind, const void* object) {
   for (Thread& thread : threads_)
     if (thread.status == Status::blocked && thread.wait.kind == kind &&
         thread.wait.object == object) {
-      thread.status = Status::runnable;
+      becomes_runnable(thread);
       thread.woken = true;
     }
 }
@@ -665,7 +672,7 @@ void Scheduler::created(ThreadId id, pthread_t handle) {
   Thread& thread = threads_[id];
   thread.handle = handle;
   thread.has_handle = true;
-  thread.status = Status::runnable;
+  becomes_runnable(thread);
 }
 
 void Scheduler::creation_failed(ThreadId id) {
@@ -697,7 +704,7 @@ void Scheduler::exit_thread() {
   for (Thread& thread : threads_)
     if (thread.status == Status::blocked && thread.wait.kind == WaitKind::join &&
         thread.wait.thread == self->id) {
-      thread.status = Status::runnable;
+      becomes_runnable(thread);
       thread.woken = true;
     }
   if (holding) {

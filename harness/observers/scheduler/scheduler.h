@@ -330,6 +330,8 @@ class Scheduler {
   // An escaped thread at a scheduling point is back in the schedule:
   // whether it holds the baton now (nobody held it) or must wait its turn.
   bool rejoin(Thread& self);
+  // Every status change to runnable goes through here (lock_ held).
+  void becomes_runnable(Thread& thread);
   bool any_escaped() const;
   // With lock_ held: the threads blocked on objects released outside the
   // schedule become runnable; whether any did.
