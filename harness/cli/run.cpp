@@ -97,6 +97,69 @@ std::vector<std::string> escapes_in(const std::string& trace) {
   return escapes;
 }
 
+// The verdict of --check-determinism on the two runs' traces (one per
+// process: each command's, and then each rank a launcher started) and
+// exit statuses; the run's status when they agree.
+int compare_runs(const std::vector<std::string> (&traces)[2], const int (&status)[2],
+                 std::size_t commands) {
+  // A process that left no trace (its trace could not be written, it was
+  // not started) leaves nothing to compare: the check is not made, and
+  // never passes.
+  std::optional<std::string> missing;
+  for (int i = 0; i < 2 && !missing; ++i) {
+    if (traces[i].size() < commands) missing = "run " + std::to_string(i + 1);
+    for (std::size_t p = 0; p < traces[i].size() && !missing; ++p) {
+      std::error_code error;
+      if (!fs::is_regular_file(traces[i][p], error))
+        missing = "run " + std::to_string(i + 1) + ", process " + std::to_string(p) + " (" +
+                  traces[i][p] + ")";
+    }
+  }
+  if (missing) {
+    std::fprintf(stderr, "verbfault: determinism check not made: no trace from %s\n",
+                 missing->c_str());
+    return status[0] != 0 ? status[0] : kExitNondeterministic;
+  }
+  // A launcher that started another number of ranks the second time.
+  if (traces[0].size() != traces[1].size()) {
+    std::fprintf(stderr,
+                 "verbfault: determinism check FAILED: run 1 traced %zu processes, run 2 %zu\n",
+                 traces[0].size(), traces[1].size());
+    return kExitNondeterministic;
+  }
+  std::optional<Difference> difference;
+  std::size_t differing = 0;  // the first process whose traces differ
+  for (std::size_t i = 0; i < traces[0].size() && !difference; ++i) {
+    difference = compare_traces(traces[0][i], traces[1][i]);
+    differing = i;
+  }
+  if (difference) {
+    const std::string whose =
+        traces[0].size() > 1 ? " of process " + std::to_string(differing) : "";
+    std::fprintf(stderr,
+                 "verbfault: determinism check FAILED: the traces%s differ at record %zu\n"
+                 "verbfault:   run 1: %s\nverbfault:   run 2: %s\n",
+                 whose.c_str(), difference->line, difference->first.c_str(),
+                 difference->second.c_str());
+    // A thread released to run outside the schedule explains a difference.
+    for (int i = 0; i < 2; ++i)
+      for (const std::string& escape : escapes_in(traces[i][differing]))
+        std::fprintf(stderr, "verbfault:   why: in run %d, %s\n", i + 1, escape.c_str());
+    return kExitNondeterministic;
+  }
+  if (status[0] != status[1]) {
+    std::fprintf(stderr, "verbfault: determinism check FAILED: exit status %d, then %d\n",
+                 status[0], status[1]);
+    return kExitNondeterministic;
+  }
+  std::string hashes;
+  for (const std::string& trace : traces[0])
+    hashes += (hashes.empty() ? "" : ", ") + file_hash(trace);
+  std::fprintf(stderr, "verbfault: determinism check passed: identical traces (file FNV-1a %s)\n",
+               hashes.c_str());
+  return status[0];
+}
+
 }  // namespace
 
 Plan read_plan(const std::optional<std::string>& plan_file,
@@ -225,54 +288,7 @@ int run(const RunOptions& options) {
     traces[i] = end.traces;
     status[i] = judge(end.status);
   }
-  // A process that left no trace (its trace could not be written, it was
-  // not started) leaves nothing to compare: the check is not made, and
-  // never passes.
-  std::optional<std::string> missing;
-  for (int i = 0; i < 2 && !missing; ++i) {
-    if (traces[i].size() != commands.size()) missing = "run " + std::to_string(i + 1);
-    for (std::size_t p = 0; p < traces[i].size() && !missing; ++p) {
-      std::error_code error;
-      if (!fs::is_regular_file(traces[i][p], error))
-        missing = "run " + std::to_string(i + 1) + ", process " + std::to_string(p) + " (" +
-                  traces[i][p] + ")";
-    }
-  }
-  if (missing) {
-    std::fprintf(stderr, "verbfault: determinism check not made: no trace from %s\n",
-                 missing->c_str());
-    return status[0] != 0 ? status[0] : kExitNondeterministic;
-  }
-  std::optional<Difference> difference;
-  std::size_t differing = 0;  // the first process whose traces differ
-  for (std::size_t i = 0; i < traces[0].size() && !difference; ++i) {
-    difference = compare_traces(traces[0][i], traces[1][i]);
-    differing = i;
-  }
-  int result = status[0];
-  if (difference) {
-    const std::string whose = commands.size() > 1 ? " of process " + std::to_string(differing) : "";
-    std::fprintf(stderr,
-                 "verbfault: determinism check FAILED: the traces%s differ at record %zu\n"
-                 "verbfault:   run 1: %s\nverbfault:   run 2: %s\n",
-                 whose.c_str(), difference->line, difference->first.c_str(),
-                 difference->second.c_str());
-    result = kExitNondeterministic;
-    // A thread released to run outside the schedule explains a difference.
-    for (int i = 0; i < 2; ++i)
-      for (const std::string& escape : escapes_in(traces[i][differing]))
-        std::fprintf(stderr, "verbfault:   why: in run %d, %s\n", i + 1, escape.c_str());
-  } else if (status[0] != status[1]) {
-    std::fprintf(stderr, "verbfault: determinism check FAILED: exit status %d, then %d\n",
-                 status[0], status[1]);
-    result = kExitNondeterministic;
-  } else {
-    std::string hashes;
-    for (const std::string& trace : traces[0])
-      hashes += (hashes.empty() ? "" : ", ") + file_hash(trace);
-    std::fprintf(stderr, "verbfault: determinism check passed: identical traces (file FNV-1a %s)\n",
-                 hashes.c_str());
-  }
+  int result = compare_runs(traces, status, commands.size());
   if (!options.trace)
     for (const auto& run_traces : traces)
       for (const std::string& trace : run_traces) fs::remove(trace);

@@ -465,6 +465,34 @@ TEST(VerbfaultRunGroup, CheckDeterminismComparesEveryProcesssTraces) {
       << r.output;
 }
 
+// A launcher's ranks are traced too: the check compares the launcher's
+// trace and each rank's (three processes), and passes only when there is
+// one of each in both runs.
+TEST(VerbfaultRunGroup, CheckDeterminismComparesALaunchersRanks) {
+  const std::string ranks = "'for r in 0 1; do OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 " +
+                            kProbe + " & done; wait'";
+  ProcessResult r = run_shell("VERBFAULT_FABRIC=private " +
+                              run_group("--seed 4 --check-determinism", "sh -c " + ranks));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "determinism check not made")) << r.output;
+  const std::size_t passed = r.output.find("verbfault: determinism check passed: identical traces");
+  ASSERT_NE(passed, std::string::npos) << r.output;
+  // One hash per process: the launcher's and two ranks'.
+  const std::string line = r.output.substr(passed, r.output.find('\n', passed) - passed);
+  EXPECT_EQ(occurrences(line, ", "), 2u) << line;
+  // A launcher that starts another number of ranks the second time fails.
+  const std::string flip = "'if [ -e $D/once ]; then n=\"0\"; else touch $D/once; n=\"0 1\"; fi; "
+                           "for r in $n; do OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 " +
+                           kProbe + " & done; wait'";
+  const std::string dir = scratch_dir("flip");
+  ProcessResult flipped = run_shell("D=" + dir + " VERBFAULT_FABRIC=private " +
+                                    run_group("--seed 4 --check-determinism", "sh -c " + flip));
+  EXPECT_EQ(flipped.status, 124) << flipped.output;
+  EXPECT_TRUE(contains(flipped.output,
+                       "verbfault: determinism check FAILED: run 1 traced 3 processes, run 2 2"))
+      << flipped.output;
+}
+
 // ibv_rc_pingpong's client connects once and gives up when nobody listens
 // yet: it starts only once its server listens on the TCP port. Both run
 // in the run's fabric, exchange 10 messages and check the data (-c).
