@@ -126,7 +126,7 @@ ssize_t write(int fd, const void* buffer, size_t length) {
 }
 
 int close(int fd) {
-  return cm_files::close(fd);
+  return cm_files::close(fd, VERBFAULT_CALLER);
 }
 
 int fstat(int fd, struct stat* out) {

@@ -56,8 +56,8 @@ ssize_t write(int fd, const void* buffer, std::size_t length) {
   }
 }
 
-int close(int fd) {
-  if (!provider::cm_file(fd)) return libc::real().close(fd);
+int close(int fd, const void* caller) {
+  if (!provider::cm_file(fd)) return libc::for_caller(caller).close(fd);
   cm_faults::closed(fd);  // before the number can be another file's
   return provider::cm_close(fd);
 }

@@ -13,7 +13,9 @@
 namespace verbfault::interposer::cm_files {
 
 ssize_t write(int fd, const void* buffer, std::size_t length);
-int close(int fd);
+// `caller` picks the C library's entry (libc::for_caller): TSan's close
+// interceptor for a program's call, the C library's for TSan's own.
+int close(int fd, const void* caller);
 // fstat(2)'s answer for a CM file (a character device, 0666, the node's
 // numbers); false: not one, ask the C library.
 bool fstat(int fd, struct stat* out);

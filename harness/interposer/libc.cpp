@@ -69,6 +69,15 @@ void through_tsan(Functions& f) {
   intercepted(f.create, "pthread_create");
   intercepted(f.join, "pthread_join");
   intercepted(f.exit, "pthread_exit");
+  // Descriptors: TSan keeps a shadow of each number (the file's creator, its
+  // close). A close or accept4 it never saw leaves the number's earlier
+  // file in the shadow, and the next thread to use the number "races" with
+  // that file's creator (the wire's service thread adding an accepted
+  // connection to its epoll set against an eventfd the main thread had made
+  // and closed under the same number). Both exports pass their caller to
+  // for_caller(), so TSan's call back into them takes direct().
+  intercepted(f.close, "close");
+  intercepted(f.accept4, "accept4");
 }
 #endif
 
