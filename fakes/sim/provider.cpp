@@ -1078,7 +1078,13 @@ int modify_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask) {
   if (dead(verbs->context)) return fail_int(EIO);
   if (int err = QueuePair::from(verbs)->modify(*attr, mask)) return fail_int(err);
   // libibverbs keeps the last state set through modify in the ibv_qp.
-  if (mask & IBV_QP_STATE) verbs->state = attr->qp_state;
+  if (mask & IBV_QP_STATE) {
+    verbs->state = attr->qp_state;
+    // A QP that can receive now (RTR) or no longer (ERR) changes what the
+    // requests of other processes that wait for it (a group's messages
+    // among them) wait for.
+    remote::retry_held();
+  }
   return 0;
 }
 
@@ -1106,12 +1112,14 @@ int destroy_qp(ibv_qp* verbs) {
                       qp->creation_index, verbs->qp_num, qp->events_reported,
                       verbs->events_completed)};
   };
-  if (int err = check_unacked_events(guard, "destroy_qp.unacked_events", settled, describe))
-    return fail_int(err);
   // uverbs_free_qp: a QP still attached to a multicast group is not
   // destroyed until the application detaches it (the attachments are no
-  // objects of their own that a destroy could clean up).
+  // objects of their own that a destroy could clean up). The kernel says
+  // so before libibverbs waits for the acknowledgements (ibv_cmd_destroy_qp
+  // waits after a destroy that succeeded).
   if (!qp->multicast_groups.empty()) return fail_int(EBUSY);
+  if (int err = check_unacked_events(guard, "destroy_qp.unacked_events", settled, describe))
+    return fail_int(err);
   Fabric& fabric = Fabric::get();
   fabric.unregister_qp(qp->qpn());
   fabric.unschedule(qp);
@@ -1147,6 +1155,8 @@ int detach_mcast(ibv_qp* verbs, const ibv_gid* gid, uint16_t lid) {
   if (gid == nullptr) return fail_int(EINVAL);
   Lock guard = lock();
   if (int err = multicast::detach(*QueuePair::from(verbs), *gid, lid)) return fail_int(err);
+  // A group's message that waited for this QP's receive WR waits no more.
+  remote::retry_held();
   return 0;
 }
 

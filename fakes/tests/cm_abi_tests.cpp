@@ -273,6 +273,33 @@ TEST_F(CmFileTest, AJoinHasItsOwnHandleEventAndCount) {
   EXPECT_EQ(run(RDMA_USER_CM_CMD_JOIN_MCAST, join, sizeof joined), EINVAL);
 }
 
+// A connection to a group address: resolved (out of the first active
+// port) and routed, but no CM agent answers a REQ sent to a group: the
+// client's UNREACHABLE, never a connection to the listener of this
+// process on the same port.
+TEST_F(CmFileTest, AConnectionToAGroupAddressIsUnreachable) {
+  uint32_t listener, client;
+  ASSERT_EQ(create_id(RDMA_PS_TCP, listener, 100), 0);
+  ASSERT_EQ(create_id(RDMA_PS_TCP, client, 300), 0);
+  ASSERT_EQ(bind_ipv4(listener, "0.0.0.0", 7510), 0);
+  ASSERT_EQ(listen(listener), 0);
+  ASSERT_EQ(resolve(client, "239.1.1.1", 7510), 0);
+  auto event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->event, 0u);  // ADDR_RESOLVED
+  ASSERT_EQ(resolve_route(client), 0);
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->event, 2u);  // ROUTE_RESOLVED
+  ASSERT_EQ(connect(client, 0x123, "hello"), 0);
+  event = next_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->event, 7u);  // UNREACHABLE
+  EXPECT_EQ(event->id, client);
+  EXPECT_EQ(event->status, -ETIMEDOUT);
+  EXPECT_FALSE(next_event());  // no CONNECT_REQUEST at the listener
+}
+
 // One process, a listener on the wildcard and an id connecting to it by
 // 127.0.0.1: the events, their uids and ids, the private-data lengths
 // (REQ 56 after the rdma_cm header, REP 196), and the QP attributes that

@@ -104,6 +104,14 @@ int ConnectionManager::connect(int fd, const rdma_ucm_connect& command) {
   id->cm_id = true;
   id->connection = is_ud(*id) ? ConnectionState::kSidrReqSent : ConnectionState::kReqSent;
   id->state = IdState::kConnect;
+  if (is_multicast(id->destination)) {
+    // A REQ (or SIDR REQ) to a group address: the route exists (the SA
+    // answers a path to an MGID with its MLID; RoCE maps the group's MAC)
+    // but no CM agent answers a request sent to a group: every retry is
+    // lost, UNREACHABLE -ETIMEDOUT. Never a connection to this process.
+    local_.push_back(connect_fault_answer(request, Fault::kUnreachable));
+    return 0;
+  }
   if (fault_ == Fault::kUnreachable || fault_ == Fault::kReject) {
     // The harness's cm_unreachable / cm_reject: the passive side never
     // hears of the request; its answer (none, or a reject) is made here as
