@@ -53,6 +53,31 @@ int attach(QueuePair& qp, const ibv_gid& gid, uint16_t lid) {
   // ib_uverbs_attach_mcast: a QP already in the group stays in it once.
   for (const Group& group : qp.multicast_groups)
     if (group.lid == lid && same_gid(group.gid, gid)) return 0;
+  // The device's limits (ibv_query_device(3): max_mcast_grp groups,
+  // max_mcast_qp_attach QPs in one, max_total_mcast_qp_attach in all):
+  // past them ENOMEM, as rxe_attach_mcast says (rxe_mcast.c).
+  const ibv_device_attr& limits = qp.context().device().profile().device;
+  uint64_t groups = 0, in_group = 0, total = 0;
+  std::vector<Group> seen;
+  const Device& device = qp.context().device();
+  for (Context* context : Fabric::get().contexts()) {
+    if (&context->device() != &device) continue;
+    for (auto& [other, owned] : context->qps) {
+      for (const Group& group : other->multicast_groups) {
+        ++total;
+        if (group.lid == lid && same_gid(group.gid, gid)) ++in_group;
+        if (std::none_of(seen.begin(), seen.end(), [&](const Group& known) {
+              return known.lid == group.lid && same_gid(known.gid, group.gid);
+            }))
+          seen.push_back(group);
+      }
+    }
+  }
+  groups = seen.size() + (in_group == 0 ? 1 : 0);
+  if (groups > static_cast<uint64_t>(limits.max_mcast_grp) ||
+      in_group + 1 > static_cast<uint64_t>(limits.max_mcast_qp_attach) ||
+      total + 1 > static_cast<uint64_t>(limits.max_total_mcast_qp_attach))
+    return ENOMEM;
   qp.multicast_groups.push_back({gid, lid});
   return 0;
 }

@@ -295,6 +295,9 @@ void read_device(Reader& r, const YAML::Node& node, const std::string& path, Dev
       {"max_srq_wr", true, num(d.max_srq_wr)},
       {"max_srq_sge", true, num(d.max_srq_sge)},
       {"max_pkeys", false, num(d.max_pkeys, 0, UINT16_MAX)},
+      {"max_mcast_grp", false, num(d.max_mcast_grp)},
+      {"max_mcast_qp_attach", false, num(d.max_mcast_qp_attach)},
+      {"max_total_mcast_qp_attach", false, num(d.max_total_mcast_qp_attach)},
       {"local_ca_ack_delay", false, num(d.local_ca_ack_delay, 0, 31)},
   };
   r.mapping(node, path, keys);

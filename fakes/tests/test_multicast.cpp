@@ -189,5 +189,37 @@ TEST_F(Multicast, AQpStillInAGroupIsNotDestroyed) {
   qps_[2] = nullptr;
 }
 
+// The device reports multicast (ibv_query_device(3): groups, QPs in one
+// group, attachments in all) and holds to it: the QP past
+// max_mcast_qp_attach in one group is ENOMEM (rxe_attach_mcast).
+TEST_F(Multicast, AGroupHoldsAtMostMaxMcastQpAttachQps) {
+  ibv_device_attr attr{};
+  ASSERT_EQ(ibv_query_device(ctx_, &attr), 0);
+  ASSERT_GT(attr.max_mcast_grp, 0);
+  ASSERT_GT(attr.max_mcast_qp_attach, 0);
+  EXPECT_GE(attr.max_total_mcast_qp_attach, attr.max_mcast_qp_attach);
+  ASSERT_LE(attr.max_mcast_qp_attach, 1024) << "a test of that many QPs";
+  std::vector<ibv_qp*> members;
+  for (int i = 0; i < attr.max_mcast_qp_attach; ++i) {
+    ibv_qp* qp = create_qp(IBV_QPT_UD, cq_, cq_);
+    ASSERT_NE(qp, nullptr);
+    members.push_back(qp);
+    ASSERT_EQ(ibv_attach_mcast(qp, &gid_, kMlid), 0) << "QP " << i;
+  }
+  ibv_qp* one_more = create_qp(IBV_QPT_UD, cq_, cq_);
+  ASSERT_NE(one_more, nullptr);
+  EXPECT_EQ(ibv_attach_mcast(one_more, &gid_, kMlid), ENOMEM);
+  // Another group takes it.
+  ibv_gid other = gid_;
+  other.raw[15] ^= 1;
+  EXPECT_EQ(ibv_attach_mcast(one_more, &other, kMlid + 1), 0);
+  EXPECT_EQ(ibv_detach_mcast(one_more, &other, kMlid + 1), 0);
+  EXPECT_EQ(ibv_destroy_qp(one_more), 0);
+  for (ibv_qp* qp : members) {
+    EXPECT_EQ(ibv_detach_mcast(qp, &gid_, kMlid), 0);
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  }
+}
+
 }  // namespace
 }  // namespace verbfault::testing
