@@ -11,30 +11,8 @@ namespace verbfault::sim {
 
 Device::Device(int index, uint32_t member, DeviceProfile profile)
     : index_(index), name_("vfsim" + std::to_string(index)), profile_(std::move(profile)) {
-  // GUIDs are kept in network byte order, as the kernel reports them. A
-  // RoCE port's GUID is its MAC's EUI-64, as rxe and mlx5 derive it.
-  const uint64_t guid = ethernet() ? eui64_of(member, index) : ib_guid_of(member, index);
-  profile_.device.node_guid = htobe64(guid);
-  profile_.device.sys_image_guid = htobe64(guid);
-  if (ethernet()) {
-    // IBTA A17.3: RoCE has no LIDs and no subnet manager; ibv_query_port
-    // reports 0 for both (the kernel zeroes them for non-IB ports).
-    profile_.port.lid = 0;
-    profile_.port.sm_lid = 0;
-  } else {
-    profile_.port.lid = lid_of(member, index);
-    profile_.port.sm_lid = 1;
-  }
   port_ = profile_.port;
-  for (const GidSpec& spec : profile_.gids) {
-    GidEntry entry;
-    entry.type = spec.type;
-    if (spec.address == GidAddress::kIpv4)
-      entry.gid = ipv4_mapped_gid(ipv4_of(member, index));
-    else
-      entry.gid = link_local_gid(guid);
-    gids_.push_back(entry);
-  }
+  readdress(member);
 
   handle_.owner = this;
   ibv_device& d = handle_.verbs;
@@ -46,6 +24,36 @@ Device::Device(int index, uint32_t member, DeviceProfile profile)
   std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs%d", uverbs_index(*this));
   std::snprintf(d.dev_path, sizeof d.dev_path, "/sys/class/infiniband_verbs/%s", d.dev_name);
   std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "/sys/class/infiniband/%s", name_.c_str());
+}
+
+void Device::readdress(uint32_t member) {
+  // GUIDs are kept in network byte order, as the kernel reports them. A
+  // RoCE port's GUID is its MAC's EUI-64, as rxe and mlx5 derive it.
+  const uint64_t guid = ethernet() ? eui64_of(member, index_) : ib_guid_of(member, index_);
+  profile_.device.node_guid = htobe64(guid);
+  profile_.device.sys_image_guid = htobe64(guid);
+  if (ethernet()) {
+    // IBTA A17.3: RoCE has no LIDs and no subnet manager; ibv_query_port
+    // reports 0 for both (the kernel zeroes them for non-IB ports).
+    profile_.port.lid = 0;
+    profile_.port.sm_lid = 0;
+  } else {
+    profile_.port.lid = lid_of(member, index_);
+    profile_.port.sm_lid = 1;
+  }
+  // The live port keeps its state; its addresses are the member's.
+  port_.lid = profile_.port.lid;
+  port_.sm_lid = profile_.port.sm_lid;
+  gids_.clear();
+  for (const GidSpec& spec : profile_.gids) {
+    GidEntry entry;
+    entry.type = spec.type;
+    if (spec.address == GidAddress::kIpv4)
+      entry.gid = ipv4_mapped_gid(ipv4_of(member, index_));
+    else
+      entry.gid = link_local_gid(guid);
+    gids_.push_back(entry);
+  }
 }
 
 ibv_gid Device::gid(int index) const {

@@ -23,6 +23,10 @@ class Device {
   ibv_device* verbs() { return &handle_.verbs; }
   static Device* from(const ibv_device* d) { return owner_of<Device, ibv_device>(d); }
 
+  // Its addresses (GUIDs, LID, GIDs) become member `member`'s: a forked
+  // child that joined the fabric as a new member (Fabric::rejoin_after_fork).
+  void readdress(uint32_t member);
+
   int index() const { return index_; }
   // The index libibverbs reports (ibv_get_device_index(3)) and the
   // connection manager names the device by: far above any kernel index,

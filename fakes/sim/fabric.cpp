@@ -98,8 +98,9 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   }
   // A child made by fork(2) is not the member its parent is: it drops its
   // copies of the wire's descriptors (so that peers see the parent gone
-  // when the parent goes, not when the last child does) and has no fabric
-  // from then on; its devices keep their addresses and reach each other.
+  // when the parent goes, not when the last child does). Until it opens a
+  // device or a CM file of its own it has no fabric; then it joins as a
+  // new member (rejoin_after_fork), as a process started anew would.
   // Fabric::mutex is taken around fork(2): the child must not inherit it
   // held by the service thread, which it does not have. The shared
   // segments' handlers first, so that fork(2) takes Fabric::mutex before
@@ -114,6 +115,7 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
 }
 
 void Fabric::leave_after_fork() {
+  rejoin_pending_ = membership_.endpoint != nullptr;
   wire::Endpoint::abandon_after_fork(membership_.endpoint);
   service_started_ = false;
   marked_waiting_ = false;
@@ -130,7 +132,26 @@ std::optional<uint32_t> Fabric::member_with_lid(uint16_t lid) const {
   return member;
 }
 
+void Fabric::rejoin_after_fork() {
+  if (!rejoin_pending_) return;
+  rejoin_pending_ = false;
+  FabricMembership joined = FabricMembership::for_forked_child();
+  if (joined.endpoint == nullptr) {
+    // Off the fabric, as before: its devices reach each other only.
+    std::fprintf(stderr, "verbfault: a child made by fork(2) stays off the fabric: %s\n",
+                 joined.error.empty() ? "no fabric" : joined.error.c_str());
+    return;
+  }
+  membership_ = std::move(joined);
+  next_qpn_ = first_qpn(membership_.member);
+  for (auto& device : devices_) device->readdress(membership_.member);
+  // As a new process: waiting in its device until its first verbs call.
+  membership_.endpoint->set_waiting(true);
+  marked_waiting_ = true;
+}
+
 wire::Endpoint* Fabric::endpoint() {
+  rejoin_after_fork();
   wire::Endpoint* endpoint = membership_.endpoint.get();
   if (endpoint != nullptr && !service_started_) {
     service_started_ = true;

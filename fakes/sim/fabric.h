@@ -180,6 +180,11 @@ class Fabric {
 
   // In a child made by fork(2) (pthread_atfork): leaves the fabric.
   void leave_after_fork();
+  // In such a child whose parent was a member: at its first device or CM
+  // file of its own (open_device, the CM's open_file) it joins the fabric
+  // afresh as a new member, its devices readdressed to that member (what
+  // the parent opened is the parent's: ibv_fork_init(3)). Under `mutex`.
+  void rejoin_after_fork();
 
   // A fresh QPN, reserved until bind_qp() or unregister_qp().
   uint32_t reserve_qpn();
@@ -223,6 +228,7 @@ class Fabric {
   std::unordered_map<uint32_t, QueuePair*> qps_;
   std::unordered_map<uint32_t, MemoryRegion*> mrs_;
   FabricMembership membership_;
+  bool rejoin_pending_ = false;  // a forked child of a member, not rejoined yet
   bool service_started_ = false;
   bool holding_deliveries_ = false;
   uint64_t activity_ = 0;

@@ -98,4 +98,16 @@ FabricMembership FabricMembership::from_environment() {
   return m;
 }
 
+FabricMembership FabricMembership::for_forked_child() {
+  FabricMembership m;
+  if (!expected_members(m.expected, m.error)) return m;
+  const char* name = std::getenv("VERBFAULT_FABRIC");
+  if (name != nullptr && std::string_view(name) == "private") return m;
+  const std::string fabric =
+      name != nullptr ? std::string(name) : "user-" + std::to_string(getuid());
+  m.endpoint = wire::Endpoint::join(fabric, std::nullopt, m.error);
+  if (m.endpoint != nullptr) m.member = m.endpoint->member();
+  return m;
+}
+
 }  // namespace verbfault::sim

@@ -28,6 +28,9 @@ struct FabricMembership {
   std::string error;                         // one line: the devices are withheld
 
   static FabricMembership from_environment();
+  // A child made by fork(2) of a member: the same fabric, at the lowest
+  // free index (the parent's VERBFAULT_PROC or rank is the parent's).
+  static FabricMembership for_forked_child();
 };
 
 }  // namespace verbfault::sim

@@ -1,9 +1,13 @@
 // A child made by fork(2) from a member of a local fabric is not that
 // member (sim/fabric.cpp, Fabric::leave_after_fork): it drops its copies of
 // the wire's descriptors, so the peers see the member gone when the member
-// goes, however long the child lives. The test process itself never
+// goes, however long the child lives; once it opens a device of its own it
+// joins as a new member (Fabric::rejoin_after_fork), as rdma-core's tests'
+// forked active and passive sides do. The test process itself never
 // touches the device: each member is a forked child.
+#include "device.h"
 #include "fabric.h"
+#include "fabric_address.h"
 #include "verbfault/sim/provider.h"
 #include "wire_process.h"
 
@@ -65,6 +69,35 @@ TEST(FabricFork, ChildOfAMemberLeavesTheFabric) {
   });
   EXPECT_EQ(joiner.wait(), 0) << "member index 0 stayed taken after the member ended";
   kill(report.grandchild, SIGKILL);
+}
+
+// The child opens the device: a member of its own, at the lowest free
+// index (1: the parent holds 0), its addresses that member's.
+TEST(FabricFork, ChildThatOpensADeviceJoinsAsANewMember) {
+  ScratchFabric fabric("forkjoin");
+  Child member = spawn([&] {
+    setenv("VERBFAULT_FABRIC", fabric.name().c_str(), 1);
+    setenv("VERBFAULT_PROC", "0", 1);
+    CHILD_CHECK(!sim::devices().empty());
+    ibv_context* context = sim::open_device(sim::devices()[0]);
+    CHILD_CHECK(context != nullptr && Fabric::get().member() == 0);
+    Child grandchild = spawn([&] {
+      CHILD_CHECK(Fabric::get().started_endpoint() == nullptr);  // left, not yet joined
+      ibv_context* own = sim::open_device(sim::devices()[0]);
+      CHILD_CHECK(own != nullptr);
+      CHILD_CHECK(Fabric::get().started_endpoint() != nullptr);
+      CHILD_CHECK(Fabric::get().member() == 1);
+      const Device& device = *Device::from(sim::devices()[0]);
+      CHILD_CHECK(device.ethernet() ? device.lid() == 0 : device.lid() == lid_of(1, 0));
+      CHILD_CHECK(device.profile().device.node_guid !=
+                  htobe64(device.ethernet() ? eui64_of(0, 0) : ib_guid_of(0, 0)));
+      return 0;
+    });
+    CHILD_CHECK(grandchild.wait() == 0);
+    CHILD_CHECK(Fabric::get().member() == 0);  // the parent is still member 0
+    return 0;
+  });
+  EXPECT_EQ(member.wait(), 0);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ bool real_device_present() {
 
 int open_file(int flags) {
   std::lock_guard guard(Fabric::get().mutex);
+  Fabric::get().rejoin_after_fork();  // a forked child's first CM file
   const int fd = ConnectionManager::get().open_file(flags);
   if (fd < 0) return -1;
   if (fd >= kTracked) {
