@@ -115,7 +115,7 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
 }
 
 void Fabric::leave_after_fork() {
-  rejoin_pending_ = membership_.endpoint != nullptr;
+  rejoin_pending_.store(membership_.endpoint != nullptr, std::memory_order_relaxed);
   wire::Endpoint::abandon_after_fork(membership_.endpoint);
   service_started_ = false;
   marked_waiting_ = false;
@@ -133,8 +133,8 @@ std::optional<uint32_t> Fabric::member_with_lid(uint16_t lid) const {
 }
 
 void Fabric::rejoin_after_fork() {
-  if (!rejoin_pending_) return;
-  rejoin_pending_ = false;
+  if (!rejoin_pending()) return;
+  rejoin_pending_.store(false, std::memory_order_relaxed);
   FabricMembership joined = FabricMembership::for_forked_child();
   if (joined.endpoint == nullptr) {
     // Off the fabric, as before: its devices reach each other only.

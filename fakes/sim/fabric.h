@@ -185,6 +185,9 @@ class Fabric {
   // afresh as a new member, its devices readdressed to that member (what
   // the parent opened is the parent's: ibv_fork_init(3)). Under `mutex`.
   void rejoin_after_fork();
+  // Whether rejoin_after_fork has something to do (read without `mutex`:
+  // set in the child's fork handler, before any thread of the child runs).
+  bool rejoin_pending() const { return rejoin_pending_.load(std::memory_order_relaxed); }
 
   // A fresh QPN, reserved until bind_qp() or unregister_qp().
   uint32_t reserve_qpn();
@@ -228,7 +231,7 @@ class Fabric {
   std::unordered_map<uint32_t, QueuePair*> qps_;
   std::unordered_map<uint32_t, MemoryRegion*> mrs_;
   FabricMembership membership_;
-  bool rejoin_pending_ = false;  // a forked child of a member, not rejoined yet
+  std::atomic<bool> rejoin_pending_{false};  // a forked child of a member, not rejoined yet
   bool service_started_ = false;
   bool holding_deliveries_ = false;
   uint64_t activity_ = 0;

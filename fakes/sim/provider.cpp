@@ -372,6 +372,14 @@ std::span<ibv_device* const> devices() {
   return list;
 }
 
+void rejoin_if_forked() {
+  if (!Fabric::exists()) return;  // a fabric is made fresh in the child
+  Fabric& fabric = Fabric::get();
+  if (!fabric.rejoin_pending()) return;
+  Lock guard = lock();
+  fabric.rejoin_after_fork();
+}
+
 bool owns(const ibv_device* device) {
   if (device == nullptr) return false;
   auto list = devices();

@@ -44,6 +44,7 @@ ibv_device** get_device_list(int* num_devices) {
   // Without RDMA in the kernel libibverbs fails with ENOSYS: the simulated
   // devices are still there.
   if (real_list == nullptr) real_count = 0;
+  sim::rejoin_if_forked();  // a forked child's devices have its own addresses
   auto simulated_devices = sim::devices();
   const size_t total = static_cast<size_t>(real_count) + simulated_devices.size();
   auto** list = static_cast<ibv_device**>(std::calloc(total + 1, sizeof(ibv_device*)));
@@ -87,7 +88,10 @@ const char* get_device_name(ibv_device* device) {
 }
 
 __be64 get_device_guid(ibv_device* device) {
-  if (simulated(device)) return sim::device_guid(device);
+  if (simulated(device)) {
+    sim::rejoin_if_forked();
+    return sim::device_guid(device);
+  }
   return VERBFAULT_REAL(ibv_get_device_guid, "IBVERBS_1.1")(device);
 }
 

@@ -15,6 +15,7 @@ bool system_path_prefix(std::string_view path) {
 }
 
 SystemNode system_node(std::string_view path) {
+  sim::rejoin_if_forked();  // a forked child shows its own addresses
   sim::SystemNode found = sim::system_node(path);
   SystemNode node;
   node.kind = static_cast<SystemNodeKind>(found.kind);
@@ -33,6 +34,7 @@ bool has_network_interfaces() {
 
 std::vector<NetworkInterface> network_interfaces() {
   if (!has_network_interfaces()) return {};
+  sim::rejoin_if_forked();
   std::vector<NetworkInterface> interfaces;
   for (sim::NetworkInterface& found : sim::network_interfaces()) {
     NetworkInterface& out = interfaces.emplace_back();

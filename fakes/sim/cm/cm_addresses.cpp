@@ -131,16 +131,18 @@ std::optional<Binding> local_binding(const sockaddr* address) {
   std::memcpy(&binding.address, address, size);
   // The kernel binds loopback with no device too (cma_any_addr).
   if (binds_no_device(binding.address)) return binding;
-  const std::optional<uint32_t> v4 = ipv4_of_address(binding.address);
-  if (!v4) return std::nullopt;
+  // The processes of the fabric are one host's (they are: one machine),
+  // and a host binds any of its addresses: device d's address of any
+  // member is this process's device d (rdma_translate_ip finds the port
+  // whose netdev has it), as the forked sides of rdma-core's rdmacm tests
+  // both bind the address their parent read from `ip addr`.
+  const std::optional<FabricNode> node = node_of_address(binding.address);
+  if (!node) return std::nullopt;
   Fabric& fabric = Fabric::get();
-  for (const auto& device : fabric.devices())
-    if (ipv4_of(fabric.member(), device->index()) == *v4) {
-      binding.device = device->index();
-      binding.port = 1;
-      return binding;
-    }
-  return std::nullopt;
+  if (node->device >= static_cast<int>(fabric.devices().size())) return std::nullopt;
+  binding.device = node->device;
+  binding.port = 1;
+  return binding;
 }
 
 }  // namespace verbfault::sim::cm

@@ -51,8 +51,9 @@ sockaddr_storage address_of(uint32_t member, int device, sa_family_t family);
 // The same address (not port), an IPv4 one and its IPv4-mapped IPv6 form
 // alike.
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b);
-// Where a bind to `address` lands: the wildcard binds no device; an
-// address of one of this process's simulated ports binds that port;
+// Where a bind to `address` lands: the wildcard binds no device; a
+// fabric address of device d (of any member: one host) binds this
+// process's device d;
 // a loopback address binds no device, as the wildcard (the kernel's
 // cma_any_addr); anything else is nobody's here (nullopt: EADDRNOTAVAIL).
 std::optional<Binding> local_binding(const sockaddr* address);

@@ -68,6 +68,7 @@ int ConnectionManager::connect(int fd, const rdma_ucm_connect& command) {
   const uint8_t room =
       static_cast<uint8_t>((is_ud(*id) ? kSidrReqPrivateData : kReqPrivateData) - kIpHeaderBytes);
   if (conn.private_data_len > room) return EINVAL;
+  retarget_to_listener(*id);
   Message request;
   request.kind = is_ud(*id) ? MessageKind::kSidrReq : MessageKind::kReq;
   request.local_id = id->handle;

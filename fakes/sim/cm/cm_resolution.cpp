@@ -136,7 +136,11 @@ int ConnectionManager::resolve(int fd, uint32_t handle, const sockaddr* source,
     }
     target = FabricNode{fabric.member(), *id->source.device};
   } else if (const std::optional<FabricNode> node = node_of_address(target_address)) {
-    target = node;
+    // The member that listens on the address and port (one host: any
+    // process may listen on any of its addresses), else the address's own.
+    const std::optional<uint32_t> member =
+        listening_member(id->port_space, port_of(target_address), target_address);
+    target = FabricNode{member.value_or(node->member), node->device};
     if (!id->source.device) {
       // The routing-selected source: this member's port of the same index
       // (the fabric's subnets are one per device index), else its first.
@@ -195,6 +199,24 @@ int ConnectionManager::resolve_route(int fd, const rdma_ucm_resolve_route& comma
   id->state = IdState::kRouteResolved;
   report(*id, CmEvent::kRouteResolved, 0);
   return 0;
+}
+
+void ConnectionManager::retarget_to_listener(CmId& id) {
+  // An address of this host (loopback, or a fabric address: the members
+  // are one machine's processes) reaches whichever process listens on it
+  // when the request leaves, as the kernel's CM finds the listener when
+  // the REQ arrives (cma_find_listener): the server may have listened
+  // after the client resolved (rdma-core's rdmacm tests resolve first).
+  if (!id.target || !id.path || !id.source.device) return;
+  if (!binds_no_device(id.destination) && !node_of_address(id.destination)) return;
+  const std::optional<uint32_t> member =
+      listening_member(id.port_space, port_of(id.destination), id.destination);
+  if (!member || *member == id.target->member) return;
+  const int device = *member == Fabric::get().member() ? *id.source.device : id.target->device;
+  id.target = FabricNode{*member, device};
+  const Device& port = device_at(*id.source.device);
+  id.path = path_to(port, id, *id.target, port.ethernet() ? 0 : lid_of(member.value(), device),
+                    gid_of(*id.target, port.ethernet()), id.path->mtu);
 }
 
 int ConnectionManager::query(int fd, const rdma_ucm_query& command, uint16_t out) {

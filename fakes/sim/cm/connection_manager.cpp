@@ -55,16 +55,31 @@ bool read_command_up_to_ece(const uint8_t* input, uint16_t in, Command& command)
   return true;
 }
 
-// A listener on the wildcard or loopback as the status table holds it for
-// the other members (wire::StatusTable::add_listener): valid bit, port
-// space, port, AF-only, family.
+// A listener as the status table holds it for the other members
+// (wire::StatusTable::add_listener): valid bit, port space, port, AF-only,
+// family, and the address it is bound to: 0 for the wildcard or loopback,
+// else the fabric address's member and device + 1 (198.18.<m>.<d+1>: the
+// only specific addresses a bind takes).
 constexpr uint64_t kListenerValid = uint64_t{1} << 63;
 constexpr uint64_t kListenerAfOnly = uint64_t{1} << 48;
 constexpr uint64_t kListenerIpv6 = uint64_t{1} << 49;
+constexpr int kListenerAddressShift = 16;
 
-uint64_t listener_entry(uint16_t port_space, uint16_t port, bool af_only, bool ipv6) {
-  return kListenerValid | uint64_t{port_space} << 32 | port | (af_only ? kListenerAfOnly : 0) |
+uint16_t address_code(const sockaddr_storage& address) {
+  const std::optional<FabricNode> node = node_of_address(address);
+  if (!node) return 0;
+  return static_cast<uint16_t>(node->member << 8 | static_cast<uint32_t>(node->device + 1));
+}
+
+uint64_t listener_entry(uint16_t port_space, uint16_t port, bool af_only, bool ipv6,
+                        uint16_t address) {
+  return kListenerValid | uint64_t{port_space} << 32 | port |
+         uint64_t{address} << kListenerAddressShift | (af_only ? kListenerAfOnly : 0) |
          (ipv6 ? kListenerIpv6 : 0);
+}
+
+uint16_t listener_address(uint64_t entry) {
+  return static_cast<uint16_t>(entry >> kListenerAddressShift);
 }
 
 // The kernel's default of net.rdma_ucm.max_backlog (ucma.c).
@@ -583,7 +598,8 @@ int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage
     if (binds_no_device(address) || binds_no_device(other.source.address)) return EADDRNOTAVAIL;
     if (same_address(address, other.source.address)) return EADDRINUSE;
   }
-  // The other members' listeners on the wildcard: one host, one port space.
+  // The other members' listeners: one host, one port space (the fabric's
+  // addresses are all this host's, local_binding), cma_check_port's rules.
   if (wire::Endpoint* endpoint = Fabric::get().endpoint())
     for (const auto& [member, entry] : endpoint->others_listeners()) {
       if (static_cast<uint16_t>(entry >> 32) != binding.port_space ||
@@ -593,7 +609,9 @@ int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage
       if (af_only(binding, address) && (entry & kListenerAfOnly) != 0 &&
           other_v6 != (address.ss_family == AF_INET6))
         continue;
-      return EADDRNOTAVAIL;
+      const uint16_t other = listener_address(entry);
+      if (other == 0 || binds_no_device(address)) return EADDRNOTAVAIL;
+      if (other == address_code(address)) return EADDRINUSE;
     }
   return 0;
 }
@@ -607,10 +625,13 @@ std::optional<uint32_t> ConnectionManager::listening_member(uint16_t port_space,
   wire::Endpoint* endpoint = fabric.endpoint();
   if (endpoint == nullptr) return std::nullopt;
   const bool v6 = destination.ss_family == AF_INET6;
+  const uint16_t asked = address_code(destination);
   for (const auto& [member, entry] : endpoint->others_listeners()) {
     if (static_cast<uint16_t>(entry >> 32) != port_space || static_cast<uint16_t>(entry) != port)
       continue;
     if ((entry & kListenerAfOnly) != 0 && ((entry & kListenerIpv6) != 0) != v6) continue;
+    // On the wildcard it hears every address; on one, that one only.
+    if (listener_address(entry) != 0 && listener_address(entry) != asked) continue;
     return member;
   }
   return std::nullopt;
@@ -621,12 +642,12 @@ void ConnectionManager::publish_listener(CmId& id, bool listening) {
     listening_.emplace(id.handle, ListeningSocket(id.handle));
   else
     listening_.erase(id.handle);
-  if (!binds_no_device(id.source.address)) return;  // reached by its address only
   wire::Endpoint* endpoint = Fabric::get().endpoint();
   if (endpoint == nullptr) return;
   const uint64_t entry =
       listener_entry(id.port_space, port_of(id.source.address), af_only(id, id.source.address),
-                     id.source.address.ss_family == AF_INET6);
+                     id.source.address.ss_family == AF_INET6,
+                     binds_no_device(id.source.address) ? 0 : address_code(id.source.address));
   if (listening)
     id.published = endpoint->add_listener(entry);
   else if (id.published)

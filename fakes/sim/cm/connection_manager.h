@@ -276,6 +276,10 @@ class ConnectionManager {
   // routes (cm_resolution.cpp).
   static Path path_to(const Device& port, const CmId& id, const FabricNode& target, uint16_t dlid,
                       const ibv_gid& dgid, uint8_t mtu);
+  // Before a request leaves: an id resolved to an address of this host
+  // goes to the member listening on it now, its path remade to that
+  // member (cm_resolution.cpp).
+  void retarget_to_listener(CmId& id);
   // This member's node for device `device` (lid, gid).
   MessageNode own_node(int device) const;
   // Queues an event for `id` on its file (dropped when the id has no uid).

@@ -98,6 +98,11 @@ std::vector<std::string> take_timing_notes();
 // VERBFAULT_SIM_DEVICES (default 1). An invalid value is reported on stderr
 // and the default is used.
 std::span<ibv_device* const> devices();
+// In a child made by fork(2) of a fabric member: joins the fabric as a new
+// member now, before the child reads its devices' addresses (its device
+// list, GUIDs, sysfs files) or opens one (sim/fabric.h,
+// Fabric::rejoin_after_fork); nothing otherwise. Not under the device lock.
+void rejoin_if_forked();
 bool owns(const ibv_device* device);
 bool owns(const ibv_context* context);
 // Node GUID in network byte order, as ibv_get_device_guid(3) returns it.
