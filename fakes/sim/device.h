@@ -37,6 +37,7 @@ class Device {
   // The port's live attributes (state and LID may change at run time).
   // Guarded by Fabric::mutex.
   ibv_port_attr& port() { return port_; }
+  const ibv_port_attr& port() const { return port_; }
   uint16_t lid() const { return port_.lid; }
   bool ethernet() const { return profile_.ethernet(); }
   // The GID table (the profile's entries with this device's addresses):

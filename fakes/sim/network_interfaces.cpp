@@ -31,23 +31,26 @@ void set_hardware_address(const Device& device, uint32_t member, NetworkInterfac
 
 }  // namespace
 
+NetworkInterface interface_of(const Device& device, uint32_t member) {
+  NetworkInterface out;
+  out.name = printf_string(device.ethernet() ? "vfeth%d" : "vfib%d", device.index());
+  out.index = kInterfaceIndexBase + static_cast<unsigned>(device.index());
+  out.ethernet = device.ethernet();
+  out.running = device.port().state == IBV_PORT_ACTIVE;
+  out.ipv4 = ipv4_of(member, device.index());
+  out.prefix_length = kFabricPrefixLength;
+  // rxe's netdev is an Ethernet one (1500); IPoIB in datagram mode has
+  // the 2048-byte IB MTU less its 4-byte header.
+  out.mtu = device.ethernet() ? 1500 : 2044;
+  set_hardware_address(device, member, out);
+  return out;
+}
+
 std::vector<NetworkInterface> network_interfaces() {
   Fabric& fabric = Fabric::get();
   std::lock_guard guard(fabric.mutex);
   std::vector<NetworkInterface> interfaces;
-  for (auto& device : fabric.devices()) {
-    NetworkInterface& out = interfaces.emplace_back();
-    out.name = printf_string(device->ethernet() ? "vfeth%d" : "vfib%d", device->index());
-    out.index = kInterfaceIndexBase + static_cast<unsigned>(device->index());
-    out.ethernet = device->ethernet();
-    out.running = device->port().state == IBV_PORT_ACTIVE;
-    out.ipv4 = ipv4_of(fabric.member(), device->index());
-    out.prefix_length = kFabricPrefixLength;
-    // rxe's netdev is an Ethernet one (1500); IPoIB in datagram mode has
-    // the 2048-byte IB MTU less its 4-byte header.
-    out.mtu = device->ethernet() ? 1500 : 2044;
-    set_hardware_address(*device, fabric.member(), out);
-  }
+  for (auto& device : fabric.devices()) interfaces.push_back(interface_of(*device, fabric.member()));
   return interfaces;
 }
 

@@ -4,6 +4,7 @@
 
 #include "device.h"
 #include "fabric.h"
+#include "network_interfaces.h"
 #include "printf_string.h"
 
 #include <dirent.h>
@@ -237,9 +238,36 @@ SystemNode port_node(Device& device, std::span<const std::string_view> rest) {
   if (device.gid_empty(entry)) return unreadable(EINVAL);
   if (table == "types")
     return file(device.gid_type(entry) == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1");
-  // A simulated RoCE port has no netdev of this host behind it: the
-  // kernel's answer for an entry without one (an InfiniBand port's).
+  // A RoCE entry names the netdev its address is on (rdma_read_gid_attr_ndev_rcu);
+  // an InfiniBand entry has none: EINVAL, the kernel's answer.
+  if (device.ethernet()) return file(interface_of(device, Fabric::get().member()).name);
   return unreadable(EINVAL);
+}
+
+// /sys/class/net/<name> of the port's interface, as the bus device's net/
+// directory links it: the attributes a program reads to find the
+// interface of an RDMA device (rdma-core's tests, `rdma link`): name,
+// index, type (ARPHRD_*), hardware address, MTU, operational state.
+SystemNode interface_node(const Device& device, std::span<const std::string_view> rest) {
+  const NetworkInterface interface = interface_of(device, Fabric::get().member());
+  if (rest.empty()) return directory({interface.name});
+  if (rest[0] != interface.name) return {};
+  if (rest.size() == 1)
+    return directory({"addr_len", "address", "ifindex", "mtu", "operstate", "type"});
+  if (rest.size() != 2) return {};
+  const std::string_view name = rest[1];
+  if (name == "addr_len") return file(std::to_string(interface.hardware_length));
+  if (name == "address") {
+    std::string text;
+    for (std::size_t i = 0; i < interface.hardware_length; ++i)
+      text += printf_string(i == 0 ? "%02x" : ":%02x", interface.hardware_address[i]);
+    return file(text);
+  }
+  if (name == "ifindex") return file(std::to_string(interface.index));
+  if (name == "mtu") return file(std::to_string(interface.mtu));
+  if (name == "operstate") return file(interface.running ? "up" : "down");
+  if (name == "type") return file(interface.ethernet ? "1" : "32");  // ARPHRD_ETHER, _INFINIBAND
+  return {};
 }
 
 SystemNode device_node(Device& device, std::span<const std::string_view> rest) {
@@ -259,11 +287,13 @@ SystemNode device_node(Device& device, std::span<const std::string_view> rest) {
     if (name == "sys_image_guid") return file(guid_text(profile.device.sys_image_guid));
     if (name == "ports") return directory({"1"});
     // The bus device: no PCI function behind a simulated HCA, so no NUMA
-    // node either (what the kernel reports for a device without one).
-    if (name == "device") return directory({"numa_node"});
+    // node either (what the kernel reports for a device without one); its
+    // network interface under net/, as a NIC's.
+    if (name == "device") return directory({"net", "numa_node"});
     return {};
   }
   if (name == "device" && rest.size() == 2 && rest[1] == "numa_node") return file("-1");
+  if (name == "device" && rest[1] == "net") return interface_node(device, rest.subspan(2));
   if (name == "ports" && rest[1] == "1") return port_node(device, rest.subspan(2));
   return {};
 }

@@ -114,6 +114,26 @@ TEST(SystemFiles, RocePortsReadAsEthernetWithRoceV2Gids) {
       << r.output;
 }
 
+// The port's network interface, where rdma-core's tests and `rdma link`
+// look for it: the bus device's net/ directory, and (RoCE) the netdev of
+// each GID; an InfiniBand GID has none (EINVAL, as the kernel).
+TEST(SystemFiles, ThePortsInterfaceIsUnderTheBusDevice) {
+  ProcessResult roce =
+      run("VERBFAULT_SIM_PROFILE=roce",
+          "sh -c 'd=/sys/class/infiniband/vfsim0; n=$(ls $d/device/net/); echo $n; "
+          "cat $d/device/net/$n/type $d/device/net/$n/ifindex $d/device/net/$n/address "
+          "$d/ports/1/gid_attrs/ndevs/1'");
+  ASSERT_EQ(roce.status, 0) << roce.output;
+  EXPECT_TRUE(contains(roce.output, "vfeth0\n1\n65536\n02:fa:f1:00:00:01\nvfeth0\n"))
+      << roce.output;
+  ProcessResult ib =
+      run("VERBFAULT_SIM_PROFILE=ib",
+          "sh -c 'd=/sys/class/infiniband/vfsim0; ls $d/device/net/; cat $d/device/net/vfib0/type; "
+          "cat $d/ports/1/gid_attrs/ndevs/0 || echo no netdev'");
+  EXPECT_TRUE(contains(ib.output, "vfib0\n32\n")) << ib.output;
+  EXPECT_TRUE(contains(ib.output, "Invalid argument\nno netdev")) << ib.output;
+}
+
 // ls -la stats "." and "..", asks for ACLs and SELinux labels (getxattr)
 // and follows a symlink named with a trailing slash, as path_resolution(7)
 // says: every one of them must answer as the kernel would.
