@@ -61,10 +61,14 @@ const sockaddr* to_kernel(const sockaddr* address, socklen_t length, sockaddr_st
   return mapped;
 }
 
-bool is_own_port_address(uint32_t address) {
-  for (const provider::NetworkInterface& interface : provider::network_interfaces())
-    if (interface.ipv4 == address) return true;
-  return false;
+// The fabric's processes are one machine's: a port address of any member
+// is this machine's to bind, if this process has a device of that index
+// (198.18.<m>.<d+1>; the connection manager binds the same addresses,
+// sim/cm/cm_addresses.h local_binding).
+bool is_machine_port_address(uint32_t address) {
+  const uint32_t device_plus_one = address & 0xff;
+  const std::size_t devices = provider::network_interfaces().size();
+  return device_plus_one >= 1 && device_plus_one <= devices;
 }
 
 }  // namespace
@@ -81,7 +85,7 @@ void from_kernel(sockaddr* address, socklen_t capacity, const socklen_t* length)
 int bind(int fd, const sockaddr* address, socklen_t length) {
   sockaddr_storage storage;
   const sockaddr* kernel = to_kernel(address, length, storage);
-  if (kernel != address && !is_own_port_address(*ipv4_in(address, length))) {
+  if (kernel != address && !is_machine_port_address(*ipv4_in(address, length))) {
     errno = EADDRNOTAVAIL;  // ip(7): not an address of this host
     return -1;
   }

@@ -6,8 +6,10 @@
 // (198.18.<member>.<N+1>, or its IPv4-mapped IPv6 form) goes to the kernel
 // as the loopback address 127.18.<member>.<N+1> (all of 127/8 is the
 // loopback interface's), and an address the kernel gives back in 127.18/16
-// is shown as the 198.18 one. A bind to another host's port address fails
-// with EADDRNOTAVAIL, as the kernel's does for an address it does not
+// is shown as the 198.18 one. The fabric's processes are one machine's,
+// so a port address of another process binds too (its stand-in is on
+// loopback as well); one of a device index this process does not have
+// fails with EADDRNOTAVAIL, as the kernel's bind of an address it does not
 // have.
 #pragma once
 
