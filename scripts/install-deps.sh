@@ -8,7 +8,7 @@ packages=(
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   chromium chromium-driver python3-selenium
-  python3-jsonschema libxml2-utils python3-pyverbs
+  python3-jsonschema libxml2-utils python3-pyverbs iproute2
   infiniband-diags ucx-utils libfabric-bin openmpi-bin libopenmpi-dev qperf rdmacm-utils
   librdmacm-dev libucx-dev
   clang libclang-rt-14-dev

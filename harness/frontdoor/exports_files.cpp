@@ -10,6 +10,7 @@
 #undef _FORTIFY_SOURCE
 #include "caller.h"
 #include "cm_files.h"
+#include "route_netlink.h"
 #include "system_files.h"
 
 #include <dirent.h>
@@ -126,6 +127,7 @@ ssize_t write(int fd, const void* buffer, size_t length) {
 }
 
 int close(int fd) {
+  route_netlink::closed(fd);
   return cm_files::close(fd, VERBFAULT_CALLER);
 }
 

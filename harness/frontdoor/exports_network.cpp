@@ -1,11 +1,13 @@
 // Exported network calls of the C library: the simulated ports' IP
-// interfaces (interposer/network_interfaces.h) and the sockets on their
-// addresses (interposer/socket_addresses.h). They carry glibc's symbol
+// interfaces (interposer/network_interfaces.h, and over rtnetlink
+// interposer/route_netlink.h) and the sockets on their addresses
+// (interposer/socket_addresses.h). They carry glibc's symbol
 // versions (libibverbs.map). accept, recvfrom and recvmsg, which the thread
 // scheduler also sees, are in exports_threads.cpp.
 #include "caller.h"
 #include "libc_network.h"
 #include "network_interfaces.h"
+#include "route_netlink.h"
 #include "socket_addresses.h"
 
 #include <ifaddrs.h>
@@ -61,12 +63,28 @@ int getpeername(int fd, sockaddr* address, socklen_t* length) {
   return socket_addresses::getpeername(fd, address, length);
 }
 
+int socket(int domain, int type, int protocol) {
+  const int fd = libc::network().socket(domain, type, protocol);
+  route_netlink::opened(fd, domain, protocol);
+  return fd;
+}
+
+ssize_t send(int fd, const void* buffer, size_t size, int flags) {
+  if (route_netlink::followed(fd))
+    if (const auto answered = route_netlink::sent(fd, buffer, size)) return *answered;
+  return libc::network().send(fd, buffer, size, flags);
+}
+
 ssize_t sendto(int fd, const void* buffer, size_t size, int flags, const sockaddr* address,
                socklen_t length) {
+  if (route_netlink::followed(fd))
+    if (const auto answered = route_netlink::sent(fd, buffer, size)) return *answered;
   return socket_addresses::sendto(fd, buffer, size, flags, address, length);
 }
 
 ssize_t sendmsg(int fd, const msghdr* message, int flags) {
+  if (route_netlink::followed(fd))
+    if (const auto answered = route_netlink::sent(fd, message)) return *answered;
   return socket_addresses::sendmsg(fd, message, flags);
 }
 

@@ -6,6 +6,7 @@
 // glibc 2.34 moved a function into libc under a new version, the old one
 // is exported too.
 #include "caller.h"
+#include "route_netlink.h"
 #include "socket_addresses.h"
 #include "thread_calls.h"
 
@@ -26,6 +27,25 @@ Result shown(Result result, sockaddr* address, socklen_t capacity, const socklen
 
 socklen_t capacity_of(const socklen_t* length) {
   return length != nullptr ? *length : 0;
+}
+
+// A followed NETLINK_ROUTE socket (interposer/route_netlink.h): its
+// datagrams through recvmsg, with the simulated interfaces in its dumps.
+ssize_t kernel_recvmsg(int fd, msghdr* message, int flags, const void* caller) {
+  return thread_calls::recvmsg(fd, message, flags, caller);
+}
+
+ssize_t netlink_recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
+                         socklen_t* address_length, const void* caller) {
+  iovec vector{buffer, length};
+  msghdr message{};
+  message.msg_iov = &vector;
+  message.msg_iovlen = 1;
+  message.msg_name = address;
+  message.msg_namelen = address_length != nullptr ? *address_length : 0;
+  const ssize_t result = route_netlink::received(fd, &message, flags, kernel_recvmsg, caller);
+  if (result >= 0 && address_length != nullptr) *address_length = message.msg_namelen;
+  return result;
 }
 
 }  // namespace
@@ -288,11 +308,16 @@ int accept4(int fd, sockaddr* address, socklen_t* length, int flags) {
 
 // recv(2) is recvfrom(2) without an address, in glibc as here.
 ssize_t recv(int fd, void* buffer, size_t length, int flags) {
+  if (route_netlink::followed(fd))
+    return netlink_recvfrom(fd, buffer, length, flags, nullptr, nullptr, VERBFAULT_CALLER);
   return thread_calls::recvfrom(fd, buffer, length, flags, nullptr, nullptr, VERBFAULT_CALLER);
 }
 
 ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* address,
                  socklen_t* address_length) {
+  if (route_netlink::followed(fd))
+    return netlink_recvfrom(fd, buffer, length, flags, address, address_length,
+                            VERBFAULT_CALLER);
   const socklen_t capacity = capacity_of(address_length);
   return shown(
       thread_calls::recvfrom(fd, buffer, length, flags, address, address_length, VERBFAULT_CALLER),
@@ -300,6 +325,8 @@ ssize_t recvfrom(int fd, void* buffer, size_t length, int flags, sockaddr* addre
 }
 
 ssize_t recvmsg(int fd, msghdr* message, int flags) {
+  if (route_netlink::followed(fd))
+    return route_netlink::received(fd, message, flags, kernel_recvmsg, VERBFAULT_CALLER);
   if (message == nullptr) return thread_calls::recvmsg(fd, message, flags, VERBFAULT_CALLER);
   const socklen_t capacity = message->msg_namelen;
   return shown(thread_calls::recvmsg(fd, message, flags, VERBFAULT_CALLER),

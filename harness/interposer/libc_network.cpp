@@ -20,6 +20,8 @@ NetworkFunctions resolve() {
   find(f.getpeername, "getpeername", "GLIBC_2.2.5");
   find(f.sendto, "sendto", "GLIBC_2.2.5");
   find(f.sendmsg, "sendmsg", "GLIBC_2.2.5");
+  find(f.socket, "socket", "GLIBC_2.2.5");
+  find(f.send, "send", "GLIBC_2.2.5");
   return f;
 }
 

@@ -21,6 +21,8 @@ struct NetworkFunctions {
   int (*getpeername)(int, sockaddr*, socklen_t*);
   ssize_t (*sendto)(int, const void*, size_t, int, const sockaddr*, socklen_t);
   ssize_t (*sendmsg)(int, const msghdr*, int);
+  int (*socket)(int, int, int);
+  ssize_t (*send)(int, const void*, size_t, int);
 };
 
 // Resolved on first use; never changes after.

@@ -87,4 +87,28 @@ TEST(NetworkInterfaces, NoSimulatedDeviceNoInterface) {
       << r.output;
 }
 
+// rtnetlink (interposer/route_netlink.h): iproute2 finds the interface by
+// name and lists its link and address (what rdma-core's tests read with
+// `ip -j addr show`), a dump of every address has it after the host's
+// own, and a name nobody has is still the kernel's error.
+TEST(NetworkInterfaces, IpShowsTheInterfaceOverRtnetlink) {
+  ProcessResult one = verbfault::testing::run_preloaded(
+      VERBFAULT_LIBRARY, "ASAN_OPTIONS=\"${ASAN_OPTIONS}:detect_leaks=0\" VERBFAULT_SIM_PROFILE=roce",
+      "ip -j addr show vfeth0");
+  ASSERT_EQ(one.status, 0) << one.output;
+  EXPECT_TRUE(contains(one.output, "\"ifindex\":65536,\"ifname\":\"vfeth0\"")) << one.output;
+  EXPECT_TRUE(contains(one.output, "\"address\":\"02:fa:f1:00:00:01\"")) << one.output;
+  EXPECT_TRUE(contains(one.output, "\"local\":\"198.18.0.1\",\"prefixlen\":16")) << one.output;
+  ProcessResult all = verbfault::testing::run_preloaded(
+      VERBFAULT_LIBRARY, "ASAN_OPTIONS=\"${ASAN_OPTIONS}:detect_leaks=0\" VERBFAULT_SIM_PROFILE=ib",
+      "sh -c 'ip -o addr; ip -o link; ip link show vfnone'");
+  EXPECT_TRUE(contains(all.output, "1: lo    inet 127.0.0.1/8")) << all.output;
+  EXPECT_TRUE(contains(all.output, "65536: vfib0    inet 198.18.0.1/16 brd 198.18.255.255"))
+      << all.output;
+  EXPECT_TRUE(contains(all.output, "65536: vfib0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 2044"))
+      << all.output;
+  EXPECT_TRUE(contains(all.output, "link/infiniband 00:00:00:48:fe:80:")) << all.output;
+  EXPECT_TRUE(contains(all.output, "Device \"vfnone\" does not exist.")) << all.output;
+}
+
 }  // namespace

@@ -39,6 +39,10 @@ if [ ! -f "$source_dir/run_tests.py" ] || ! "$python" -c 'import pyverbs' 2>/dev
   exit 77  # ctest: skipped, not passed
 fi
 
+# A fabric of the suite's own: the rdmacm tests fork an active and a
+# passive side, which meet on it (each joins as a member of its own).
+export VERBFAULT_FABRIC="${VERBFAULT_FABRIC:-pyverbs-$$}"
+
 workdir="${workdir:-$(mktemp -d)}"
 rm -rf "$workdir/tests"
 mkdir -p "$workdir"
