@@ -4,6 +4,10 @@
 #include "state.h"
 
 #include <rdma/rdma_cma.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdint>
 #include <mutex>
@@ -17,7 +21,14 @@ namespace {
 struct Held {
   const rdma_cm_id* counted_on = nullptr;  // the id whose count it is
   rdma_cm_event_type type{};
+  pid_t taker = 0;  // the thread that took it (its kernel id)
 };
+
+// Whether thread `tid` of this process still runs (tgkill(2) with signal 0
+// checks it exists and sends nothing).
+bool alive(pid_t tid) {
+  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+}
 
 // The events taken and not acknowledged, by their address (guarded by the
 // interposer's lock). librdmacm frees an event at its ack, so an address
@@ -40,7 +51,7 @@ void got(const rdma_cm_event* event) {
   if (event == nullptr || !g_active) return;
   State& state = State::get();
   std::lock_guard lock(state.mutex);
-  held()[event] = Held{counted_on(*event), event->event};
+  held()[event] = Held{counted_on(*event), event->event, gettid()};
 }
 
 void acked(const rdma_cm_event* event) {
@@ -60,6 +71,12 @@ void destroying(const rdma_cm_id* id) {
     // The event librdmacm keeps for a synchronous id (id->event) it
     // acknowledges itself in rdma_destroy_id.
     if (what.counted_on != id || event == id->event) continue;
+    // An event another live thread took is that thread's to acknowledge:
+    // librdmacm's rdma_destroy_id waits for it (that is why it counts),
+    // and the scheduler judges the wait if the ack never comes. One the
+    // destroying thread took itself, or a thread that has ended, can never
+    // be acknowledged while the destroy waits.
+    if (what.taker != gettid() && alive(what.taker)) continue;
     ++count;
     // The plan's names of the events (connect_request, ...), which are the
     // ABI's numbers in order.

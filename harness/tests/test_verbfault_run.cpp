@@ -34,7 +34,7 @@ std::string read_file(const std::string& path) {
 TEST(VerbfaultRun, SampleWithoutFaultsPassesItsStatusThrough) {
   ProcessResult r = run_shell(verbfault_run("--seed 5", SAMPLE_RC));
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "verbfault: seed 5, threads pct:depth=3:steps=20000\n"))
+  EXPECT_TRUE(contains(r.output, "verbfault: seed 5, threads pct:depth=3:steps=20000:preempt=10\n"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: plan: 0 rules")) << r.output;
   EXPECT_TRUE(contains(r.output, "verbfault: reproduce: verbfault run --seed 5 --")) << r.output;
@@ -405,7 +405,8 @@ TEST(VerbfaultRun, ThreadsOptionChoosesTheSchedulerAndIsOnTheReplayLine) {
       << free.output;
   ProcessResult walk = run_shell(verbfault_run("--seed 4 --threads random", SAMPLE_RC));
   EXPECT_EQ(walk.status, 0) << walk.output;
-  EXPECT_TRUE(contains(walk.output, "verbfault: seed 4, threads random\n")) << walk.output;
+  EXPECT_TRUE(contains(walk.output, "verbfault: seed 4, threads random:preempt=10\n"))
+      << walk.output;
   ProcessResult bad = run_shell(verbfault_run("--seed 4 --threads fair", SAMPLE_RC));
   EXPECT_EQ(bad.status, 125) << bad.output;
   EXPECT_TRUE(contains(bad.output, "verbfault: --threads 'fair': expected 'free'")) << bad.output;

@@ -7,10 +7,12 @@
 #    coalesce_cq_event, one event for both answers, and the client waits
 #    for a second that never comes);
 # 2. the fixed client passes seed 1 under the same fault;
-# 3. the fixed client passes seeds 1..20 with no fault.
-# What no test asserts yet (issue 34): that seeds alone, with no fault,
-# find the buggy client (0 of 50 today: the peer's think time passes while
-# the client is held, and virtual time does not let it).
+# 3. the fixed client passes seeds 1..20 with no fault;
+# 4. seeds alone find the buggy client: at least 20 of seeds 1..100 fail
+#    with no fault (the scheduler's preemption holds the client between
+#    its empty poll and its arm, or between its wake-up and its next poll,
+#    while the peer's think time passes: docs/architecture.md,
+#    "Preemption").
 set -uo pipefail
 verbfault=${1:?usage: races.sh VERBFAULT PROGRAM SHAPE}
 program=${2:?usage: races.sh VERBFAULT PROGRAM SHAPE}
@@ -45,4 +47,13 @@ expect "$shape fixed, seed 1, $fault: passes" \
 expect "$shape fixed, seeds 1..20: all pass" \
   '[ "$status" -eq 0 ] && grep -q "20 of 20 seeds run .*, 0 failed" <<<"$output"' -- \
   "$verbfault" sweep --seeds 1..20 --jobs 2 --timeout 30 -- "$program" "$shape" fixed
+output=$("$verbfault" sweep --seeds 1..100 --jobs 2 --timeout 30 -- "$program" "$shape" buggy 2>&1)
+found=$(sed -nE 's/.*100 of 100 seeds run in .*, ([0-9]+) failed$/\1/p' <<<"$output")
+if [ -n "$found" ] && [ "$found" -ge 20 ]; then
+  echo "races: $shape buggy, seeds 1..100, no fault: found by $found seeds (at least 20 expected)"
+else
+  echo "races: $shape buggy, seeds 1..100, no fault: FAILED: found by ${found:-no} seeds, expected at least 20" >&2
+  tail -15 <<<"$output" >&2
+  failed=1
+fi
 exit "$failed"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -39,6 +40,8 @@ VERBFAULT_TLS bool t_inside = false;
 constexpr std::uint64_t kPriorityStream = 1;
 constexpr std::uint64_t kChangePointStream = 2;
 constexpr std::uint64_t kWalkStream = 3;
+constexpr std::uint64_t kPreemptStream = 4;
+constexpr std::uint64_t kPreemptLengthStream = 5;
 
 std::uint64_t draw(std::uint64_t seed, std::uint64_t counter, std::uint64_t stream) {
   return engine::draw(seed, /*rule=*/0, /*object_key=*/0, counter, stream);
@@ -127,14 +130,16 @@ std::uint64_t parse_number(const std::string& text, const std::string& what) {
 }  // namespace
 
 std::string describe(const Options& options) {
-  if (options.strategy == Strategy::random_walk) return "random";
-  return "pct:depth=" + std::to_string(options.depth) + ":steps=" + std::to_string(options.steps);
+  const std::string preempt = ":preempt=" + std::to_string(options.preempt_percent);
+  if (options.strategy == Strategy::random_walk) return "random" + preempt;
+  return "pct:depth=" + std::to_string(options.depth) + ":steps=" +
+         std::to_string(options.steps) + preempt;
 }
 
 std::optional<Options> parse_threads(const std::string& text) {
   const std::string expected =
       "expected 'free', or 'pct[:depth=D][:steps=K]' or 'random', each with an optional "
-      "':escape=MS' (D in 1..64, K >= 1, MS >= 1)";
+      "':preempt=P' and ':escape=MS' (D in 1..64, K >= 1, P in 0..100, MS >= 1)";
   if (text == "free") return std::nullopt;
   Options options;
   std::size_t at;
@@ -156,6 +161,10 @@ std::optional<Options> parse_threads(const std::string& text) {
       const std::uint64_t ms = parse_number(value, "escape");
       if (ms < 1 || ms > 3'600'000) throw std::invalid_argument("'" + text + "': " + expected);
       options.escape_ns = ms * 1'000'000;
+    } else if (key == "preempt") {
+      const std::uint64_t percent = parse_number(value, "preempt");
+      if (percent > 100) throw std::invalid_argument("'" + text + "': " + expected);
+      options.preempt_percent = static_cast<std::uint32_t>(percent);
     } else if (options.strategy == Strategy::random_walk) {
       throw std::invalid_argument("'" + text + "': random takes no knob '" + key + "'; " +
                                   expected);
@@ -601,7 +610,44 @@ void Scheduler::point(bool yielding) {
     wait_for_turn(*self);
     return;
   }
+  // A preemption point: the first point after the thread stopped making
+  // progress (its empty poll, its failed try: the window between an empty
+  // poll and the arm), and the first after a wait of its ended (the window
+  // between a wake-up and what the thread does with it).
+  const bool preemptible = (yielding && !self->yielded_last) || self->woke;
+  self->yielded_last = yielding;
+  self->woke = false;
+  if (preemptible)
+    if (const std::uint64_t held_ns = preemption_at(*self); held_ns != 0) {
+      // Held as a sleep the thread did not ask for: the others run, the
+      // clock moves to whatever deadline comes first, the device delivers
+      // what became due; the thread runs again once its time is up.
+      self->status = Status::blocked;
+      self->wait = Wait{};
+      self->wait.kind = WaitKind::sleep;
+      self->wait.deadline_ns = now_ns_.load(std::memory_order_relaxed) + held_ns;
+      self->wait.call = "preempted";
+      self->wait_order = ++wait_orders_;
+      self->woken = false;
+      switch_from(*self, false);
+      return;
+    }
   switch_from(*self, yielding);
+}
+
+std::uint64_t Scheduler::preemption_at(const Thread& self) const {
+  (void)self;
+  if (options_.preempt_percent == 0) return 0;
+  const std::uint64_t step = steps_.load(std::memory_order_relaxed);
+  if (engine::below(draw(options_.seed, step, kPreemptStream), 100) >= options_.preempt_percent)
+    return 0;
+  // Log-uniform between the bounds: as likely 0.1-1 ms as 1-10 ms.
+  const double unit = static_cast<double>(draw(options_.seed, step, kPreemptLengthStream) >> 11) /
+                      static_cast<double>(std::uint64_t{1} << 53);
+  const double ratio = static_cast<double>(kLongestPreemptionNs) /
+                       static_cast<double>(kShortestPreemptionNs);
+  return static_cast<std::uint64_t>(static_cast<double>(kShortestPreemptionNs) *
+                                    std::pow(ratio, unit));
 }
 
 bool Scheduler::block(const Wait& wait) {
@@ -634,6 +680,7 @@ bool Scheduler::block(const Wait& wait) {
   // Written by interrupt() under lock_ before self got its turn back.
   t_interrupted = self->interrupted;
   self->interrupted = false;
+  self->woke = true;  // its next point may be a preemption's (point())
   return self->woken;
 }
 

@@ -66,14 +66,29 @@ struct Options {
   // schedule (it waits in a call the harness does not model, or computes).
   // Not part of the schedule: it only decides when determinism is given up.
   std::uint64_t escape_ns = 250'000'000;
+  // Preemption (docs/architecture.md, "Preemption"): the percentage of
+  // preemption points (the first call after an empty poll or a failed
+  // try, the first after a wait ended) at which the thread is held while
+  // virtual time moves on, as the kernel's scheduler holds a runnable
+  // thread. 0: never.
+  std::uint32_t preempt_percent = 10;
 };
 
+// How long a preempted thread is held: log-uniform between these, drawn
+// from the seed. The shortest is a wake-up latency of a loaded machine;
+// the longest CFS's scheduling period on a machine of 8 or more CPUs
+// (sched_latency_ns: 6 ms x (1 + ilog2(8))), the longest a runnable
+// thread waits behind the others of a run queue at the default settings.
+inline constexpr std::uint64_t kShortestPreemptionNs = 100'000;
+inline constexpr std::uint64_t kLongestPreemptionNs = 24'000'000;
+
 // How the options read in a replay line and in the run's first line:
-// "pct:depth=3:steps=20000" or "random" (the escape time is not part of
-// the schedule, and not printed).
+// "pct:depth=3:steps=20000:preempt=10" or "random:preempt=10" (the escape
+// time is not part of the schedule, and not printed).
 std::string describe(const Options& options);
 // Parses VERBFAULT_THREADS' value: "free", "pct[:depth=D][:steps=K]",
-// "random", each with an optional ":escape=MS"; nullopt for "free". Throws std::invalid_argument
+// "random", each with an optional ":preempt=P" and ":escape=MS"; nullopt
+// for "free". Throws std::invalid_argument
 // naming what was expected.
 std::optional<Options> parse_threads(const std::string& text);
 
@@ -313,6 +328,10 @@ class Scheduler {
     // fresh while it waits): a runnable thread whose stamp is
     // fairness_steps old is starving (Scheduler::switch_from).
     std::uint64_t fresh_at = 0;
+    // Preemption points (Scheduler::point): its last point was a yielding
+    // one; a wait of its ended since its last point.
+    bool yielded_last = false;
+    bool woke = false;
     pthread_t handle{};
     bool has_handle = false;
     bool interrupted = false;  // its interruptible wait ended by a signal
@@ -332,6 +351,9 @@ class Scheduler {
   bool rejoin(Thread& self);
   // Every status change to runnable goes through here (lock_ held).
   void becomes_runnable(Thread& thread);
+  // At a preemption point of `self` (lock_ held): whether the seed holds
+  // it here, and then for how long (virtual ns; 0: not held).
+  std::uint64_t preemption_at(const Thread& self) const;
   bool any_escaped() const;
   // With lock_ held: the threads blocked on objects released outside the
   // schedule become runnable; whether any did.

@@ -603,16 +603,19 @@ TEST(Scheduler, AThreadThatNeverWaitsCannotStarveTheOthers) {
 
 TEST(Scheduler, ThreadsOptionsParse) {
   EXPECT_FALSE(parse_threads("free").has_value());
-  EXPECT_EQ(describe(*parse_threads("pct")), "pct:depth=3:steps=20000");
-  EXPECT_EQ(describe(*parse_threads("pct:depth=5")), "pct:depth=5:steps=20000");
-  EXPECT_EQ(describe(*parse_threads("pct:steps=100:depth=2")), "pct:depth=2:steps=100");
-  EXPECT_EQ(describe(*parse_threads("random")), "random");
+  EXPECT_EQ(describe(*parse_threads("pct")), "pct:depth=3:steps=20000:preempt=10");
+  EXPECT_EQ(describe(*parse_threads("pct:depth=5")), "pct:depth=5:steps=20000:preempt=10");
+  EXPECT_EQ(describe(*parse_threads("pct:steps=100:depth=2")), "pct:depth=2:steps=100:preempt=10");
+  EXPECT_EQ(describe(*parse_threads("random")), "random:preempt=10");
+  EXPECT_EQ(describe(*parse_threads("pct:preempt=0")), "pct:depth=3:steps=20000:preempt=0");
+  EXPECT_EQ(describe(*parse_threads("random:preempt=100")), "random:preempt=100");
   EXPECT_EQ(parse_threads("pct:escape=40")->escape_ns, 40'000'000u);
   EXPECT_EQ(parse_threads("random:escape=7")->escape_ns, 7'000'000u);
-  EXPECT_EQ(describe(*parse_threads("random:escape=7")), "random");
+  EXPECT_EQ(describe(*parse_threads("random:escape=7")), "random:preempt=10");
   for (const char* bad : {"", "fair", "pct:", "pct:depth", "pct:depth=0", "pct:depth=65",
                           "pct:depth=x", "pct:steps=0", "pct:width=3", "pctx", "random:depth=2",
-                          "randomx", "pct:escape=0", "pct:escape="})
+                          "randomx", "pct:escape=0", "pct:escape=", "pct:preempt=101",
+                          "pct:preempt=", "random:preempt=x"})
     EXPECT_THROW(parse_threads(bad), std::invalid_argument) << bad;
 }
 
