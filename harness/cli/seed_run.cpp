@@ -106,6 +106,12 @@ Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs:
     std::ifstream records(traces[process]);
     std::size_t index = 0;
     for (std::string line; std::getline(records, line); ++index) {
+      // {"obj":"cq#0","seq":9,"window":"completion_between_poll_and_arm"}
+      if (const std::size_t at = line.find("\"window\":\""); at != std::string::npos) {
+        const std::size_t begin = at + 10, end = line.find('"', begin);
+        if (end != std::string::npos) outcome.windows.insert(line.substr(begin, end - begin));
+        continue;
+      }
       if (line.find("\"fault\":\"") == std::string::npos) continue;
       const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (!record.is_object() || !record.contains("fault")) continue;

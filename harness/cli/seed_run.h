@@ -54,6 +54,7 @@ struct Outcome {
   std::set<std::string> checks;           // the check ids that reported
   bool findings = false;                  // some of them fail the run (not only a leak at exit)
   std::vector<FiredFault> fired;          // in trace order
+  std::set<std::string> windows;          // the race windows it reached (record/window.h)
   std::string reproduce;                  // the "reproduce:" line
   std::optional<std::string> trace_hash;  // the library's, as 16 hex digits
   std::string signature;                  // exit status or signal or timeout, checks, first fault

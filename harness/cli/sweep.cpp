@@ -6,6 +6,7 @@
 #include "runner.h"
 #include "seed_run.h"
 #include "swarm.h"
+#include "window.h"
 #include "verbfault/plan.h"
 
 #include <unistd.h>
@@ -133,6 +134,7 @@ int sweep(const SweepOptions& options) {
   for (const std::uint64_t seed : pending)
     runs.push_back({seed_run(options, palette, seed), log_path(dir, seed), trace_path(dir, seed)});
   std::vector<Outcome> failures;
+  std::map<std::string, std::size_t> windows;  // seeds that reached each race window
   std::size_t done = 0;
   const Clock::time_point began = Clock::now();
   const bool terminal = isatty(STDERR_FILENO) != 0;
@@ -146,6 +148,7 @@ int sweep(const SweepOptions& options) {
   const bool started = run_batch(runs, batch, [&](std::size_t index, Outcome&& outcome) {
     const std::uint64_t seed = runs[index].spec.seed;
     ++done;
+    for (const std::string& window : outcome.windows) ++windows[window];
     if (outcome.failed) {
       const fs::path replay_file = dir / ("seed-" + std::to_string(seed) + ".replay");
       try {
@@ -197,6 +200,21 @@ int sweep(const SweepOptions& options) {
     std::fprintf(stderr, "verbfault:   %zu seed%s: %s (seeds %s)\n", seeds.size(),
                  seeds.size() == 1 ? "" : "s", signature.c_str(), list.c_str());
   }
+  // The race windows (record/window.h): how many seeds reached each, so a
+  // clean sweep says whether it exercised the race at all.
+  std::string reached, never;
+  for (const Window window : kWindows) {
+    const std::string name(window_name(window));
+    const auto found = windows.find(name);
+    if (found == windows.end())
+      never += (never.empty() ? "" : ", ") + name;
+    else
+      reached += (reached.empty() ? "" : ", ") + name + " " + std::to_string(found->second);
+  }
+  std::fprintf(stderr, "verbfault: sweep: race windows reached (seeds): %s\n",
+               reached.empty() ? "none" : reached.c_str());
+  if (!never.empty())
+    std::fprintf(stderr, "verbfault: sweep: race windows no seed reached: %s\n", never.c_str());
   if (temporary && failures.empty())
     fs::remove_all(dir, error);
   else if (temporary)

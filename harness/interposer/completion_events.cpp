@@ -306,7 +306,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     hang::progressed();
     tracked->faults->armed = false;  // an event disarms its CQ
     state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
-    state.checkers.cq_event_taken(*tracked);
+    state.checkers.cq_event_taken(state, *tracked);
     return 0;
   }
 }

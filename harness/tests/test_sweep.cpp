@@ -49,6 +49,33 @@ TEST(Sweep, TheFixedProgramPassesEverySeed) {
   EXPECT_TRUE(contains(r.output, ", 0 failed\n")) << r.output;
 }
 
+// The race windows (record/window.h): a sweep says how many seeds reached
+// each. A client in an event loop whose peer thinks before answering
+// reaches the stranded window (and handles it: the fixed client); a
+// program whose threads only busy-poll never waits for an event, and the
+// sweep says no seed reached any window.
+TEST(Sweep, ItCountsTheSeedsThatReachedEachRaceWindow) {
+  ProcessResult events = run_shell(std::string(VERBFAULT_CLI) + " sweep --seeds 1..20 -- " +
+                                   THINK_TIME_RACES + " stranded fixed");
+  EXPECT_EQ(events.status, 0) << events.output;
+  const std::size_t at = events.output.find(
+      "verbfault: sweep: race windows reached (seeds): completion_between_poll_and_arm ");
+  ASSERT_NE(at, std::string::npos) << events.output;
+  const int seeds = std::stoi(events.output.substr(at + 80));
+  EXPECT_GE(seeds, 1) << events.output;
+  EXPECT_LE(seeds, 20) << events.output;
+  ProcessResult polling = run_shell(std::string(VERBFAULT_CLI) + " sweep --seeds 1..5 -- " +
+                                    POLLING_SERVER + " 20 0 progress");
+  EXPECT_EQ(polling.status, 0) << polling.output;
+  EXPECT_TRUE(contains(polling.output, "verbfault: sweep: race windows reached (seeds): none\n"))
+      << polling.output;
+  EXPECT_TRUE(contains(polling.output,
+                       "verbfault: sweep: race windows no seed reached: "
+                       "completion_between_poll_and_arm, event_for_several_completions, "
+                       "event_with_empty_cq\n"))
+      << polling.output;
+}
+
 TEST(Sweep, TheShardsOfARangeAreItsPartition) {
   const std::set<int> whole = failed_seeds(run_shell(sweep("--seeds 1..30", "buggy")).output);
   std::set<int> joined;

@@ -209,8 +209,23 @@ void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
                  "ibv_get_cq_event on " + channel.name());
 }
 
-void Checkers::cq_event_taken(const Object& cq) {
+void Checkers::reached(Host& host, Window window, const Object& object) {
+  const std::uint32_t bit = std::uint32_t{1} << static_cast<unsigned>(window);
+  if ((windows_reached_ & bit) != 0) return;
+  windows_reached_ |= bit;
+  host.record(record::CallRecord(object.id()).add("window", window_name(window)));
+}
+
+void Checkers::cq_event_taken(Host& host, const Object& cq) {
   ObjectChecks& c = of(cq);
+  // What the event stood for, on the simulated device (which can say how
+  // many completions wait): several (a loop taking one per event leaves
+  // the rest), or none (an earlier drain took the one that raised it).
+  if (cq.simulated) {
+    const std::size_t waiting = depth(host, cq);
+    if (waiting >= 2) reached(host, Window::event_for_several_completions, cq);
+    if (waiting == 0) reached(host, Window::event_with_empty_cq, cq);
+  }
   c.armed = false;  // an event disarms its CQ
   ++c.cq_events_taken;
   c.used_with_events = true;
@@ -234,6 +249,10 @@ void Checkers::armed(Host& host, const Object& cq) {
   ObjectChecks& c = of(cq);
   c.armed = true;
   c.arm_depth = cq.simulated ? depth(host, cq) : 0;
+  // Completions that came after the last poll found the CQ empty, and
+  // before this arm: they raise no event (ibv_req_notify_cq(3)).
+  if (c.last_poll_empty && c.arm_depth > 0)
+    reached(host, Window::completion_between_poll_and_arm, cq);
   c.arm_unpolled = c.arm_depth;
   c.polled_since_arm = false;
   c.drained_since_arm = false;
@@ -245,6 +264,7 @@ void Checkers::polled(Host& host, const Object& cq, int asked,
   const ibv_wc* wc = completions.wc;
   const int returned = static_cast<int>(completions.count);
   c.polled_since_arm = true;
+  c.last_poll_empty = returned == 0 && asked > 0;
   c.arm_unpolled -= std::min<std::uint64_t>(c.arm_unpolled, static_cast<std::uint64_t>(returned));
   if (returned == 0 && asked > 0) c.drained_since_event = c.drained_since_arm = true;
   // Failures are remembered per QP; a success only has to forget one, and

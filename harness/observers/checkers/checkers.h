@@ -17,6 +17,7 @@
 #include "check_catalogue.h"
 #include "object.h"
 #include "object_checks.h"
+#include "window.h"
 #include "verbfault/session.h"
 
 #include <infiniband/verbs.h>
@@ -91,7 +92,7 @@ class Checkers {
   // Before ibv_get_cq_event looks for an event on `channel` (it waits
   // unless the fd is non-blocking). May end the run (liveness).
   void before_cq_event_wait(Host& host, const Object& channel);
-  void cq_event_taken(const Object& cq);
+  void cq_event_taken(Host& host, const Object& cq);
   void cq_events_acked(Host& host, const Object& cq, unsigned int count);
   // A successful ibv_req_notify_cq.
   void armed(Host& host, const Object& cq);
@@ -173,6 +174,9 @@ class Checkers {
   void judge_cq_capacity(Host& host, const Object& qp);
   // The completions a simulated CQ holds, the harness's held ones included.
   std::size_t depth(const Host& host, const Object& cq) const;
+  // The run reached `window` at `object`: one trace record the first time
+  // (windows.h).
+  void reached(Host& host, Window window, const Object& object);
 
   CheckSelection selection_ = CheckSelection::parse("", "");
   std::string findings_file_;
@@ -181,6 +185,7 @@ class Checkers {
   std::vector<const Object*> waiting_cqs_;  // before_cq_event_wait's (kept allocated)
   std::set<std::pair<std::string, std::string>> reported_;  // (id, object): once each
   std::uint64_t idle_polls_ = 0;           // empty polls since the last sign of progress
+  std::uint32_t windows_reached_ = 0;      // bit per Window: marked in the trace once
   std::uint64_t remembered_failures_ = 0;  // entries of every QP's ObjectChecks::failed
 };
 

@@ -24,6 +24,7 @@ struct ObjectChecks {
   std::uint64_t arm_unpolled = 0;
   bool polled_since_arm = false;   // any poll since the last arm
   bool drained_since_arm = false;  // an empty poll since the last arm
+  bool last_poll_empty = false;    // its last poll returned nothing
   // Async events about this object (CQ, QP, SRQ, or a context's port events).
   std::uint64_t async_taken = 0;
   std::uint64_t async_acked = 0;
