@@ -4,6 +4,7 @@
 #include "calls.h"
 
 #include "conditions.h"
+#include "thread_calls.h"
 #include "verbs.h"
 
 namespace verbfault::interposer::calls {
@@ -34,6 +35,7 @@ ibv_context* open_device(ibv_device* device, const void* caller) {
   if (context != nullptr) {
     interposer::opened(context, device->name);
     interposer::kept_by_library(context, caller);
+    if (!provider::simulated(context)) thread_calls::real_device_opened();
   }
   return context;
 }

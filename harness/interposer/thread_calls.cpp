@@ -69,6 +69,10 @@ timespec timespec_of(std::uint64_t ns) {
 }
 
 // The harness's side of the scheduler: the fds, the device, the end.
+// Whether the program opened a real provider's device (real_device_opened):
+// the scheduler keeps preemptions short then (World::real_time_device).
+std::atomic<bool> g_real_device_opened{false};
+
 class HarnessWorld final : public scheduler::World {
  public:
   bool fd_readable(int fd) override {
@@ -139,6 +143,7 @@ class HarnessWorld final : public scheduler::World {
     return provider::advance_device_clock(fds);
   }
   bool holder_waits_in_device() override { return provider::waiting_for_another_process(); }
+  bool real_time_device() override { return g_real_device_opened.load(std::memory_order_relaxed); }
   [[noreturn]] void deadlock(const std::string& report) override {
     cm_faults::deadlocked(State::get());  // a wait for a CM event: which id's
     std::fprintf(stderr,
@@ -712,6 +717,10 @@ bool scheduled_pause(const void* caller) {
 }
 
 }  // namespace
+
+void real_device_opened() {
+  g_real_device_opened.store(true, std::memory_order_relaxed);
+}
 
 void start(const scheduler::Options& options) {
   sched().start(options, world);

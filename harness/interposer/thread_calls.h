@@ -35,6 +35,9 @@ int harness_threads();
 // A verbs call of the program: a scheduling point. `yielding`: the
 // thread's previous call made no progress (an empty poll).
 void verbs_point();
+// The program opened a device of a real provider: its completions come in
+// real time (the scheduler's preemptions stay short).
+void real_device_opened();
 // After a poll: whether it was empty (the thread's next point yields).
 void polled(bool empty);
 // Before a verbs call reads `fd` and blocks while it is empty

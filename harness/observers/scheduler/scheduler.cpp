@@ -646,8 +646,15 @@ std::uint64_t Scheduler::preemption_at(const Thread& self) const {
                       static_cast<double>(std::uint64_t{1} << 53);
   const double ratio = static_cast<double>(kLongestPreemptionNs) /
                        static_cast<double>(kShortestPreemptionNs);
-  return static_cast<std::uint64_t>(static_cast<double>(kShortestPreemptionNs) *
-                                    std::pow(ratio, unit));
+  const auto held = static_cast<std::uint64_t>(static_cast<double>(kShortestPreemptionNs) *
+                                                std::pow(ratio, unit));
+  // On a real provider a hold passes in real time (the others wait for
+  // the device's fds in real time, or busy-poll it): there it is at most
+  // 1 ms, longer than the think times the races need, and a threaded
+  // program stays within a small factor of its --threads free time.
+  if (world_ != nullptr && world_->real_time_device())
+    return std::min(held, kRealProviderPreemptionNs);
+  return held;
 }
 
 bool Scheduler::block(const Wait& wait) {

@@ -81,6 +81,9 @@ struct Options {
 // thread waits behind the others of a run queue at the default settings.
 inline constexpr std::uint64_t kShortestPreemptionNs = 100'000;
 inline constexpr std::uint64_t kLongestPreemptionNs = 24'000'000;
+// On a real provider a hold passes in real time (the device's completions
+// do): then it is at most this.
+inline constexpr std::uint64_t kRealProviderPreemptionNs = 1'000'000;
 
 // How the options read in a replay line and in the run's first line:
 // "pct:depth=3:steps=20000:preempt=10" or "random:preempt=10" (the escape
@@ -168,6 +171,10 @@ class World {
   // which the watchdog does not cut short. Asked under the scheduler's
   // lock: must take no lock of the harness.
   virtual bool holder_waits_in_device() { return false; }
+  // Whether the program uses a real provider (its completions come in real
+  // time): a preemption's hold then passes in real time too, and is kept
+  // short. Asked under the scheduler's lock: must take no lock.
+  virtual bool real_time_device() { return false; }
   // Every thread waits and nothing can wake any: report and end the run.
   [[noreturn]] virtual void deadlock(const std::string& report) = 0;
 };

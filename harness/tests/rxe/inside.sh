@@ -145,7 +145,14 @@ for wait in event poll epoll progress; do
       sed 's/^/        /' <<<"$output" | tail -15
     fi
   done
-  ok "polling_server (client: $wait): --threads free ${took[free]} ms, pct ${took[pct]} ms"
+  # The default scheduler on a real provider: within 3x of the kernel's
+  # own schedule (issue 34), against a floor of 500 ms for a VM's noise.
+  limit=$((3 * (took[free] > 500 ? took[free] : 500)))
+  if [ "${took[pct]}" -le "$limit" ]; then
+    ok "polling_server (client: $wait): --threads free ${took[free]} ms, pct ${took[pct]} ms"
+  else
+    bad "polling_server (client: $wait): pct ${took[pct]} ms is over 3x --threads free's ${took[free]} ms"
+  fi
 done
 
 # The field failures.
