@@ -1,5 +1,6 @@
 #include "route_netlink.h"
 
+#include "descriptor_set.h"
 #include "libc_network.h"
 #include "system_view.h"
 
@@ -29,20 +30,10 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-// One bit per descriptor below kTracked: set while it is a followed
-// socket. A program's NETLINK_ROUTE socket numbered above is not followed
-// (it sees the host's interfaces alone).
-constexpr int kTracked = 4096;
-std::array<std::atomic<std::uint64_t>, kTracked / 64> g_followed{};
-
-void mark(int fd, bool on) {
-  const std::uint64_t bit = std::uint64_t{1} << (fd % 64);
-  auto& word = g_followed[static_cast<std::size_t>(fd / 64)];
-  if (on)
-    word.fetch_or(bit, std::memory_order_release);
-  else
-    word.fetch_and(~bit, std::memory_order_release);
-}
+// The followed sockets: a program's NETLINK_ROUTE socket numbered at or
+// above DescriptorSet::kLimit is not followed (it sees the host's
+// interfaces alone).
+DescriptorSet g_followed;
 
 // A dump the kernel answers and the simulated interfaces join.
 struct Dump {
@@ -345,24 +336,22 @@ ssize_t deliver(Socket& socket, msghdr* message, int flags) {
 }  // namespace
 
 void opened(int fd, int domain, int protocol) {
-  if (fd < 0 || fd >= kTracked || domain != AF_NETLINK || protocol != NETLINK_ROUTE) return;
+  if (!DescriptorSet::fits(fd) || domain != AF_NETLINK || protocol != NETLINK_ROUTE) return;
   if (!provider::has_network_interfaces()) return;
   std::lock_guard lock(g_mutex);
   sockets()[fd] = Socket{};
-  mark(fd, true);
+  g_followed.insert(fd);
 }
 
 void closed(int fd) {
   if (!followed(fd)) return;
   std::lock_guard lock(g_mutex);
   sockets().erase(fd);
-  mark(fd, false);
+  g_followed.erase(fd);
 }
 
 bool followed(int fd) {
-  if (fd < 0 || fd >= kTracked) return false;
-  return (g_followed[static_cast<std::size_t>(fd / 64)].load(std::memory_order_acquire) >>
-          (fd % 64)) & 1;
+  return g_followed.contains(fd);
 }
 
 std::optional<ssize_t> sent(int fd, const void* buffer, std::size_t length) {

@@ -1,5 +1,6 @@
 #include "cm_relay.h"
 
+#include "descriptor_set.h"
 #include "verbfault/sim/cm.h"
 
 #include <endian.h>
@@ -69,24 +70,21 @@ bool multicast(const rdma_ucm_event_resp& event) {
   return event.event == kMulticastJoin || event.event == kMulticastError;
 }
 
-// One bit per descriptor below kTracked: set while it is a relay. A relay
-// numbered above (a program with a raised descriptor limit) is looked up
-// in relays() under the lock, once one exists (g_high_relays).
-constexpr int kTracked = 4096;
-std::array<std::atomic<std::uint64_t>, kTracked / 64> g_relay_fds{};
+// The relays below DescriptorSet::kLimit. A relay numbered above (a
+// program with a raised descriptor limit) is looked up in relays() under
+// the lock, once one exists (g_high_relays).
+DescriptorSet g_relay_fds;
 std::atomic<bool> g_high_relays{false};
 
 void mark(int fd, bool on) {
-  if (fd >= kTracked) {
+  if (!DescriptorSet::fits(fd)) {
     if (on) g_high_relays.store(true, std::memory_order_release);
     return;
   }
-  const std::uint64_t bit = std::uint64_t{1} << (fd % 64);
-  auto& word = g_relay_fds[static_cast<std::size_t>(fd / 64)];
   if (on)
-    word.fetch_or(bit, std::memory_order_release);
+    g_relay_fds.insert(fd);
   else
-    word.fetch_and(~bit, std::memory_order_release);
+    g_relay_fds.erase(fd);
 }
 
 // An event waiting in a relay to be read. `counted`: the inner file
@@ -567,14 +565,12 @@ int open(int inner, bool simulated, int flags) {
 
 bool is_relay(int fd) {
   if (fd < 0) return false;
-  if (fd >= kTracked) {
+  if (!DescriptorSet::fits(fd)) {
     if (!g_high_relays.load(std::memory_order_acquire)) return false;
     std::lock_guard lock(g_mutex);
     return find(fd) != nullptr;
   }
-  return (g_relay_fds[static_cast<std::size_t>(fd / 64)].load(std::memory_order_acquire) >>
-              (fd % 64) &
-          1) != 0;
+  return g_relay_fds.contains(fd);
 }
 
 ssize_t write(int fd, const void* buffer, std::size_t length, CmFault fault) {
