@@ -618,7 +618,7 @@ void Scheduler::point(bool yielding) {
   self->yielded_last = yielding;
   self->woke = false;
   if (preemptible)
-    if (const std::uint64_t held_ns = preemption_at(*self); held_ns != 0) {
+    if (const std::uint64_t held_ns = preemption_hold(); held_ns != 0) {
       // Held as a sleep the thread did not ask for: the others run, the
       // clock moves to whatever deadline comes first, the device delivers
       // what became due; the thread runs again once its time is up.
@@ -635,8 +635,7 @@ void Scheduler::point(bool yielding) {
   switch_from(*self, yielding);
 }
 
-std::uint64_t Scheduler::preemption_at(const Thread& self) const {
-  (void)self;
+std::uint64_t Scheduler::preemption_hold() const {
   if (options_.preempt_percent == 0) return 0;
   const std::uint64_t step = steps_.load(std::memory_order_relaxed);
   if (engine::below(draw(options_.seed, step, kPreemptStream), 100) >= options_.preempt_percent)

@@ -358,9 +358,9 @@ class Scheduler {
   bool rejoin(Thread& self);
   // Every status change to runnable goes through here (lock_ held).
   void becomes_runnable(Thread& thread);
-  // At a preemption point of `self` (lock_ held): whether the seed holds
-  // it here, and then for how long (virtual ns; 0: not held).
-  std::uint64_t preemption_at(const Thread& self) const;
+  // At a preemption point (lock_ held): whether the seed holds the thread
+  // here, and then for how long (virtual ns; 0: not held).
+  std::uint64_t preemption_hold() const;
   bool any_escaped() const;
   // With lock_ held: the threads blocked on objects released outside the
   // schedule become runnable; whether any did.
