@@ -317,6 +317,9 @@ ssize_t deliver(Socket& socket, msghdr* message, int flags) {
   std::size_t copied = 0;
   for (std::size_t i = 0; i < message->msg_iovlen && copied < datagram.size(); ++i) {
     const std::size_t n = std::min(message->msg_iov[i].iov_len, datagram.size() - copied);
+    // iproute2 first peeks with an empty iovec (base NULL, length 0) to size
+    // its buffer: memcpy's pointers must not be null even for 0 bytes.
+    if (n == 0) continue;
     std::memcpy(message->msg_iov[i].iov_base, datagram.data() + copied, n);
     copied += n;
   }
