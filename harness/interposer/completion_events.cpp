@@ -135,6 +135,8 @@ bool merge_next_event(State& state, ibv_comp_channel* channel, ibv_cq* cq) {
 // they become visible now and, as any completion does, raise an event when
 // their CQ is armed. (Without this a correct application that drained,
 // re-armed and slept would wait forever for completions the harness holds.)
+// Those an empty poll released already (held_completions.h) arrived before
+// the wait, and raise nothing now.
 void release_held_completions(State& state, ibv_comp_channel* channel) {
   std::vector<std::pair<ibv_cq*, bool>> to_notify;  // CQ, simulated
   {
@@ -143,7 +145,9 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
     if (!state.engine.holds_completions()) return;
     for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
       auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
-      if (cq->channel != channel || tracked->faults->held.empty()) continue;
+      if (cq->channel != channel || tracked->faults->held.empty() ||
+          tracked->faults->held_polls == 0)
+        continue;
       tracked->faults->held_polls = 0;
       state.record(record::CallRecord(tracked->id())
                        .add("held", tracked->faults->held.size())
@@ -193,7 +197,7 @@ bool holds_for_waiter(int fd) {
   if (channel == nullptr) return false;
   for (Tracked* tracked : state.registry.all(ObjectKind::cq))
     if (static_cast<const ibv_cq*>(tracked->handle)->channel == channel &&
-        !tracked->faults->held.empty())
+        !tracked->faults->held.empty() && tracked->faults->held_polls > 0)
       return true;
   return false;
 }

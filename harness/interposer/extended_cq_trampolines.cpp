@@ -11,6 +11,7 @@
 
 #include "completions.h"
 #include "hang_watchdog.h"
+#include "held_completions.h"
 #include "injections.h"
 #include "opcodes.h"
 #include "saved_ops.h"
@@ -97,17 +98,26 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   ibv_cq_ex provider;
   bool provider_polling = false;
   {
-    std::lock_guard lock(state.mutex);
+    std::unique_lock lock(state.mutex);
     ExtendedCq* ex = find(cq_ex);
     Tracked* tracked = state.registry.find(cq);
     if (ex == nullptr || tracked == nullptr) return ENOENT;
     if (tracked->faults->overflowed) return refuse(state, *tracked, call, EIO);
     engine::ObjectFaults& faults = *tracked->faults;
     if (first) faults.absorb_next_event = false;  // the application looks at the CQ
-    // A start_poll is a poll: it counts down the held completions' delay.
-    if (first && faults.held_polls > 0) --faults.held_polls;
     if (!faults.held.empty()) {
-      if (faults.held_polls > 0) return refuse(state, *tracked, call, ENOENT);
+      if (faults.held_polls > 0) {
+        // Still held: the CQ looks empty. An empty start_poll is an empty
+        // poll (held_completions.h); a next_poll's ENOENT ends a poll that
+        // returned some.
+        const int empty = refuse(state, *tracked, call, ENOENT);
+        if (first && release_after_empty_poll(state, *tracked)) {
+          const bool simulated = tracked->simulated;
+          lock.unlock();
+          (void)inject::spurious_cq_event(state.engine, cq, simulated);
+        }
+        return empty;
+      }
       const ibv_wc wc = faults.held.front();
       faults.held.erase(faults.held.begin());
       return serve(state, *tracked, cq_ex, *ex, wc, call);
@@ -124,6 +134,8 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   if (result == 0) wc = copy_current(provider, cq_ex);
   ibv_qp* to_error = nullptr;
   bool close_provider = false;
+  bool event_for_released = false;
+  bool simulated = false;
   int returned = result;
   {
     std::lock_guard lock(state.mutex);
@@ -142,6 +154,8 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
       // end_poll: the provider's session is closed here.
       close_provider = first;
       returned = refuse(state, *tracked, call, ENOENT);
+      if (first) event_for_released = release_after_empty_poll(state, *tracked);
+      simulated = tracked->simulated;
     } else {
       serve(state, *tracked, cq_ex, *ex, wc, call);
     }
@@ -150,6 +164,7 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   }
   if (close_provider) provider.end_poll(cq_ex);
   if (to_error != nullptr) inject::qp_to_error(to_error);
+  if (event_for_released) (void)inject::spurious_cq_event(state.engine, cq, simulated);
   return returned;
 }
 

@@ -10,6 +10,7 @@
 #include "decision.h"
 #include "extended_cq_trampolines.h"
 #include "extended_qp_trampolines.h"
+#include "held_completions.h"
 #include "hang_watchdog.h"
 #include "opcodes.h"
 #include "post_decisions.h"
@@ -349,16 +350,21 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
     completions.count = static_cast<std::size_t>(visible);
   }
   state.checkers.polled(state, *tracked, num_entries, completions);
+  bool event_for_released = false;
   if (visible == 0) {
     state.trace.empty_poll(tracked->id(), num_entries);  // a spin loop: counted, one record
     hang::idle("ibv_poll_cq", tracked->ref);
+    if (!faults.held.empty()) [[unlikely]]
+      event_for_released = release_after_empty_poll(state, *tracked);
   } else {
     record_poll(state, *tracked, num_entries, visible, completions);
     hang::progressed();
   }
-  if (to_error.empty()) return visible;
+  if (to_error.empty() && !event_for_released) return visible;
+  const bool simulated = tracked->simulated;
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);
+  if (event_for_released) (void)inject::spurious_cq_event(state.engine, cq, simulated);
   return visible;
 }
 

@@ -55,13 +55,17 @@ ibv_qp* rewrite(FaultEngine& engine, const record::Object& cq, record::ObjectId 
 
 int take_due(ObjectFaults& cq, ibv_wc* wc, int limit, bool& may_poll) {
   int count = 0;
-  if (cq.held_polls > 0 && --cq.held_polls > 0) limit = 0;
   while (count < limit && cq.held_polls == 0 && !cq.held.empty()) {
     wc[count++] = cq.held.front();
     cq.held.erase(cq.held.begin());
   }
   may_poll = cq.held.empty();
   return count;
+}
+
+bool released_by_empty_poll(ObjectFaults& cq) {
+  if (cq.held.empty() || cq.held_polls == 0) return false;
+  return --cq.held_polls == 0;
 }
 
 int apply_to_polled(FaultEngine& engine, const record::Object& cq, ibv_wc* wc,
@@ -86,8 +90,8 @@ int apply_to_polled(FaultEngine& engine, const record::Object& cq, ibv_wc* wc,
     if (ibv_qp* qp = rewrite(engine, cq, qps[i], wc[i])) to_error.push_back(qp);
     auto delay = decide_delay(engine, cq, qps[i], wc[i]);
     if (!delay) continue;
-    // This completion and the ones behind it stay invisible for `polls`
-    // more polls (order within the CQ is kept).
+    // This completion and the ones behind it stay invisible until `polls`
+    // polls of the CQ have come back empty (order within the CQ is kept).
     engine.record_fault(cq, *delay, "effect",
                         {{"wr_id", wc[i].wr_id}, {"polls", *delay->rule->polls}});
     // The ones behind it were polled from the provider now: they get their

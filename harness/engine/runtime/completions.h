@@ -35,10 +35,17 @@ void poison(ibv_wc& wc, ibv_wc_status status);
 ibv_qp* rewrite(FaultEngine& engine, const record::Object& cq, record::ObjectId qp, ibv_wc& wc);
 
 // Completions held back on `cq` by delayed_completion come before anything
-// the provider returns, once due: moves up to `limit` due ones into `wc`
-// and returns how many. `may_poll`: nothing is held any more, so the
+// the provider returns, once released: moves up to `limit` of them into
+// `wc` and returns how many. `may_poll`: nothing is held any more, so the
 // provider may be polled behind them (order within the CQ is kept).
 int take_due(ObjectFaults& cq, ibv_wc* wc, int limit, bool& may_poll);
+
+// A poll of `cq` (ibv_poll_cq, ibv_start_poll) just came back empty: one
+// of the empty polls delayed_completion holds its completions for. True
+// when this one released them: they arrived just after it, before the
+// polling thread's next call (its arm, in an event loop), and the next poll
+// returns them. (The poll that held them counts when it came back empty.)
+bool released_by_empty_poll(ObjectFaults& cq);
 
 // What the engine does to the completions wc[from, to) a poll of `cq` just
 // took from the provider (qps: their QPs' ids, by the same index): the

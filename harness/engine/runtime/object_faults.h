@@ -42,7 +42,7 @@ struct ObjectFaults {
 
   // CQs.
   std::vector<ibv_wc> held;        // completions held back (delayed_completion)
-  std::uint32_t held_polls = 0;    // polls until `held` is visible again
+  std::uint32_t held_polls = 0;    // empty polls until `held` is released (0: it is)
   bool absorb_next_event = false;  // coalesce_cq_event pending
   bool armed = false;              // req_notify_cq since the last event delivered
   // A real provider's CQ whose arm an injected event answered (a spurious

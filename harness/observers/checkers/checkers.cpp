@@ -98,9 +98,20 @@ void Checkers::report(Host& host, std::string_view id, const Object& object, std
   findings_.push_back(std::move(finding));
 }
 
+void Checkers::report_causes_of_hang(Host& host) {
+  // Completions an armed CQ of the event loop holds that no event will
+  // announce: the waiter's check let them pass while another thread could
+  // still poll them; none can now.
+  for (const Watched& watched : slots_)
+    if (watched.object != nullptr && watched.object->ref.kind == ObjectKind::cq &&
+        watched.checks.used_with_events)
+      report_unannounced(host, *watched.object);
+}
+
 void Checkers::end_hung_run(Host& host, std::string_view id, const Object& object,
                             std::string message, std::string_view doing) {
   reported_.erase({std::string(id), object.name()});  // a hang is always told
+  report_causes_of_hang(host);
   const bool was_on = on(id);
   report(host, id, object, std::move(message));
   if (!was_on) return;
@@ -126,6 +137,7 @@ void Checkers::hung(Host& host, const Object& object, std::string message,
   constexpr std::string_view kId = "liveness.hang";
   if (!on(kId)) return;
   reported_.erase({std::string(kId), object.name()});  // a hang is always told
+  report_causes_of_hang(host);
   report(host, kId, object, std::move(message));
   std::fprintf(stderr, "verbfault: what each thread waits for:\n%s", waits.c_str());
   std::fprintf(stderr, "verbfault: the program made no progress; ending it with exit status %d\n",
@@ -155,8 +167,15 @@ void Checkers::check_cq_before_wait(Host& host, const Object& cq, bool another_a
              "its last event: no further event will come from it");
     return;
   }
+  // Another thread may still poll them (a notifier thread waits while a
+  // poller drains): a mistake only when no other thread can act.
+  if (host.alone()) report_unannounced(host, cq);
+}
+
+void Checkers::report_unannounced(Host& host, const Object& cq) {
+  const ObjectChecks& c = of(cq);
   // How many completions wait in the CQ: known on the simulated device only.
-  if (!cq.simulated) return;
+  if (!cq.simulated || !c.armed) return;
   const std::size_t waiting = depth(host, cq);
   // Completions that were there when the CQ was armed, or that a partial
   // drain left behind, raise no event (IBA 11.4.2.2: an arm covers the next
@@ -168,9 +187,6 @@ void Checkers::check_cq_before_wait(Host& host, const Object& cq, bool another_a
   // return the oldest first, so the ones polled since the arm were those.
   const std::size_t stranded = std::min<std::uint64_t>(c.arm_unpolled, waiting);
   if (stranded == 0) return;
-  // Another thread may still poll them (a notifier thread waits while a
-  // poller drains): a mistake only when no other thread can act.
-  if (!host.alone()) return;
   if (c.drained_since_event && !c.polled_since_arm) {
     report(host, "poll.stranded_between_poll_and_arm", cq,
            std::to_string(stranded) +

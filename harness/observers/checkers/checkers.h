@@ -158,6 +158,8 @@ class Checkers {
   // does, the calling one `doing` ("ibv_get_cq_event on channel#0").
   void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message,
                     std::string_view doing);
+  // Before a hang is told: what made it, where the checks can say.
+  void report_causes_of_hang(Host& host);
   // Whether a destroy of `object` (a real provider's) with `taken` events
   // and `acked` acknowledgements waits forever in libibverbs: no other
   // thread can still give the missing acks.
@@ -165,6 +167,10 @@ class Checkers {
                              std::uint64_t acked) const;
   // `another_armed`: a CQ of the same channel is armed.
   void check_cq_before_wait(Host& host, const Object& cq, bool another_armed);
+  // Reports completions an armed simulated CQ held when it was armed and
+  // that no poll has taken since: no event announces them. A mistake only
+  // when no other thread can poll them (the caller knows).
+  void report_unannounced(Host& host, const Object& cq);
   void check_poisoned(Host& host, const Object& qp, std::uint64_t wr_id, std::uint64_t length,
                       std::uint32_t opcode);
   // One more WR posted to `qp` (F18 counts the ones after an error).

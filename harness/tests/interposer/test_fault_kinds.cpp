@@ -155,6 +155,52 @@ TEST_F(FaultKinds, DelayedCompletionAppearsAfterThePolls) {
   EXPECT_EQ(wc[1].wr_id, 51u);
 }
 
+// README, delayed_completion: held until just after the next empty poll of
+// its CQ, so it lands between that poll and the thread's arm. The arm then
+// raises no event for it (IBA 11.4.2.2: an arm covers the next completion
+// only); a poll after the arm finds it.
+TEST_F(FaultKinds, DelayedCompletionLandsBetweenTheEmptyPollAndTheArm) {
+  begin("delayed_completion(1) cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(write_a_to_b(80), 0);
+  ibv_wc wc[4];
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 4, wc), 0);  // held back; released just after
+  EXPECT_EQ(records_with("\"held\":1,\"visible\":\"after_empty_poll\""), 1u);
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  errno = 0;
+  EXPECT_EQ(try_get_event(), nullptr) << "it came before the arm: no event";
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 4, wc), 1);
+  EXPECT_EQ(wc[0].wr_id, 80u);
+}
+
+// Only empty polls count: a poll that returns the completions before the
+// held one does not release it.
+TEST_F(FaultKinds, DelayedCompletionWaitsForAnEmptyPoll) {
+  begin("delayed_completion(1) cq#0 nth=2");
+  ASSERT_EQ(write_a_to_b(90), 0);
+  ASSERT_EQ(write_a_to_b(91), 0);
+  ibv_wc wc[4];
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 4, wc), 1);  // 91 held behind 90
+  EXPECT_EQ(wc[0].wr_id, 90u);
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 4, wc), 0);  // the empty poll: released after it
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 4, wc), 1);
+  EXPECT_EQ(wc[0].wr_id, 91u);
+}
+
+// A thread that waits on the channel while the completion is still held
+// gets it with an event when the CQ is armed: it arrives during the wait.
+TEST_F(FaultKinds, DelayedCompletionStillHeldArrivesDuringAWait) {
+  begin("delayed_completion(2) cq#0 nth=1", 1, /*with_channel=*/true);
+  ASSERT_EQ(write_a_to_b(95), 0);
+  ibv_wc wc[4];
+  EXPECT_EQ(ibv_poll_cq(cq_a_, 4, wc), 0);  // held for one more empty poll
+  ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
+  EXPECT_EQ(try_get_event(), cq_a_);
+  ibv_ack_cq_events(cq_a_, 1);
+  ASSERT_EQ(ibv_poll_cq(cq_a_, 4, wc), 1);
+  EXPECT_EQ(wc[0].wr_id, 95u);
+}
+
 TEST_F(FaultKinds, DroppedCqEventLeavesTheWaiterWithoutAWakeup) {
   begin("drop_cq_event cq#0 nth=1", 1, /*with_channel=*/true);
   ASSERT_EQ(ibv_req_notify_cq(cq_a_, 0), 0);
