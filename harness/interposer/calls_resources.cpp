@@ -112,6 +112,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) {
 }
 
 int destroy_comp_channel(ibv_comp_channel* channel) {
+  interposer::destroying(channel);
   interposer::unwrap_fd(channel);
   int result = provider::destroy_comp_channel(channel);
   interposer::destroyed(channel, "destroy_comp_channel", result);

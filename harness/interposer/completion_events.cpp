@@ -161,6 +161,23 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
     (void)inject::spurious_cq_event(state.engine, cq, simulated);
 }
 
+// Ends a thread's wait on a channel for the checks, however the wait ends.
+class WaitEnd {
+ public:
+  WaitEnd(State& state, const ibv_comp_channel* channel) : state_(state), channel_(channel) {}
+  WaitEnd(const WaitEnd&) = delete;
+  WaitEnd& operator=(const WaitEnd&) = delete;
+  ~WaitEnd() {
+    std::lock_guard lock(state_.mutex);
+    if (const Tracked* tracked = state_.registry.find(channel_))
+      state_.checkers.cq_event_wait_ended(*tracked);
+  }
+
+ private:
+  State& state_;
+  const ibv_comp_channel* channel_;
+};
+
 }  // namespace
 
 namespace {
@@ -227,8 +244,12 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
       if (const Tracked* tracked = state.registry.find(channel)) {
         waited_on = tracked->ref;
         state.checkers.before_cq_event_wait(state, *tracked);
+        state.checkers.cq_event_wait_begins(*tracked);
       }
     }
+    // The channel counts this thread among its waiters until the wait ends
+    // (the checks' teardown window).
+    const WaitEnd wait_end(state, channel);
     int got = 0;
     {
       // The hang watchdog sees the thread wait here (hang_watchdog.h).

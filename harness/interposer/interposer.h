@@ -93,9 +93,12 @@ void kept_by_library(const void* handle, const void* caller);
 void create_failed(const void* parent, std::string_view call, Fields args, int error);
 // A destroy call; the name is forgotten when it succeeded.
 void destroyed(const void* handle, std::string_view call, int result);
-// Before the provider's destroy of a CQ, QP or SRQ (the runtime checks
-// look at what the application leaves unacknowledged).
+// Before the provider's destroy of a CQ, QP, SRQ or channel (the runtime
+// checks look at what the application leaves unacknowledged, and at
+// threads still waiting on the channel).
 void destroying(const void* handle);
+// A thread of the program calls pthread_join (the checks' teardown window).
+void joining();
 // After a successful ibv_modify_qp.
 void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask);
 // Any other call worth a trace record.

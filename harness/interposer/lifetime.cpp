@@ -180,6 +180,13 @@ void destroying(const void* handle) {
   if (Tracked* tracked = state.registry.find(handle)) state.checkers.destroying(state, *tracked);
 }
 
+void joining() {
+  if (!g_active) return;
+  State& state = State::get();
+  std::lock_guard lock(state.mutex);
+  state.checkers.joining(state);
+}
+
 void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
   if (!g_active) return;
   hang::progressed();

@@ -898,6 +898,9 @@ int create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*
 }
 
 int join(pthread_t thread, void** result, const void* caller) {
+  const bool program = !called_from_sanitizer(caller) && !called_from_rdma_stack(caller);
+  // A join while a thread waits on a channel: the teardown window.
+  if (program) interposer::joining();
   if (scheduled(caller)) {
     if (const std::optional<scheduler::ThreadId> id = sched().thread_of(thread)) {
       sched().point();
@@ -913,8 +916,7 @@ int join(pthread_t thread, void** result, const void* caller) {
   // The thread has left the schedule; the real join waits for it to be
   // gone. Without the scheduler the hang watchdog sees the program's join
   // (hang_watchdog.h): a thread that waits for another in sight.
-  if (called_from_sanitizer(caller) || called_from_rdma_stack(caller))
-    return libc::for_caller(caller).join(thread, result);
+  if (!program) return libc::for_caller(caller).join(thread, result);
   const hang::Blocked blocked("pthread_join");
   return libc::for_caller(caller).join(thread, result);
 }

@@ -22,11 +22,16 @@ enum class Window : std::uint8_t {
   // An event was taken while the CQ held none: an earlier poll took the
   // completion that raised it.
   event_with_empty_cq,
+  // A thread waited in ibv_get_cq_event on a channel while another
+  // destroyed the channel, one of its CQs or a QP of those, or joined a
+  // thread: a teardown that does not wake the waiter first (an event, a
+  // flag it checks after a wake-up) never ends.
+  channel_wait_during_teardown,
 };
 
-inline constexpr std::array<Window, 3> kWindows = {Window::completion_between_poll_and_arm,
-                                                   Window::event_for_several_completions,
-                                                   Window::event_with_empty_cq};
+inline constexpr std::array<Window, 4> kWindows = {
+    Window::completion_between_poll_and_arm, Window::event_for_several_completions,
+    Window::event_with_empty_cq, Window::channel_wait_during_teardown};
 
 constexpr std::string_view window_name(Window window) {
   switch (window) {
@@ -36,6 +41,8 @@ constexpr std::string_view window_name(Window window) {
       return "event_for_several_completions";
     case Window::event_with_empty_cq:
       return "event_with_empty_cq";
+    case Window::channel_wait_during_teardown:
+      return "channel_wait_during_teardown";
   }
   return "unknown";
 }

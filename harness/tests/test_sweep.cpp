@@ -51,9 +51,11 @@ TEST(Sweep, TheFixedProgramPassesEverySeed) {
 
 // The race windows (record/window.h): a sweep says how many seeds reached
 // each. A client in an event loop whose peer thinks before answering
-// reaches the stranded window (and handles it: the fixed client); a
-// program whose threads only busy-poll never waits for an event, and the
-// sweep says no seed reached any window.
+// reaches the stranded window (and handles it: the fixed client); F09's
+// fixed program, which wakes its progress thread before joining it, is
+// joined by some seeds while that thread still waits in ibv_get_cq_event
+// (the teardown window); a program whose threads only busy-poll never
+// waits for an event, and the sweep says no seed reached any window.
 TEST(Sweep, ItCountsTheSeedsThatReachedEachRaceWindow) {
   ProcessResult events = run_shell(std::string(VERBFAULT_CLI) + " sweep --seeds 1..20 -- " +
                                    THINK_TIME_RACES + " stranded fixed");
@@ -64,6 +66,12 @@ TEST(Sweep, ItCountsTheSeedsThatReachedEachRaceWindow) {
   const int seeds = std::stoi(events.output.substr(at + 80));
   EXPECT_GE(seeds, 1) << events.output;
   EXPECT_LE(seeds, 20) << events.output;
+  ProcessResult teardown = run_shell(std::string(VERBFAULT_CLI) + " sweep --seeds 1..20 -- " +
+                                     FIELD_FAILURE_PROGRAMS_DIR + "/field_failure_F09 fixed");
+  EXPECT_EQ(teardown.status, 0) << teardown.output;
+  const std::size_t joined = teardown.output.find("channel_wait_during_teardown ");
+  ASSERT_NE(joined, std::string::npos) << teardown.output;
+  EXPECT_GE(std::stoi(teardown.output.substr(joined + 29)), 1) << teardown.output;
   ProcessResult polling = run_shell(std::string(VERBFAULT_CLI) + " sweep --seeds 1..5 -- " +
                                     POLLING_SERVER + " 20 0 progress");
   EXPECT_EQ(polling.status, 0) << polling.output;
@@ -72,7 +80,7 @@ TEST(Sweep, ItCountsTheSeedsThatReachedEachRaceWindow) {
   EXPECT_TRUE(contains(polling.output,
                        "verbfault: sweep: race windows no seed reached: "
                        "completion_between_poll_and_arm, event_for_several_completions, "
-                       "event_with_empty_cq\n"))
+                       "event_with_empty_cq, channel_wait_during_teardown\n"))
       << polling.output;
 }
 

@@ -225,6 +225,32 @@ void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
                  "ibv_get_cq_event on " + channel.name());
 }
 
+void Checkers::cq_event_wait_begins(const Object& channel) {
+  ++of(channel).cq_event_waiters;
+}
+
+void Checkers::cq_event_wait_ended(const Object& channel) {
+  ObjectChecks& c = of(channel);
+  if (c.cq_event_waiters > 0) --c.cq_event_waiters;
+}
+
+const Object* Checkers::channel_object(const void* handle) const {
+  if (handle == nullptr) return nullptr;
+  for (const Watched& watched : slots_)
+    if (watched.object != nullptr && watched.object->handle == handle &&
+        watched.object->ref.kind == ObjectKind::channel)
+      return watched.object;
+  return nullptr;
+}
+
+void Checkers::joining(Host& host) {
+  for (const Watched& watched : slots_)
+    if (watched.object != nullptr && watched.checks.cq_event_waiters > 0) {
+      reached(host, Window::channel_wait_during_teardown, *watched.object);
+      return;
+    }
+}
+
 void Checkers::reached(Host& host, Window window, const Object& object) {
   const std::uint32_t bit = std::uint32_t{1} << static_cast<unsigned>(window);
   if ((windows_reached_ & bit) != 0) return;
@@ -487,6 +513,20 @@ bool Checkers::destroy_never_returns(Host& host, const Object& object, std::uint
 
 void Checkers::destroying(Host& host, const Object& object) {
   const ObjectChecks& c = of(object);
+  // A thread still waits on the channel this teardown takes away from it.
+  const void* channels[2] = {};
+  if (object.ref.kind == ObjectKind::channel) channels[0] = object.handle;
+  if (object.ref.kind == ObjectKind::cq)
+    channels[0] = static_cast<const ibv_cq*>(object.handle)->channel;
+  if (object.ref.kind == ObjectKind::qp) {
+    const auto* qp = static_cast<const ibv_qp*>(object.handle);
+    if (qp->send_cq != nullptr) channels[0] = qp->send_cq->channel;
+    if (qp->recv_cq != nullptr) channels[1] = qp->recv_cq->channel;
+  }
+  for (const void* handle : channels)
+    if (const Object* channel = channel_object(handle);
+        channel != nullptr && of(*channel).cq_event_waiters > 0)
+      reached(host, Window::channel_wait_during_teardown, *channel);
   const std::string doing = "ibv_destroy_" + std::string(to_string(object.ref.kind)) + " of " +
                             object.name() + ", waiting for acknowledgements";
   if (object.ref.kind == ObjectKind::cq && c.cq_events_taken != c.cq_events_acked) {

@@ -92,6 +92,12 @@ class Checkers {
   // Before ibv_get_cq_event looks for an event on `channel` (it waits
   // unless the fd is non-blocking). May end the run (liveness).
   void before_cq_event_wait(Host& host, const Object& channel);
+  // A thread starts or ends a wait in ibv_get_cq_event on `channel` (after
+  // before_cq_event_wait; the end whatever the wait gave).
+  void cq_event_wait_begins(const Object& channel);
+  void cq_event_wait_ended(const Object& channel);
+  // A thread of the program joins another (pthread_join).
+  void joining(Host& host);
   void cq_event_taken(Host& host, const Object& cq);
   void cq_events_acked(Host& host, const Object& cq, unsigned int count);
   // A successful ibv_req_notify_cq.
@@ -165,6 +171,8 @@ class Checkers {
   // thread can still give the missing acks.
   bool destroy_never_returns(Host& host, const Object& object, std::uint64_t taken,
                              std::uint64_t acked) const;
+  // The watched channel whose verbs handle is `handle` (nullptr: none).
+  const Object* channel_object(const void* handle) const;
   // `another_armed`: a CQ of the same channel is armed.
   void check_cq_before_wait(Host& host, const Object& cq, bool another_armed);
   // Reports completions an armed simulated CQ held when it was armed and

@@ -25,6 +25,8 @@ struct ObjectChecks {
   bool polled_since_arm = false;   // any poll since the last arm
   bool drained_since_arm = false;  // an empty poll since the last arm
   bool last_poll_empty = false;    // its last poll returned nothing
+  // Channels: the threads now waiting in ibv_get_cq_event on it.
+  std::uint32_t cq_event_waiters = 0;
   // Async events about this object (CQ, QP, SRQ, or a context's port events).
   std::uint64_t async_taken = 0;
   std::uint64_t async_acked = 0;
