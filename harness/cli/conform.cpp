@@ -5,6 +5,7 @@
 #include "junit_writer.h"
 #include "markdown_writer.h"
 #include "process.h"
+#include "race_windows.h"
 #include "replay_file.h"
 #include "report_json.h"
 #include "run_group.h"
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <thread>
 
 namespace verbfault::cli {
@@ -147,6 +149,7 @@ int conform(const ConformOptions& options) {
   for (std::uint64_t seed = 1; seed <= seeds; ++seed) report.seeds.push_back(seed);
   report.verbfault_version = verbfault_version();
   report.started_at = utc_now();
+  report.race_windows = race_window_names();
 
   // Entry by entry, seed by seed: the report's order.
   std::vector<BatchRun> runs;
@@ -199,6 +202,8 @@ int conform(const ConformOptions& options) {
     entry.exit_status = outcome.status;
     entry.duration_seconds = outcome.seconds;
     entry.checks.assign(outcome.checks.begin(), outcome.checks.end());
+    for (const std::string& window : report.race_windows)
+      if (outcome.windows.count(window) != 0) entry.windows.push_back(window);
     for (const FiredFault& fired : outcome.fired)
       entry.faults.push_back(
           {fired.kind, fired.rule, fired.object, fired.nth, fired.level, fired.record});
@@ -250,6 +255,11 @@ int conform(const ConformOptions& options) {
   report.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   if (report.provider.empty()) report.provider = "no device opened";
+  std::map<std::string, std::size_t> reached;
+  for (const std::string& window : report.race_windows)
+    if (const std::size_t runs = reports::entries_reaching(report, window).size(); runs != 0)
+      reached[window] = runs;
+  print_race_windows("conform", "run", reached);
 
   const reports::Summary summary = reports::summarize(report);
   std::fprintf(stderr,

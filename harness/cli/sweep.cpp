@@ -6,7 +6,7 @@
 #include "runner.h"
 #include "seed_run.h"
 #include "swarm.h"
-#include "window.h"
+#include "race_windows.h"
 #include "verbfault/plan.h"
 
 #include <unistd.h>
@@ -200,21 +200,7 @@ int sweep(const SweepOptions& options) {
     std::fprintf(stderr, "verbfault:   %zu seed%s: %s (seeds %s)\n", seeds.size(),
                  seeds.size() == 1 ? "" : "s", signature.c_str(), list.c_str());
   }
-  // The race windows (record/window.h): how many seeds reached each, so a
-  // clean sweep says whether it exercised the race at all.
-  std::string reached, never;
-  for (const Window window : kWindows) {
-    const std::string name(window_name(window));
-    const auto found = windows.find(name);
-    if (found == windows.end())
-      never += (never.empty() ? "" : ", ") + name;
-    else
-      reached += (reached.empty() ? "" : ", ") + name + " " + std::to_string(found->second);
-  }
-  std::fprintf(stderr, "verbfault: sweep: race windows reached (seeds): %s\n",
-               reached.empty() ? "none" : reached.c_str());
-  if (!never.empty())
-    std::fprintf(stderr, "verbfault: sweep: race windows no seed reached: %s\n", never.c_str());
+  print_race_windows("sweep", "seed", windows);
   if (temporary && failures.empty())
     fs::remove_all(dir, error);
   else if (temporary)

@@ -74,6 +74,7 @@ nlohmann::json entry_json(const Entry& entry) {
       {"exit_status", entry.exit_status},
       {"duration_seconds", entry.duration_seconds},
       {"checks", entry.checks},
+      {"windows", entry.windows},
       {"faults", std::move(faults)},
       {"said", entry.said},
       {"replay", entry.replay},

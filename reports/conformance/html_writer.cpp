@@ -140,6 +140,49 @@ std::string failures_table(const Report& report) {
   return html + rows + "</tbody>\n</table>\n</section>\n";
 }
 
+// The race windows (docs/architecture.md, "Race windows"): per window the
+// runs that reached it, and those no run reached, which the report did not
+// exercise however clean it is.
+std::string windows_table(const Report& report) {
+  if (report.race_windows.empty()) return "";
+  std::string rows;
+  std::size_t never = 0;
+  for (const std::string& window : report.race_windows) {
+    const std::vector<std::size_t> reached = entries_reaching(report, window);
+    rows += "<tr><td><code>" + xml_escape(window) + "</code></td>";
+    if (reached.empty()) {
+      ++never;
+      rows += "<td class=\"count\">0</td><td class=\"muted\">not reached by any run</td></tr>\n";
+      continue;
+    }
+    rows += "<td class=\"count\">" + std::to_string(reached.size()) + "</td><td>";
+    constexpr std::size_t kListed = 12;
+    for (std::size_t i = 0; i < reached.size() && i < kListed; ++i) {
+      const Entry& entry = report.entries[reached[i]];
+      const std::string index = std::to_string(reached[i]);
+      rows += std::string(i == 0 ? "" : " ") +
+              "<button type=\"button\" class=\"linkish\" data-entry=\"" + index + "\">" +
+              xml_escape(entry.fault_class) + " <span class=\"seed\">seed " +
+              std::to_string(entry.seed) + "</span></button>";
+    }
+    if (reached.size() > kListed)
+      rows += " <span class=\"muted\">and " + std::to_string(reached.size() - kListed) +
+              " more</span>";
+    rows += "</td></tr>\n";
+  }
+  std::string html = "<section class=\"card\" aria-labelledby=\"windows-title\">\n";
+  html += "<h2 id=\"windows-title\">Race windows <span class=\"count\">" +
+          std::to_string(report.race_windows.size() - never) + " of " +
+          std::to_string(report.race_windows.size()) + " reached</span></h2>\n";
+  html +=
+      "<p class=\"hint\">The moments a completion race needs. A window no run reached was not "
+      "exercised: a clean report says nothing about that race.</p>\n";
+  html +=
+      "<table class=\"windows\">\n<thead><tr><th>Window</th><th>Runs</th><th>Runs that "
+      "reached it</th></tr></thead>\n<tbody>\n";
+  return html + rows + "</tbody>\n</table>\n</section>\n";
+}
+
 }  // namespace
 
 std::string html_report(const Report& report) {
@@ -168,6 +211,7 @@ std::string html_report(const Report& report) {
   html += legend(report);
   html += "</section>\n";
   html += failures_table(report);
+  html += windows_table(report);
   html += "</div>\n";
   html +=
       "<aside class=\"col-detail\">\n<section id=\"detail\" class=\"card detail\" "

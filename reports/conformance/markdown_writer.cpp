@@ -62,6 +62,21 @@ std::string markdown_report(const Report& report) {
     md += ".\n";
   }
 
+  // The race windows: how many runs reached each; one no run reached was
+  // not exercised, however clean the report.
+  if (!report.race_windows.empty()) {
+    std::string reached, never;
+    for (const std::string& window : report.race_windows) {
+      const std::size_t runs = entries_reaching(report, window).size();
+      if (runs == 0)
+        never += (never.empty() ? "`" : ", `") + window + "`";
+      else
+        reached += fmt::format("{}`{}` {}", reached.empty() ? "" : ", ", window, runs);
+    }
+    md += "\nRace windows reached (runs): " + (reached.empty() ? "none" : reached) + ".\n";
+    if (!never.empty()) md += "No run reached: " + never + ".\n";
+  }
+
   // The matrix: runs per (class, outcome), a cross on the cells that hold a
   // run that does not conform.
   std::vector<std::string> classes;

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -53,6 +54,15 @@ constexpr std::array<std::pair<MarkKind, std::string_view>, 6> kMarkNames{{
 }};
 
 }  // namespace
+
+std::vector<std::size_t> entries_reaching(const Report& report, const std::string& window) {
+  std::vector<std::size_t> found;
+  for (std::size_t i = 0; i < report.entries.size(); ++i) {
+    const std::vector<std::string>& reached = report.entries[i].windows;
+    if (std::find(reached.begin(), reached.end(), window) != reached.end()) found.push_back(i);
+  }
+  return found;
+}
 
 Summary summarize(const Report& report) {
   Summary summary;

@@ -90,6 +90,9 @@ struct Entry {
   int exit_status = 0;  // verbfault run's (128 + N: signal N)
   double duration_seconds = 0;
   std::vector<std::string> checks;  // the check ids that reported, sorted
+  // The race windows the run reached (harness/record/window.h:
+  // "completion_between_poll_and_arm" ...), in Report::race_windows order.
+  std::vector<std::string> windows;
   std::vector<FiredFault> faults;   // in trace order
   std::string said;                 // the program's last line of output, if any
   std::string replay;               // the line that reproduces the run
@@ -116,7 +119,14 @@ struct Report {
   std::string started_at;  // UTC, ISO 8601
   double duration_seconds = 0;
   std::vector<Entry> entries;  // in battery order, then seed order
+  // Every race window a run can reach, in order: a report shows which runs
+  // reached each, and those no run reached (a clean report of a program
+  // that never met the race says so). Empty: not known (an older report).
+  std::vector<std::string> race_windows;
 };
+
+// The entries (indices into report.entries) that reached `window`.
+std::vector<std::size_t> entries_reaching(const Report& report, const std::string& window);
 
 // Counts of verdicts over a report's entries.
 struct Summary {

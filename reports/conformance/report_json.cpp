@@ -26,6 +26,7 @@ Json entry_json(const Entry& entry) {
                {"exit_status", entry.exit_status},
                {"duration_seconds", entry.duration_seconds},
                {"checks", entry.checks},
+               {"windows", entry.windows},
                {"faults", Json::array()},
                {"said", entry.said},
                {"replay", entry.replay},
@@ -86,6 +87,9 @@ Entry entry_from(const Json& json, const std::string& where) {
   entry.exit_status = value<int>(json, "exit_status", where);
   entry.duration_seconds = value<double>(json, "duration_seconds", where);
   entry.checks = value<std::vector<std::string>>(json, "checks", where);
+  // Optional (added within version 1): absent in older reports.
+  if (json.contains("windows"))
+    entry.windows = value<std::vector<std::string>>(json, "windows", where);
   std::size_t i = 0;
   for (const Json& fault : field(json, "faults", where)) {
     const std::string at = where + ".faults[" + std::to_string(i++) + "]";
@@ -140,6 +144,7 @@ std::string report_json(const Report& report) {
                  {"conforming", summary.conforming},
                  {"not_conforming", summary.not_conforming},
                  {"not_exercised", summary.not_exercised}}},
+               {"race_windows", report.race_windows},
                {"entries", Json::array()}};
   for (const Entry& entry : report.entries) json["entries"].push_back(entry_json(entry));
   // Program output may hold any bytes: invalid UTF-8 becomes U+FFFD, not an exception.
@@ -164,6 +169,9 @@ Report report_from_json(const std::string& text) {
   report.verbfault_version = value<std::string>(json, "verbfault_version", where);
   report.started_at = value<std::string>(json, "started_at", where);
   report.duration_seconds = value<double>(json, "duration_seconds", where);
+  // Optional (added within version 1): absent in older reports.
+  if (json.contains("race_windows"))
+    report.race_windows = value<std::vector<std::string>>(json, "race_windows", where);
   std::size_t i = 0;
   for (const Json& entry : field(json, "entries", where))
     report.entries.push_back(entry_from(entry, "report.entries[" + std::to_string(i++) + "]"));

@@ -92,9 +92,15 @@ Report sample_report() {
   report.verbfault_version = "0.1.0";
   report.started_at = "2024-05-01T12:00:00Z";
   report.duration_seconds = 9.87;
+  report.race_windows = {"completion_between_poll_and_arm", "event_for_several_completions",
+                         "event_with_empty_cq", "channel_wait_during_teardown"};
 
-  for (std::uint64_t seed = 1; seed <= 3; ++seed)
+  // Two baseline runs reached the stranded window, one flush run an event
+  // with an empty CQ; no run reached the other two.
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     report.entries.push_back(entry("baseline", {}, Expectation::success, seed));
+    if (seed != 2) report.entries.back().windows = {"completion_between_poll_and_arm"};
+  }
 
   const std::string flush_rule = "flush qp#1 nth=3";
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
@@ -104,6 +110,7 @@ Report sample_report() {
         excerpt_around(12, "{\"obj\":\"qp#1\",\"fault\":\"flush\",\"note\":\"</script><b>\"}");
     e.replay_file = "replays/flush-" + std::to_string(seed) + ".replay";
     if (seed == 1) {
+      e.windows = {"completion_between_poll_and_arm", "event_with_empty_cq"};
       e.outcome = Outcome::clean_failure;
       e.exit_status = 1;
       e.reason = "reported the error and exited 1";

@@ -1,5 +1,5 @@
 // The conformance report's behaviour: selecting an entry (a square of the
-// matrix, or a row of the table of failures) fills the detail panel and
+// matrix, a row of the table of failures, a run of the race windows) fills the detail panel and
 // draws that run's timeline. The data is the JSON block the writer embeds
 // (html_report_data.h). Every text from the report enters the page through
 // textContent or an attribute value, never as markup.
@@ -11,6 +11,7 @@
   const detail = document.getElementById('detail');
   const squares = Array.from(document.querySelectorAll('svg.matrix .sq'));
   const tableButtons = Array.from(document.querySelectorAll('.failures [data-entry]'));
+  const windowButtons = Array.from(document.querySelectorAll('.windows [data-entry]'));
   let current = -1;
 
   // An HTML element with attributes and children (strings become text).
@@ -167,6 +168,7 @@
       item('Exit status', String(entry.exit_status) + (entry.exit_status > 128 ? ` (signal ${entry.exit_status - 128})` : '')),
       item('Duration', `${entry.duration_seconds.toFixed(2)} s`),
       item('Checks that reported', entry.checks.length ? h('code', {}, entry.checks.join(', ')) : 'none', true),
+      item('Race windows reached', entry.windows.length ? h('code', {}, entry.windows.join(', ')) : 'none', true),
       item('The program said last', entry.said ? h('code', { class: 'said' }, entry.said) : h('span', { class: 'muted' }, 'nothing'), true),
       item('Trace', trace, true),
     ]);
@@ -246,6 +248,9 @@
     for (const button of tableButtons) {
       button.closest('tr').classList.toggle('selected', Number(button.dataset.entry) === index);
     }
+    for (const button of windowButtons) {
+      button.classList.toggle('selected', Number(button.dataset.entry) === index);
+    }
     render(index);
   }
 
@@ -295,7 +300,7 @@
       if (next >= 0 && next < squares.length) focusSquare(next);
     });
   });
-  for (const button of tableButtons) {
+  for (const button of tableButtons.concat(windowButtons)) {
     button.addEventListener('click', () => select(Number(button.dataset.entry)));
   }
 

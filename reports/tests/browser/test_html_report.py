@@ -162,6 +162,14 @@ def main():
         check(shown() == entries[target]["replay"], "a row of the failures table selects its entry")
         driver.find_element(By.CSS_SELECTOR, "#detail button.copy").click()
 
+        # A run listed under a race window selects its entry, whose facts
+        # name the windows it reached.
+        reached = next(i for i, e in enumerate(entries) if e["windows"])
+        driver.find_element(By.CSS_SELECTOR, f'.windows button[data-entry="{reached}"]').click()
+        facts = driver.find_element(By.CSS_SELECTOR, "#detail dl.facts").text
+        check(shown() == entries[reached]["replay"] and entries[reached]["windows"][0] in facts,
+              "a run of the race windows table selects its entry and shows its windows")
+
         # The page as a reader first sees it, with the crash selected.
         driver.get(page_url)
         crash = next(i for i, e in enumerate(entries) if e["outcome"] == "crash")
