@@ -80,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fuzz::require(!out.str().empty() && said.empty(), "--help printed, nothing on stderr");
       return 0;
     }
-    fuzz::require(*status == cli::kExitUsage, "exit status", std::to_string(*status));
+    fuzz::require(*status == exit_status::kUsage, "exit status", std::to_string(*status));
     fuzz::require(out.str().empty(), "a usage error prints nothing on stdout", out.str());
     fuzz::require(said.starts_with("verbfault: ") && said.find('\n') == said.size() - 1,
                   "a usage error is one line \"verbfault: ...\"", said);

@@ -366,16 +366,16 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
     std::string subcommand;
     for (const CLI::App* parsed : app.get_subcommands()) subcommand = parsed->get_name();
     err << one_line(error, subcommand) << std::endl;
-    return kExitUsage;
+    return exit_status::kUsage;
   } catch (const verbfault::PlanError& error) {
     err << "verbfault: " << error.what() << std::endl;
-    return kExitUsage;
+    return exit_status::kUsage;
   } catch (const ReplayFileError& error) {
     err << "verbfault: " << error.what() << std::endl;
-    return kExitUsage;
+    return exit_status::kUsage;
   } catch (const std::invalid_argument& error) {
     err << "verbfault: " << error.what() << std::endl;
-    return kExitUsage;
+    return exit_status::kUsage;
   }
 
   line.subcommand = *run        ? Subcommand::run

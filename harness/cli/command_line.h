@@ -64,7 +64,7 @@ class CommandLineParser {
 
   // Parses argv (argv[0] the program's name). Returns the command line, or
   // the exit status when the arguments end the program here: 0 after
-  // --help (printed on `out`), kExitUsage after a usage, seed, plan or
+  // --help (printed on `out`), exit_status::kUsage after a usage, seed, plan or
   // replay-file error (one line on `err`, "verbfault: ..."). Writes nothing
   // when it returns a command line. Reads only the replay file of
   // `minimize --replay`.

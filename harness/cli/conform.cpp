@@ -40,12 +40,13 @@ fs::path run_file(const fs::path& runs, const std::string& name, std::uint64_t s
 // How the run ended, from the outside.
 reports::Outcome classify(const Outcome& outcome) {
   if (outcome.timed_out) return reports::Outcome::timeout;
-  if (outcome.status == kExitUsage || outcome.status == kExitCannotExecute ||
-      outcome.status == kExitNotFound)
+  if (outcome.status == exit_status::kUsage || outcome.status == exit_status::kCannotExecute ||
+      outcome.status == exit_status::kNotFound)
     return reports::Outcome::error;
   if (outcome.status > 128 && outcome.status < 128 + 65) return reports::Outcome::crash;
-  if (outcome.status == kExitHang) return reports::Outcome::hang;
-  if (outcome.findings || outcome.status == kExitFindings) return reports::Outcome::finding;
+  if (outcome.status == exit_status::kHang) return reports::Outcome::hang;
+  if (outcome.findings || outcome.status == exit_status::kFindings)
+    return reports::Outcome::finding;
   return outcome.status == 0 ? reports::Outcome::success : reports::Outcome::clean_failure;
 }
 
@@ -124,7 +125,7 @@ int conform(const ConformOptions& options) {
     battery = read_battery(options.battery);
   } catch (const BatteryError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   const unsigned seeds = options.seeds.value_or(battery.seeds);
   const fs::path dir = options.report_dir;
@@ -134,12 +135,12 @@ int conform(const ConformOptions& options) {
   if (error) {
     std::fprintf(stderr, "verbfault: conform: --report '%s': cannot make the directory: %s\n",
                  dir.c_str(), error.message().c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   if (resolve_program(options.command.front()).empty()) {
     std::fprintf(stderr, "verbfault: conform: %s: command not found\n",
                  options.command.front().c_str());
-    return kExitNotFound;
+    return exit_status::kNotFound;
   }
 
   reports::Report report;
@@ -250,7 +251,7 @@ int conform(const ConformOptions& options) {
   if (terminal) std::fputs("\r\033[K", stderr);
   if (!started) {
     std::fprintf(stderr, "verbfault: conform: fork: %s\n", std::strerror(errno));
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   report.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
@@ -274,7 +275,7 @@ int conform(const ConformOptions& options) {
     reports::write_html_report(report, dir / "report.html");
   } catch (const std::exception& failure) {
     std::fprintf(stderr, "verbfault: conform: %s\n", failure.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::fprintf(stderr, "verbfault: report: %s (and report.json, report.xml, report.md)\n",
                (dir / "report.html").c_str());

@@ -28,7 +28,7 @@ struct ConformOptions {
 };
 
 // 0 when every run that exercised its fault conforms, 1 when some run does
-// not, kExitUsage for a bad battery, an unwritable report or a command
+// not, exit_status::kUsage for a bad battery, an unwritable report or a command
 // that cannot run.
 int conform(const ConformOptions& options);
 

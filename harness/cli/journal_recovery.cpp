@@ -19,7 +19,7 @@ bool recover_journal(const std::string& trace, int status, const std::string& wh
   const std::string journal = trace + ".journal";
   std::error_code ignored;
   if (!fs::exists(journal, ignored)) return true;
-  if (status == observers::kWriteErrorExit) return true;
+  if (status == exit_status::kUsage) return true;
   std::string error;
   const int fd = observers::open_trace_file(trace, error);
   if (fd < 0) {

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const verbfault::PlanError& error) {
       std::fprintf(stderr, "verbfault: %s\n", error.what());
-      return verbfault::cli::kExitUsage;
+      return verbfault::exit_status::kUsage;
     }
   }
   if (line.subcommand == Subcommand::replay) {
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const verbfault::PlanError& error) {
       std::fprintf(stderr, "verbfault: %s\n", error.what());
-      return verbfault::cli::kExitUsage;
+      return verbfault::exit_status::kUsage;
     }
   }
   if (line.subcommand == Subcommand::trace) return verbfault::cli::print_trace(line.trace_view);

@@ -188,14 +188,14 @@ int minimize(const MinimizeOptions& options) {
     plan = read_plan(options.plan_file, options.faults);
   } catch (const PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   fs::path dir;
   try {
     dir = make_temporary_directory("minimize");
   } catch (const fs::filesystem_error& error) {
     std::fprintf(stderr, "verbfault: minimize: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   struct Cleanup {
     fs::path dir;
@@ -301,7 +301,7 @@ int minimize(const MinimizeOptions& options) {
     file << text;
     if (!file) {
       std::fprintf(stderr, "verbfault: minimize: cannot write %s\n", plan_path.c_str());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
   }
   ReplayFile replay;
@@ -332,7 +332,7 @@ int minimize(const MinimizeOptions& options) {
     write_replay_file(replay_path, replay);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "verbfault: minimize: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::fprintf(stderr, "verbfault: minimize: wrote %s and %s (verbfault replay %s)\n",
                plan_path.c_str(), replay_path.c_str(), replay_path.c_str());

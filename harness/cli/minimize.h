@@ -46,7 +46,7 @@ struct MinimizeOptions {
 };
 
 // 0: a minimal plan was found (printed, or written to --out); 1: the run
-// does not fail, so there is nothing to minimize; kExitUsage: bad input.
+// does not fail, so there is nothing to minimize; exit_status::kUsage: bad input.
 int minimize(const MinimizeOptions& options);
 
 }  // namespace verbfault::cli

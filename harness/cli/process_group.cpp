@@ -149,7 +149,7 @@ pid_t start(const GroupMember& member, const sigset_t& original_mask,
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   // verbfault killed outright (SIGKILL) must not leave the run behind.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != parent) _exit(kExitCannotExecute);
+  if (getppid() != parent) _exit(exit_status::kCannotExecute);
   for (const auto& [name, value] : member.environment) setenv(name.c_str(), value.c_str(), 1);
   // Same addresses every run: applications use pointers as wr_id.
   personality(ADDR_NO_RANDOMIZE);
@@ -160,7 +160,7 @@ pid_t start(const GroupMember& member, const sigset_t& original_mask,
   const int error = errno;
   std::fprintf(stderr, "verbfault: cannot run '%s': %s\n", member.argv[0].c_str(),
                std::strerror(error));
-  _exit(error == ENOENT ? kExitNotFound : kExitCannotExecute);
+  _exit(error == ENOENT ? exit_status::kNotFound : exit_status::kCannotExecute);
 }
 
 Clock::time_point after(Clock::time_point from, double seconds) {
@@ -265,7 +265,7 @@ std::vector<MemberEnd> run_group(const std::vector<GroupMember>& members,
       return;
     }
     std::fprintf(stderr, "verbfault: fork: %s\n", std::strerror(errno));
-    m.end.status = kExitCannotExecute;
+    m.end.status = exit_status::kCannotExecute;
     failed(i);
   };
   // Starts the next members whose turn has come; false while one waits.

@@ -66,8 +66,8 @@ struct MemberEnd {
   // not_started: the run was ending before its turn (status 0).
   enum class By { itself, peer_grace, timeout, not_started };
   pid_t pid = -1;
-  // The exit status, 128 + N for a death by signal N, or kExitNotFound /
-  // kExitCannotExecute when exec failed (as run_program: process.h).
+  // The exit status, 128 + N for a death by signal N, or exit_status::kNotFound /
+  // exit_status::kCannotExecute when exec failed (as run_program: process.h).
   int status = 0;
   By by = By::itself;  // who ended it
 };

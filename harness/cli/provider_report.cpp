@@ -165,7 +165,7 @@ int compare_reports(const std::vector<std::string>& files) {
     for (const std::string& file : files) reports.push_back(pr::read_report_file(file));
   } catch (const pr::ReportFormatError& error) {
     std::fprintf(stderr, "verbfault: provider-report: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::string devices, args;
   for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -188,7 +188,7 @@ int provider_report(const ProviderReportOptions& options) {
   const std::string probe = find_probe(options.probe);
   if (access(probe.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "verbfault: provider-report: no probe program at %s\n", probe.c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::optional<pr::ProviderReport> baseline;
   if (options.baseline) {
@@ -196,7 +196,7 @@ int provider_report(const ProviderReportOptions& options) {
       baseline = pr::read_report_file(*options.baseline);
     } catch (const pr::ReportFormatError& error) {
       std::fprintf(stderr, "verbfault: provider-report: %s\n", error.what());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
   }
 
@@ -213,7 +213,7 @@ int provider_report(const ProviderReportOptions& options) {
   if (!known) {
     std::fprintf(stderr, "verbfault: provider-report: no device %s; devices found: %s\n",
                  options.device.c_str(), found.empty() ? "none" : found.c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
 
   const Captured run = capture({probe, "--device", options.device},
@@ -237,7 +237,7 @@ int provider_report(const ProviderReportOptions& options) {
       !write_file(md_file, pr::side_by_side_markdown({report}, preface(report)))) {
     std::fprintf(stderr, "verbfault: provider-report: cannot write into %s\n",
                  options.report_dir.c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::printf(
       "verbfault: provider-report: %s: %zu checks, %zu deviations, %zu unsupported, %zu "

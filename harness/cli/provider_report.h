@@ -18,7 +18,7 @@
 // stdout (reports/providers/README.md).
 //
 // Exit status: 0; 1 when the probe failed or the baseline differs;
-// kExitUsage (125) for a bad option, an unknown device (named, with the
+// exit_status::kUsage (125) for a bad option, an unknown device (named, with the
 // devices found) or an unreadable report.
 #pragma once
 

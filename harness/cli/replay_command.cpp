@@ -21,7 +21,7 @@ int replay(const ReplayOptions& options) {
     file = read_replay_file(options.file);
   } catch (const ReplayFileError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
 
   SeedRun run;
@@ -30,7 +30,7 @@ int replay(const ReplayOptions& options) {
     if (!fs::exists(*file.plan_file)) {
       std::fprintf(stderr, "verbfault: %s: plan_file '%s': no such file\n", options.file.c_str(),
                    file.plan_file->c_str());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
     run.plan_file = file.plan_file;
   }
@@ -53,7 +53,7 @@ int replay(const ReplayOptions& options) {
       std::fprintf(stderr, "verbfault: %s: the program '%s' is not found%s\n", options.file.c_str(),
                    file.command[at].c_str(),
                    at == 0 ? (" (recorded: " + file.program.file + ")").c_str() : "");
-      return kExitNotFound;
+      return exit_status::kNotFound;
     }
     run.command[at] = found;
     if (at == 0) program = found;
@@ -84,7 +84,7 @@ int replay(const ReplayOptions& options) {
     }
   } catch (const fs::filesystem_error& error) {
     std::fprintf(stderr, "verbfault: replay: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::fprintf(stderr, "verbfault: replay %s: seed %llu, expected to %s (%s)\n",
                options.file.c_str(), static_cast<unsigned long long>(file.seed),
@@ -124,7 +124,7 @@ int replay(const ReplayOptions& options) {
                    "verbfault: replay: NOT DETERMINISTIC: the same build gave trace hash %s, "
                    "recorded %s\n",
                    outcome.trace_hash.value_or("(none)").c_str(), file.expect.trace_hash->c_str());
-      return kExitNondeterministic;
+      return exit_status::kNondeterministic;
     }
     std::fprintf(stderr,
                  "verbfault: replay: reproduced: %s; the trace hash differs (%s, recorded %s) "
@@ -138,7 +138,7 @@ int replay(const ReplayOptions& options) {
     std::fprintf(stderr,
                  "verbfault: replay: NOT DETERMINISTIC: the same build was expected to %s\n",
                  expected.c_str());
-    return kExitNondeterministic;
+    return exit_status::kNondeterministic;
   }
   std::fprintf(stderr, "verbfault: replay: did not reproduce with this build: expected to %s\n",
                expected.c_str());

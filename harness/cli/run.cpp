@@ -118,14 +118,14 @@ int compare_runs(const std::vector<std::string> (&traces)[2], const int (&status
   if (missing) {
     std::fprintf(stderr, "verbfault: determinism check not made: no trace from %s\n",
                  missing->c_str());
-    return status[0] != 0 ? status[0] : kExitNondeterministic;
+    return status[0] != 0 ? status[0] : exit_status::kNondeterministic;
   }
   // A launcher that started another number of ranks the second time.
   if (traces[0].size() != traces[1].size()) {
     std::fprintf(stderr,
                  "verbfault: determinism check FAILED: run 1 traced %zu processes, run 2 %zu\n",
                  traces[0].size(), traces[1].size());
-    return kExitNondeterministic;
+    return exit_status::kNondeterministic;
   }
   std::optional<Difference> difference;
   std::size_t differing = 0;  // the first process whose traces differ
@@ -145,12 +145,12 @@ int compare_runs(const std::vector<std::string> (&traces)[2], const int (&status
     for (int i = 0; i < 2; ++i)
       for (const std::string& escape : escapes_in(traces[i][differing]))
         std::fprintf(stderr, "verbfault:   why: in run %d, %s\n", i + 1, escape.c_str());
-    return kExitNondeterministic;
+    return exit_status::kNondeterministic;
   }
   if (status[0] != status[1]) {
     std::fprintf(stderr, "verbfault: determinism check FAILED: exit status %d, then %d\n",
                  status[0], status[1]);
-    return kExitNondeterministic;
+    return exit_status::kNondeterministic;
   }
   std::string hashes;
   for (const std::string& trace : traces[0])
@@ -186,7 +186,7 @@ int run(const RunOptions& options) {
               : "cannot be read: " + std::string(std::strerror(error ? error.value() : errno));
       std::fprintf(stderr, "verbfault: %s '%s': %s: expected the harness library libverbfault.so\n",
                    options.library_source.c_str(), options.library.c_str(), why.c_str());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
   }
   if (options.hang_after) {
@@ -194,7 +194,7 @@ int run(const RunOptions& options) {
       checkers::parse_hang_after(*options.hang_after, "--hang-after");
     } catch (const std::runtime_error& error) {
       std::fprintf(stderr, "verbfault: %s\n", error.what());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
   }
   Plan plan;
@@ -202,7 +202,7 @@ int run(const RunOptions& options) {
     plan = read_plan(options.plan_file, options.faults);
   } catch (const PlanError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::uint64_t seed = 0;
   if (options.seed) {
@@ -222,7 +222,7 @@ int run(const RunOptions& options) {
     std::fprintf(stderr, "verbfault: %s%s%s\n",
                  options.threads ? "--threads " : "VERBFAULT_THREADS=",
                  error.what()[0] == '\'' ? "" : (value + ": ").c_str(), error.what());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::fprintf(stderr, "verbfault: seed %llu%s, threads %s\n",
                static_cast<unsigned long long>(seed), options.seed ? "" : " (drawn)",
@@ -243,7 +243,7 @@ int run(const RunOptions& options) {
   // The line a finding in the program prints to replay the run.
   environment["VERBFAULT_REPRODUCE"] = engine::run_line(replay);
   // The runtime checks append their findings here; a program that passes
-  // with findings makes `verbfault run` fail (kExitFindings).
+  // with findings makes `verbfault run` fail (exit_status::kFindings).
   const std::string findings =
       (fs::temp_directory_path() / ("verbfault-" + std::to_string(getpid()) + ".findings"))
           .string();
@@ -257,7 +257,7 @@ int run(const RunOptions& options) {
     if (count == 0) return status;
     std::fprintf(stderr, "verbfault: %zu runtime check finding%s (listed above)\n", count,
                  count == 1 ? "" : "s");
-    return status == 0 ? kExitFindings : status;
+    return status == 0 ? exit_status::kFindings : status;
   };
 
   const std::vector<Command> commands = split_commands(options.command);

@@ -206,8 +206,8 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
     const std::string started = members[i].environment.at("VERBFAULT_STARTED");
     std::error_code ignored;
     const bool said = fs::remove(started, ignored);
-    if (said || ends[i].by != MemberEnd::By::itself || ends[i].status == kExitUsage ||
-        ends[i].status == kExitNotFound || ends[i].status == kExitCannotExecute)
+    if (said || ends[i].by != MemberEnd::By::itself || ends[i].status == exit_status::kUsage ||
+        ends[i].status == exit_status::kNotFound || ends[i].status == exit_status::kCannotExecute)
       continue;
     unharnessed = true;
     std::fprintf(stderr,
@@ -221,16 +221,18 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   }
 
   if (!several) {
-    end.status = unharnessed ? kExitUsage : ends.front().status;
-    if (run.trace && !recover_journal(*run.trace, ends.front().status)) end.status = kExitUsage;
-    if (run.trace && !recover_forked_traces(*run.trace, "the program")) end.status = kExitUsage;
+    end.status = unharnessed ? exit_status::kUsage : ends.front().status;
+    if (run.trace && !recover_journal(*run.trace, ends.front().status))
+      end.status = exit_status::kUsage;
+    if (run.trace && !recover_forked_traces(*run.trace, "the program"))
+      end.status = exit_status::kUsage;
     // The ranks' traces, after the launcher's, in rank order (a rank's is
     // named by its process index, VERBFAULT_PROC + 1 + rank).
     if (run.trace)
       for (const auto& [index, path] : existing_process_traces(*run.trace)) {
         if (!recover_journal(path, ends.front().status, "process " + std::to_string(index)) ||
             !recover_forked_traces(path, "process " + std::to_string(index)))
-          end.status = kExitUsage;
+          end.status = exit_status::kUsage;
         end.traces.push_back(path);
         std::fprintf(stderr, "verbfault: process %zu (a rank %s started): trace %s\n", index,
                      members[0].name.c_str(), path.c_str());
@@ -280,8 +282,8 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
                  hex(combined_trace_hash(hashes)).c_str(), hashes.size(),
                  hashes.size() == 1 ? "" : "es", static_cast<unsigned long long>(records));
 
-  if (trace_lost || unharnessed) end.status = kExitUsage;
-  for (std::size_t i = 0; i < ends.size() && end.status != kExitUsage; ++i) {
+  if (trace_lost || unharnessed) end.status = exit_status::kUsage;
+  for (std::size_t i = 0; i < ends.size() && end.status != exit_status::kUsage; ++i) {
     if (ends[i].status == 0 || ends[i].by == MemberEnd::By::peer_grace) continue;
     end.status = ends[i].status;
     std::fprintf(stderr, "verbfault: the run's status is process %zu's: %s\n", i,

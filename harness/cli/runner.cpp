@@ -82,7 +82,7 @@ Outcome run_seed(const SeedRun& run, const std::filesystem::path& dir,
       run_batch({{run, log_path(dir, run.seed), trace_path(dir, run.seed)}}, options,
                 [&](std::size_t, Outcome&& outcome) { ended = std::move(outcome); });
   if (!started)
-    return judge_seed_run(run.seed, kExitCannotExecute, false, log_path(dir, run.seed),
+    return judge_seed_run(run.seed, exit_status::kCannotExecute, false, log_path(dir, run.seed),
                           trace_path(dir, run.seed), pass_statuses);
   return std::move(*ended);
 }

@@ -59,7 +59,7 @@ pid_t start_seed_run(const SeedRun& run, const fs::path& log, const fs::path& tr
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   execv(argv[0], argv.data());
-  _exit(kExitCannotExecute);
+  _exit(exit_status::kCannotExecute);
 }
 
 Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs::path& log,

@@ -84,13 +84,13 @@ int sweep(const SweepOptions& options) {
       std::fprintf(stderr,
                    "verbfault: --swarm --fault: expected the swarm's palette as --plan FILE (or "
                    "none: the default palette), not --fault rules\n");
-      return kExitUsage;
+      return exit_status::kUsage;
     }
     try {
       palette = options.plan_file ? Palette::from_file(*options.plan_file) : Palette::standard();
     } catch (const PlanError& error) {
       std::fprintf(stderr, "verbfault: %s\n", error.what());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
   }
   std::vector<std::uint64_t> pending;
@@ -117,7 +117,7 @@ int sweep(const SweepOptions& options) {
   if (error) {
     std::fprintf(stderr, "verbfault: sweep: cannot make the directory '%s': %s\n", dir.c_str(),
                  error.message().c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::fprintf(stderr, "verbfault: sweep: %zu seed%s (%llu..%llu, shard %u/%u), %u job%s%s\n",
                total, total == 1 ? "" : "s", static_cast<unsigned long long>(options.first_seed),
@@ -179,7 +179,7 @@ int sweep(const SweepOptions& options) {
   if (!started) {
     if (terminal) std::fputs("\r\033[K", stderr);
     std::fprintf(stderr, "verbfault: sweep: fork: %s\n", std::strerror(errno));
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   if (terminal) std::fputs("\r\033[K", stderr);
 

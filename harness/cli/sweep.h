@@ -46,7 +46,7 @@ void parse_seed_range(const std::string& text, SweepOptions& options);
 // Parses "I/N" (1 <= I <= N); throws std::invalid_argument.
 void parse_shard(const std::string& text, SweepOptions& options);
 
-// Returns 0 when no seed failed, 1 when some did, kExitUsage for bad input
+// Returns 0 when no seed failed, 1 when some did, exit_status::kUsage for bad input
 // (a palette that cannot be read, --swarm with --fault).
 int sweep(const SweepOptions& options);
 

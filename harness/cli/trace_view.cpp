@@ -53,12 +53,12 @@ int print_trace(const TraceViewOptions& options) {
       *options.kind != "check" && *options.kind != "event") {
     std::fprintf(stderr, "verbfault: --kind '%s': expected call, fault, check or event\n",
                  options.kind->c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   std::ifstream file(options.file, std::ios::binary);
   if (!file) {
     std::fprintf(stderr, "verbfault: trace '%s': cannot open for reading\n", options.file.c_str());
-    return kExitUsage;
+    return exit_status::kUsage;
   }
   // A journal (a program killed before it wrote its trace) is rendered
   // first; anything else is read as JSON Lines.
@@ -69,7 +69,7 @@ int print_trace(const TraceViewOptions& options) {
     std::string error;
     if (observers::journal::render(in.view(), text, error) < 0) {
       std::fprintf(stderr, "verbfault: trace '%s': %s\n", options.file.c_str(), error.c_str());
-      return kExitUsage;
+      return exit_status::kUsage;
     }
     in.str(std::string(text.view()));
   }
@@ -80,7 +80,7 @@ int print_trace(const TraceViewOptions& options) {
     if (!record.is_object() || !record.contains("obj")) {
       std::fprintf(stderr, "verbfault: %s:%zu: expected a JSON trace record\n",
                    options.file.c_str(), number);
-      return kExitUsage;
+      return exit_status::kUsage;
     }
     const std::string kind = kind_of(record);
     if (options.object && record.value("obj", "") != *options.object) continue;

@@ -15,7 +15,7 @@ struct TraceViewOptions {
   bool operator==(const TraceViewOptions&) const = default;
 };
 
-// Prints the records; returns the exit status (kExitUsage for an unreadable
+// Prints the records; returns the exit status (exit_status::kUsage for an unreadable
 // file or a malformed record, named with its line number).
 int print_trace(const TraceViewOptions& options);
 

@@ -89,7 +89,7 @@ int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Trac
                  decision->rule_index, to_cli(rule).c_str(), snapshot.name().c_str(),
                  static_cast<unsigned>(port));
     std::fflush(nullptr);
-    std::_Exit(kConfigErrorExit);
+    std::_Exit(exit_status::kUsage);
   }
   if (level == inject::Level::unsupported) report_unsupported(rule, decision->rule_index, snapshot);
   lock.lock();

@@ -28,10 +28,11 @@
 //                    whose program never created it: the harness was not
 //                    loaded, e.g. a static or setuid program)
 // A bad value is never ignored: the process stops with one line naming the
-// variable and what was expected (exit status kConfigErrorExit).
+// variable and what was expected (exit status exit_status::kUsage).
 #pragma once
 
 #include "check_catalogue.h"
+#include "verbfault/exit_status.h"
 #include "hang_watch.h"
 #include "process_ref.h"
 #include "scheduler.h"
@@ -42,8 +43,6 @@
 #include <string>
 
 namespace verbfault::interposer {
-
-inline constexpr int kConfigErrorExit = 125;
 
 struct Config {
   std::uint64_t seed = 0;
@@ -74,7 +73,7 @@ Config config_from_environment();
 
 // Creates VERBFAULT_STARTED's file, if set: the harness runs in this
 // process. First of all, before the rest of the configuration is read (a
-// bad one is then the harness's own error, exit kConfigErrorExit). A file
+// bad one is then the harness's own error, exit exit_status::kUsage). A file
 // that cannot be created is not an error here: the parent that asked for
 // it reports the missing file.
 void announce_started() noexcept;

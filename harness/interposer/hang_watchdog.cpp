@@ -179,8 +179,8 @@ struct Seen {
   if (target != nullptr) state.checkers.hung(state, *target, message, waits);
   std::fprintf(stderr, "verbfault: %s; what each thread waits for:\n%s", message, waits.c_str());
   std::fprintf(stderr, "verbfault: the program made no progress; ending it with exit status %d\n",
-               checkers::kHangExit);
-  state.end_run(checkers::kHangExit);
+               exit_status::kHang);
+  state.end_run(exit_status::kHang);
 }
 
 }  // namespace

@@ -197,9 +197,9 @@ std::optional<provider::NetworkInterface> asked_link(
            static_cast<const std::uint8_t*>(NLMSG_DATA(&header)) + NLMSG_ALIGN(sizeof info));
        RTA_OK(attribute, left); attribute = RTA_NEXT(attribute, left)) {
     if (attribute->rta_type != IFLA_IFNAME) continue;
-    const std::string_view name(static_cast<const char*>(RTA_DATA(attribute)),
-                                strnlen(static_cast<const char*>(RTA_DATA(attribute)),
-                                        RTA_PAYLOAD(attribute)));
+    const std::string_view name(
+        static_cast<const char*>(RTA_DATA(attribute)),
+        strnlen(static_cast<const char*>(RTA_DATA(attribute)), RTA_PAYLOAD(attribute)));
     for (const auto& interface : interfaces)
       if (interface.name == name) return interface;
   }

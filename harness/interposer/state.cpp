@@ -68,7 +68,7 @@ State::State() {
     if (config.trace_path) trace.open(*config.trace_path);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
-    std::_Exit(kConfigErrorExit);
+    std::_Exit(exit_status::kUsage);
   }
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);

@@ -148,9 +148,9 @@ class HarnessWorld final : public scheduler::World {
     cm_faults::deadlocked(State::get());  // a wait for a CM event: which id's
     std::fprintf(stderr,
                  "verbfault: %s\nverbfault: the program can never make progress; "
-                 "ending it with exit status 122\n",
-                 report.c_str());
-    State::get().end_run(122);
+                 "ending it with exit status %d\n",
+                 report.c_str(), exit_status::kHang);
+    State::get().end_run(exit_status::kHang);
   }
 
   static bool poll_readable(int fd) {

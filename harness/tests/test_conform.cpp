@@ -82,10 +82,10 @@ TEST_F(Conform, TheSampleConformsAndTheReportIsWrittenWhole) {
   EXPECT_TRUE(contains(read(report_dir() / "report.md"), ":white_check_mark:"));
   // The race windows: every one a run can reach is listed, each entry's
   // are among them, and conform prints how many runs reached each.
-  EXPECT_EQ(report.race_windows,
-            (std::vector<std::string>{"completion_between_poll_and_arm",
-                                      "event_for_several_completions", "event_with_empty_cq",
-                                      "channel_wait_during_teardown"}));
+  EXPECT_EQ(
+      report.race_windows,
+      (std::vector<std::string>{"completion_between_poll_and_arm", "event_for_several_completions",
+                                "event_with_empty_cq", "channel_wait_during_teardown"}));
   for (const reports::Entry& entry : report.entries)
     for (const std::string& window : entry.windows)
       EXPECT_NE(std::find(report.race_windows.begin(), report.race_windows.end(), window),

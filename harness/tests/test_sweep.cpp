@@ -120,8 +120,8 @@ TEST(Sweep, ARunPastItsTimeoutIsKilledAndReportedAsATimeout) {
 
 TEST(Sweep, OnATerminalAProgressLineIsRewrittenInPlace) {
   // script(1) gives the sweep a pseudo-terminal for its stderr.
-  ProcessResult r = run_shell("script -qfec \"" + sweep("--seeds 1..20 --jobs 2", "buggy") +
-                              "\" /dev/null");
+  ProcessResult r =
+      run_shell("script -qfec \"" + sweep("--seeds 1..20 --jobs 2", "buggy") + "\" /dev/null");
   EXPECT_EQ(r.status, 1) << r.output;
   // "[done/total] F failed, R seeds/s, ETA S s", each over the last.
   EXPECT_TRUE(contains(r.output, "\r\033[K[20/20] ")) << r.output;

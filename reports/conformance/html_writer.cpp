@@ -166,8 +166,8 @@ std::string windows_table(const Report& report) {
               std::to_string(entry.seed) + "</span></button>";
     }
     if (reached.size() > kListed)
-      rows += " <span class=\"muted\">and " + std::to_string(reached.size() - kListed) +
-              " more</span>";
+      rows +=
+          " <span class=\"muted\">and " + std::to_string(reached.size() - kListed) + " more</span>";
     rows += "</td></tr>\n";
   }
   std::string html = "<section class=\"card\" aria-labelledby=\"windows-title\">\n";

@@ -93,10 +93,10 @@ struct Entry {
   // The race windows the run reached (harness/record/window.h:
   // "completion_between_poll_and_arm" ...), in Report::race_windows order.
   std::vector<std::string> windows;
-  std::vector<FiredFault> faults;   // in trace order
-  std::string said;                 // the program's last line of output, if any
-  std::string replay;               // the line that reproduces the run
-  std::string replay_file;          // relative to the report's directory, or empty
+  std::vector<FiredFault> faults;  // in trace order
+  std::string said;                // the program's last line of output, if any
+  std::string replay;              // the line that reproduces the run
+  std::string replay_file;         // relative to the report's directory, or empty
   std::optional<std::string> trace_hash;
   std::size_t trace_records = 0;
   // The records around the first fault and the first finding (a few either

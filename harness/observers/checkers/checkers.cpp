@@ -120,8 +120,8 @@ void Checkers::end_hung_run(Host& host, std::string_view id, const Object& objec
     std::fprintf(stderr, "verbfault: no other thread can act:\n%s", threads.c_str());
   std::fprintf(stderr,
                "verbfault: the program can never make progress; ending it with exit status %d\n",
-               kHangExit);
-  host.end_run(kHangExit);
+               exit_status::kHang);
+  host.end_run(exit_status::kHang);
 }
 
 std::string Checkers::needing_simulated_device() const {
@@ -141,8 +141,8 @@ void Checkers::hung(Host& host, const Object& object, std::string message,
   report(host, kId, object, std::move(message));
   std::fprintf(stderr, "verbfault: what each thread waits for:\n%s", waits.c_str());
   std::fprintf(stderr, "verbfault: the program made no progress; ending it with exit status %d\n",
-               kHangExit);
-  host.end_run(kHangExit);
+               exit_status::kHang);
+  host.end_run(exit_status::kHang);
 }
 
 // ---- completion events --------------------------------------------------------------

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "call_record.h"
+#include "verbfault/exit_status.h"
 #include "check_catalogue.h"
 #include "object.h"
 #include "object_checks.h"
@@ -29,9 +30,6 @@
 #include <vector>
 
 namespace verbfault::checkers {
-
-// Exit status of a run the liveness checks ended.
-inline constexpr int kHangExit = 122;
 
 using record::Object;
 
@@ -120,7 +118,7 @@ class Checkers {
   // ---- the hang watchdog (interposer/hang_watchdog.h) ----
   // The run is hung: reports liveness.hang on `object` (what the threads
   // wait on) with what every thread waits for (`waits`, one "  thread N:
-  // ..." line each) and ends the run (kHangExit). Returns only when that
+  // ..." line each) and ends the run (exit_status::kHang). Returns only when that
   // check is off.
   void hung(Host& host, const Object& object, std::string message, const std::string& waits);
   bool enabled(std::string_view id) const { return on(id); }
@@ -137,7 +135,7 @@ class Checkers {
   void cm_id_destroyed_with_qp(Host& host, const Object& id, const Object& qp);
   // rdma_destroy_id of `id` with `events` ("ADDR_ERROR, ...": `count` of
   // them) taken and not acknowledged: librdmacm waits for their acks. Ends
-  // the run (kHangExit) when this thread is alone; else reports it.
+  // the run (exit_status::kHang) when this thread is alone; else reports it.
   void cm_destroy_id_unacked(Host& host, const Object& id, unsigned count,
                              const std::string& events);
   // A CM message's private data longer than the message carries.
@@ -159,7 +157,7 @@ class Checkers {
 
   bool on(std::string_view id) const { return selection_.enabled(id); }
   void report(Host& host, std::string_view id, const Object& object, std::string message);
-  // Reports a hang and ends the run (exit status kHangExit); returns only
+  // Reports a hang and ends the run (exit status exit_status::kHang); returns only
   // when that check is switched off. With other threads, lists what each
   // does, the calling one `doing` ("ibv_get_cq_event on channel#0").
   void end_hung_run(Host& host, std::string_view id, const Object& object, std::string message,

@@ -110,9 +110,9 @@ void Trace::journal_failed() noexcept {
                "verbfault: VERBFAULT_TRACE='%s': its journal '%s' cannot grow (%s) at record %llu: "
                "the run stops (exit status %d)\n",
                path_.c_str(), journal_path_.c_str(), std::strerror(error),
-               static_cast<unsigned long long>(records_), kWriteErrorExit);
+               static_cast<unsigned long long>(records_), exit_status::kUsage);
   std::fflush(nullptr);
-  std::_Exit(kWriteErrorExit);
+  std::_Exit(exit_status::kUsage);
 }
 
 void Trace::start_capture() {
@@ -147,9 +147,9 @@ void Trace::open_child_trace() {
   } catch (const std::runtime_error& error) {
     // As a trace that cannot be written anywhere: not a result.
     std::fprintf(stderr, "verbfault: a forked child's trace: %s (exit status %d)\n", error.what(),
-                 kWriteErrorExit);
+                 exit_status::kUsage);
     std::fflush(nullptr);
-    std::_Exit(kWriteErrorExit);
+    std::_Exit(exit_status::kUsage);
   }
 }
 
@@ -182,9 +182,9 @@ void Trace::close() noexcept {
   if (written) return;
   std::fprintf(stderr,
                "verbfault: VERBFAULT_TRACE='%s': %s (its journal '%s' is kept): exit status %d\n",
-               path_.c_str(), error.c_str(), journal_path_.c_str(), kWriteErrorExit);
+               path_.c_str(), error.c_str(), journal_path_.c_str(), exit_status::kUsage);
   std::fflush(nullptr);
-  std::_Exit(kWriteErrorExit);
+  std::_Exit(exit_status::kUsage);
 }
 
 }  // namespace verbfault::observers

@@ -14,7 +14,7 @@
 // A trace that cannot be written is not a result: a write error (the
 // journal cannot grow, the file cannot take the rendered records) ends the
 // process with one line naming VERBFAULT_TRACE and exit status
-// kWriteErrorExit, whatever the program's own status would have been.
+// exit_status::kUsage, whatever the program's own status would have been.
 //
 // Owner: the interposer, which calls every member under its lock, so
 // records are whole and in one order; close() may also run from a fatal
@@ -22,6 +22,7 @@
 #pragma once
 
 #include "call_record.h"
+#include "verbfault/exit_status.h"
 #include "journal.h"
 #include "mapped_file.h"
 #include "trace_encoding.h"
@@ -32,10 +33,6 @@
 #include <vector>
 
 namespace verbfault::observers {
-
-// The exit status of a process whose trace could not be written (the
-// harness's status for "not a run": usage and configuration errors).
-inline constexpr int kWriteErrorExit = 125;
 
 // Opens `path` for writing the trace: -1 with `error` set (one phrase,
 // e.g. "a FIFO with no reader: ...") when it cannot be. A FIFO is opened
@@ -69,7 +66,7 @@ class Trace {
   // Writes the pending empty polls as their record (Session, end of run).
   void flush_idle();
   // The end of the run: renders the journal into the trace file and
-  // removes it; when it cannot, ends the process (kWriteErrorExit).
+  // removes it; when it cannot, ends the process (exit_status::kUsage).
   // Idempotent; safe enough from a signal handler.
   void close() noexcept;
   // In the child of a fork: the journal and the file are the parent's (a

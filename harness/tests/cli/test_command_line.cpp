@@ -83,7 +83,7 @@ TEST(CommandLineParser, AParseAfterAUsageErrorOrHelpIsAsFromANewParser) {
   CommandLineParser parser;
   const Parsed error =
       parse_with(parser, {"verbfault", "sweep", "--seeds", "1..4", "--jobs", "0", "--", "a"});
-  EXPECT_EQ(std::get<int>(error.answer), kExitUsage);
+  EXPECT_EQ(std::get<int>(error.answer), exit_status::kUsage);
   EXPECT_EQ(error.out, "");
   EXPECT_TRUE(error.err.starts_with("verbfault: --jobs")) << error.err;
   EXPECT_EQ(error.err.find('\n'), error.err.size() - 1) << error.err;
