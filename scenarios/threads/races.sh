@@ -5,7 +5,9 @@
 #    (stranded: delayed_completion, which holds the answer past the empty
 #    poll, and poll.stranded_between_poll_and_arm says so; one_per_event:
 #    coalesce_cq_event, one event for both answers, and the client waits
-#    for a second that never comes);
+#    for a second that never comes: poll.wait_without_drain). Each is told
+#    when the run hangs, before the hang (the peer spinning on its CQ):
+#    checkers.cpp, report_causes_of_hang;
 # 2. the fixed client passes seed 1 under the same fault;
 # 3. the fixed client passes seeds 1..20 with no fault;
 # 4. seeds alone find the buggy client: at least 20 of seeds 1..100 fail
@@ -19,7 +21,7 @@ program=${2:?usage: races.sh VERBFAULT PROGRAM SHAPE}
 shape=${3:?usage: races.sh VERBFAULT PROGRAM SHAPE}
 case $shape in
   stranded) fault="delayed_completion(1) p=1"; found="check poll.stranded_between_poll_and_arm on cq#0" ;;
-  one_per_event) fault="coalesce_cq_event"; found="check liveness.spinning on cq#1" ;;
+  one_per_event) fault="coalesce_cq_event"; found="check poll.wait_without_drain on cq#0" ;;
   *) echo "races.sh: SHAPE '$shape': expected stranded or one_per_event" >&2; exit 2 ;;
 esac
 failed=0
