@@ -246,8 +246,7 @@ record::Completions State::completions(const ibv_wc* wc, std::size_t count) {
 
 void State::finish(bool check_leaks) noexcept {
   // Not under the lock: a fatal signal may arrive while it is held.
-  if (finished_ || !g_active) return;
-  finished_ = true;
+  if (!g_active || finished_.exchange(true)) return;
   {
     // What is still alive at the end (not when a signal interrupted a
     // holder of the lock).

@@ -113,7 +113,9 @@ class State final : public checkers::Host, public engine::Recorder {
   std::size_t forks_ = 0;
   pid_t forked_from_ = 0;
   std::vector<record::ObjectId> completion_qps_;  // scratch of completions(), kept allocated
-  bool finished_ = false;
+  // finish() ran: it runs once, whichever comes first of exit, a fatal
+  // signal (on any thread, while another may be exiting) or end_run.
+  std::atomic<bool> finished_{false};
   bool environment_active_ = false;  // g_active as the environment set it
 };
 
