@@ -143,7 +143,6 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
       sq_.clear();
       rq_.clear();
       sq_released_ = sq_next_seq_;
-      rq_occupied_ = 0;
       // Its completions leave its CQs, as rdma-core's mlx4/mlx5 providers
       // clean them (mlx5_cq_clean at the modify to RESET): a QP restarted
       // from RESET must not find an old flush at the head of its CQ
@@ -318,23 +317,7 @@ int QueuePair::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     *bad_wr = wr;
     return EINVAL;
   }
-  for (; wr != nullptr; wr = wr->next) {
-    int err = 0;
-    if (!sge_count_fits(wr->num_sge, wr->sg_list, attr_.cap.max_recv_sge))
-      err = EINVAL;
-    else if (rq_occupied_ >= attr_.cap.max_recv_wr)
-      err = ENOMEM;
-    if (err != 0) {
-      *bad_wr = wr;
-      return err;
-    }
-    RecvWqe wqe;
-    wqe.wr_id = wr->wr_id;
-    wqe.sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
-    for (const ibv_sge& sge : wqe.sges) wqe.capacity += sge.length;
-    rq_.push_back(std::move(wqe));
-    ++rq_occupied_;
-  }
+  if (int err = rq_.post(wr, bad_wr, attr_.cap.max_recv_wr, attr_.cap.max_recv_sge)) return err;
   // A receive posted to a QP in ERR is completed at once with a flush
   // (IBA 10.3.1 Error state: WRs posted in ERR complete in error).
   if (attr_.qp_state == IBV_QPS_ERR) completer::flush(*this);

@@ -3,6 +3,7 @@
 
 #include "handle.h"
 #include "multicast.h"
+#include "receive_queue.h"
 #include "ring.h"
 #include "work_request.h"
 
@@ -54,16 +55,14 @@ class QueuePair {
 
   // Send queue: WQEs not yet completed, oldest first.
   Ring<SendWqe>& send_queue() { return sq_; }
-  Ring<RecvWqe>& recv_queue() { return rq_; }
+  Ring<RecvWqe>& recv_queue() { return rq_.wqes(); }
   // Slot accounting (ibv_post_send(3) ENOMEM when the queue is full): a
   // send slot is free once a completion of it or of a later WR of the same
   // queue has been polled; a receive slot once its completion is polled.
   void release_send_slots(uint64_t upto_seq) {
     if (upto_seq + 1 > sq_released_) sq_released_ = upto_seq + 1;
   }
-  void release_recv_slot() {
-    if (rq_occupied_ > 0) --rq_occupied_;
-  }
+  void release_recv_slot() { rq_.release_slot(); }
   uint64_t next_send_seq() const { return sq_next_seq_; }
 
   // Packet sequence numbers of requests to and from another process of the
@@ -105,10 +104,9 @@ class QueuePair {
   SharedReceiveQueue* srq_;
   ibv_qp_attr attr_{};
   Ring<SendWqe> sq_;
-  Ring<RecvWqe> rq_;
+  ReceiveQueue rq_;
   uint64_t sq_next_seq_ = 0;
   uint64_t sq_released_ = 0;
-  uint32_t rq_occupied_ = 0;
 };
 
 }  // namespace verbfault::sim

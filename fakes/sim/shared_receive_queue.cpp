@@ -18,33 +18,17 @@ SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain& pd, const ibv_srq_attr&
 }
 
 int SharedReceiveQueue::post(ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  for (; wr != nullptr; wr = wr->next) {
-    int err = 0;
-    if (!sge_count_fits(wr->num_sge, wr->sg_list, attr_.max_sge))
-      err = EINVAL;
-    else if (occupied_ >= attr_.max_wr)
-      err = ENOMEM;
-    if (err != 0) {
-      *bad_wr = wr;
-      return err;
-    }
-    RecvWqe wqe;
-    wqe.wr_id = wr->wr_id;
-    wqe.sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
-    for (const ibv_sge& sge : wqe.sges) wqe.capacity += sge.length;
-    queue_.push_back(std::move(wqe));
-    ++occupied_;
-  }
-  return 0;
+  return queue_.post(wr, bad_wr, attr_.max_wr, attr_.max_sge);
 }
 
 std::optional<RecvWqe> SharedReceiveQueue::take() {
-  if (queue_.empty()) return std::nullopt;
-  RecvWqe wqe = std::move(queue_.front());
-  queue_.pop_front();
+  Ring<RecvWqe>& wqes = queue_.wqes();
+  if (wqes.empty()) return std::nullopt;
+  RecvWqe wqe = std::move(wqes.front());
+  wqes.pop_front();
   // ibv_modify_srq(3): the limit event fires once when the number of WRs
   // drops below srq_limit, and disarms the limit.
-  if (attr_.srq_limit != 0 && queue_.size() < attr_.srq_limit) {
+  if (attr_.srq_limit != 0 && wqes.size() < attr_.srq_limit) {
     attr_.srq_limit = 0;
     ibv_async_event event{};
     event.element.srq = verbs();

@@ -2,8 +2,7 @@
 #pragma once
 
 #include "handle.h"
-#include "ring.h"
-#include "work_request.h"
+#include "receive_queue.h"
 
 #include <infiniband/verbs.h>
 
@@ -29,12 +28,10 @@ class SharedReceiveQueue {
   // Takes the oldest receive WR for an incoming message. Raises
   // IBV_EVENT_SRQ_LIMIT_REACHED when the queue drops below an armed limit.
   std::optional<RecvWqe> take();
-  bool empty() const { return queue_.empty(); }
+  bool empty() const { return queue_.wqes().empty(); }
   // Every WR still queued (for a flush when the SRQ goes into error).
-  Ring<RecvWqe>& queue() { return queue_; }
-  void release_slot() {
-    if (occupied_ > 0) --occupied_;
-  }
+  Ring<RecvWqe>& queue() { return queue_.wqes(); }
+  void release_slot() { queue_.release_slot(); }
 
   int attached_qps = 0;          // ibv_destroy_srq(3): EBUSY while a QP uses it
   uint32_t events_reported = 0;  // async events handed out for this SRQ
@@ -43,8 +40,7 @@ class SharedReceiveQueue {
   Handle<ibv_srq, SharedReceiveQueue> handle_;
   ProtectionDomain& pd_;
   ibv_srq_attr attr_;
-  Ring<RecvWqe> queue_;
-  uint32_t occupied_ = 0;  // posted and not yet polled
+  ReceiveQueue queue_;
 };
 
 }  // namespace verbfault::sim
