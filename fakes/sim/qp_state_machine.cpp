@@ -121,25 +121,4 @@ int check_qp_modify(ibv_qp_type type, ibv_qp_state current, ibv_qp_state target,
   return 0;
 }
 
-const char* qp_state_name(ibv_qp_state state) {
-  switch (state) {
-    case IBV_QPS_RESET:
-      return "RESET";
-    case IBV_QPS_INIT:
-      return "INIT";
-    case IBV_QPS_RTR:
-      return "RTR";
-    case IBV_QPS_RTS:
-      return "RTS";
-    case IBV_QPS_SQD:
-      return "SQD";
-    case IBV_QPS_SQE:
-      return "SQE";
-    case IBV_QPS_ERR:
-      return "ERR";
-    default:
-      return "UNKNOWN";
-  }
-}
-
 }  // namespace verbfault::sim

@@ -21,6 +21,4 @@ QpTransition qp_transition(ibv_qp_type type, ibv_qp_state from, ibv_qp_state to)
 // an attribute change without a transition, e.g. RTS -> RTS).
 int check_qp_modify(ibv_qp_type type, ibv_qp_state current, ibv_qp_state target, int attr_mask);
 
-const char* qp_state_name(ibv_qp_state state);
-
 }  // namespace verbfault::sim
