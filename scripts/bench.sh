@@ -36,7 +36,7 @@ scripts/install-deps.sh
 build_dir="${BENCH_BUILD_DIR:-build-bench}"
 # The test suite keeps its default (on) so that the same directory serves
 # `ctest` of a Release build too; only the benchmark is built here.
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DVERBFAULT_BUILD_BENCHMARKS=ON >/dev/null
+cmake --preset release -B "$build_dir" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead local_fabric cm_connect
 mkdir -p out
 

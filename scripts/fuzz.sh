@@ -36,21 +36,15 @@ build_dir="$(realpath -m "${FUZZ_BUILD_DIR:-build-fuzz}")"
 build_jobs="${FUZZ_BUILD_JOBS:-2}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-sanitizers="address,undefined"
-# Every library is instrumented for coverage (fuzzer-no-link); the fuzzers
-# link libFuzzer (fuzz/CMakeLists.txt). libverbfault.so is linked with
-# --no-undefined: the ASan runtime is the shared one, so that the library
-# can name its symbols (the fuzzers load it from clang's directory).
-# -Wno-unknown-attributes: clang 14 has no `symver` attribute (GCC's), so
-# in this build the pthread exports of harness/frontdoor/exports_threads.cpp
-# carry no symbol version; the fuzzers, single-threaded, do not depend on it.
-flags="-fsanitize=fuzzer-no-link,${sanitizers} -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-flags+=" -Wno-unknown-attributes"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  "${launcher[@]}" -DVERBFAULT_BUILD_TESTS=OFF -DVERBFAULT_BUILD_BENCHMARKS=OFF \
-  -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=${sanitizers} -shared-libasan" \
-  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=${sanitizers} -shared-libasan" >/dev/null
+# The preset `fuzz` (CMakePresets.json): clang, every library instrumented
+# for coverage (fuzzer-no-link), ASan and UBSan; the fuzzers link libFuzzer
+# (fuzz/CMakeLists.txt). libverbfault.so is linked with --no-undefined: the
+# ASan runtime is the shared one, so that the library can name its symbols
+# (the fuzzers load it from clang's directory). -Wno-unknown-attributes:
+# clang 14 has no `symver` attribute (GCC's), so in this build the pthread
+# exports of harness/frontdoor/exports_threads.cpp carry no symbol version;
+# the fuzzers, single-threaded, do not depend on it.
+cmake --preset fuzz -B "$build_dir" "${launcher[@]}" >/dev/null
 nice cmake --build "$build_dir" -j "$build_jobs" --target "${fuzzers[@]}"
 
 runtime_dir="$(dirname "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)")"
