@@ -1,5 +1,7 @@
 #include "plan_names.h"
 
+#include "fault_kinds.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -12,32 +14,11 @@ namespace engine {
 // (the end-of-run report may run after static destructors have).
 
 const std::vector<Named<FaultKind>>& fault_kind_names() {
-  static const auto& table = *new std::vector<Named<FaultKind>>{
-      {FaultKind::cq_overflow, "cq_overflow"},
-      {FaultKind::flush, "flush"},
-      {FaultKind::rnr_retry_exhausted, "rnr_retry_exhausted"},
-      {FaultKind::retry_exhausted, "retry_exhausted"},
-      {FaultKind::completion_error, "completion_error"},
-      {FaultKind::spurious_cq_event, "spurious_cq_event"},
-      {FaultKind::drop_cq_event, "drop_cq_event"},
-      {FaultKind::coalesce_cq_event, "coalesce_cq_event"},
-      {FaultKind::async_event, "async_event"},
-      {FaultKind::verb_failure, "verb_failure"},
-      {FaultKind::delayed_completion, "delayed_completion"},
-      {FaultKind::partial_poll, "partial_poll"},
-      {FaultKind::port_down, "port_down"},
-      {FaultKind::device_fatal, "device_fatal"},
-      {FaultKind::cm_addr_error, "cm_addr_error"},
-      {FaultKind::cm_route_error, "cm_route_error"},
-      {FaultKind::cm_unreachable, "cm_unreachable"},
-      {FaultKind::cm_reject, "cm_reject"},
-      {FaultKind::cm_connect_error, "cm_connect_error"},
-      {FaultKind::cm_device_removal, "cm_device_removal"},
-      {FaultKind::cm_lost_disconnect, "cm_lost_disconnect"},
-      {FaultKind::cm_timewait_exit_missing, "cm_timewait_exit_missing"},
-      {FaultKind::cm_delay, "cm_delay"},
-      {FaultKind::cm_disconnect, "cm_disconnect"},
-  };
+  static const auto& table = *[] {
+    auto* names = new std::vector<Named<FaultKind>>();
+    for (const FaultKindInfo& kind : fault_kinds()) names->push_back({kind.kind, kind.name});
+    return names;
+  }();
   return table;
 }
 

@@ -9,54 +9,19 @@
 namespace verbfault::engine {
 
 Site site_of(const Rule& rule) {
-  switch (rule.kind) {
-    case FaultKind::completion_error:
-    case FaultKind::rnr_retry_exhausted:
-    case FaultKind::retry_exhausted:
-    case FaultKind::flush:
+  if (rule.kind != FaultKind::verb_failure) return info(rule.kind).site;
+  switch (*rule.verb) {
+    case Verb::post_send:
+    case Verb::post_recv:
+    case Verb::post_srq_recv:
       return Site::posted_wr;
-    case FaultKind::cq_overflow:
-    case FaultKind::partial_poll:
+    case Verb::poll_cq:
       return Site::poll;
-    case FaultKind::delayed_completion:
-      return Site::completion;
-    case FaultKind::spurious_cq_event:
+    case Verb::req_notify_cq:
       return Site::arm;
-    case FaultKind::drop_cq_event:
-    case FaultKind::coalesce_cq_event:
-      return Site::cq_event;
-    case FaultKind::verb_failure:
-      switch (*rule.verb) {
-        case Verb::post_send:
-        case Verb::post_recv:
-        case Verb::post_srq_recv:
-          return Site::posted_wr;
-        case Verb::poll_cq:
-          return Site::poll;
-        case Verb::req_notify_cq:
-          return Site::arm;
-        default:
-          return Site::call;
-      }
-    case FaultKind::async_event:
-    case FaultKind::port_down:
-    case FaultKind::device_fatal:
+    default:
       return Site::call;
-    case FaultKind::cm_disconnect:
-      return Site::posted_wr;
-    case FaultKind::cm_addr_error:
-    case FaultKind::cm_route_error:
-    case FaultKind::cm_unreachable:
-    case FaultKind::cm_reject:
-      return Site::cm_command;
-    case FaultKind::cm_connect_error:
-    case FaultKind::cm_device_removal:
-    case FaultKind::cm_lost_disconnect:
-    case FaultKind::cm_timewait_exit_missing:
-    case FaultKind::cm_delay:
-      return Site::cm_event;
   }
-  return Site::call;
 }
 
 namespace {
@@ -64,16 +29,7 @@ namespace {
 // Whether matches() holds for every opportunity of the rule's site: no
 // selector, and none of the kind-specific conditions below.
 bool matches_all(const Rule& rule) {
-  switch (rule.kind) {
-    case FaultKind::verb_failure:
-    case FaultKind::async_event:
-    case FaultKind::rnr_retry_exhausted:
-    case FaultKind::retry_exhausted:
-      return false;
-    default:
-      if (is_cm_fault(rule.kind)) return false;  // each counts its own step
-      break;
-  }
+  if (!info(rule.kind).selector_decides) return false;
   const Selector& s = rule.selector;
   return !s.object && !s.qp_type && !s.opcode && !s.side && !s.wr_id;
 }

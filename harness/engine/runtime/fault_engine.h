@@ -13,6 +13,7 @@
 #pragma once
 
 #include "call_record.h"
+#include "fault_kinds.h"
 #include "object.h"
 #include "object_faults.h"
 #include "process_ref.h"
@@ -30,18 +31,7 @@
 
 namespace verbfault::engine {
 
-// Where an opportunity arises; each fault kind is decided at one site.
-enum class Site : std::uint8_t {
-  posted_wr,   // each work request of post_send / post_recv / post_srq_recv
-  poll,        // each poll_cq call
-  completion,  // each work completion the provider returns
-  arm,         // each req_notify_cq call
-  cq_event,    // each completion event ibv_get_cq_event returns
-  call,        // each other hooked call on an object (create/modify/...)
-  cm_command,  // each rdma_cm command that starts a step of an id (resolve, connect)
-  cm_event,    // each rdma_cm event an id is about to report
-};
-
+// The site of the rule's kind (fault_kinds.h); verb_failure's is its verb's.
 Site site_of(const Rule& rule);
 
 // What is known about the opportunity, for selectors.

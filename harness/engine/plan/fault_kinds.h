@@ -1,0 +1,52 @@
+// What each fault kind is, one row a kind (in the style of the kernel's
+// Soft-RoCE opcode table, rxe_opcode.c): its name in plans, its entry in
+// the README's reference, where its opportunities arise, and whether a
+// rule of it is decided by its selector alone. Adding a kind is an
+// enumerator (verbfault/plan.h), a row here, its implementation at its
+// site, and its tests (docs/hacking.md).
+#pragma once
+
+#include "verbfault/plan.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace verbfault::engine {
+
+// Where an opportunity arises; each fault kind is decided at one site.
+enum class Site : std::uint8_t {
+  posted_wr,   // each work request of post_send / post_recv / post_srq_recv
+  poll,        // each poll_cq call
+  completion,  // each work completion the provider returns
+  arm,         // each req_notify_cq call
+  cq_event,    // each completion event ibv_get_cq_event returns
+  call,        // each other hooked call on an object (create/modify/...)
+  cm_command,  // each rdma_cm command that starts a step of an id (resolve, connect)
+  cm_event,    // each rdma_cm event an id is about to report
+};
+
+struct FaultKindInfo {
+  FaultKind kind;
+  std::string_view name;  // in plans: "completion_error"
+  std::string_view
+      signature;  // with its parameters, as the README lists it: "completion_error(status)"
+  // Where its opportunities arise; verb_failure's is its verb's
+  // (site_of, fault_engine.h).
+  Site site;
+  // Whether a rule of it with no selector matches every opportunity of its
+  // site: false for the kinds with conditions of their own (a verb, an
+  // event type, an RC send, a CM step).
+  bool selector_decides;
+  std::string_view counts;    // the README: what its nth= and p= count
+  std::string_view observed;  // the README: what the application observes
+};
+
+inline constexpr std::size_t kFaultKindCount = 24;
+
+// Every kind, in the order plans' error messages list them.
+const std::array<FaultKindInfo, kFaultKindCount>& fault_kinds();
+const FaultKindInfo& info(FaultKind kind);
+
+}  // namespace verbfault::engine
