@@ -4,6 +4,7 @@
 #include "completion_channel.h"
 #include "context.h"
 #include "fabric.h"
+#include "invariant.h"
 #include "queue_pair.h"
 #include "shared_receive_queue.h"
 #include "transport.h"
@@ -57,6 +58,8 @@ bool CompletionQueue::push(const Completion& completion) {
     return false;
   }
   entries_.push_back(completion);
+  VERBFAULT_ASSERT(static_cast<int>(entries_.size() + held_completions_) <= capacity_,
+                   "a CQ holds at most cqe completions (ibv_create_cq(3): beyond, it overflows)");
   entries_.back().step = Fabric::get().step();
   if (!revealing_ && fires_for(completion.solicited, completion.wc.status == IBV_WC_SUCCESS) &&
       channel_ != nullptr) {

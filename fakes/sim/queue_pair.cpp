@@ -5,6 +5,7 @@
 #include "context.h"
 #include "device.h"
 #include "fabric.h"
+#include "invariant.h"
 #include "protection_domain.h"
 #include "qp_state_machine.h"
 #include "shared_receive_queue.h"
@@ -136,6 +137,8 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
 
   attr_.qp_state = target;
   attr_.cur_qp_state = target;
+  VERBFAULT_ASSERT(target >= IBV_QPS_RESET && target <= IBV_QPS_ERR,
+                   "a QP is in one of the states of IBA 10.3.1");
   switch (target) {
     case IBV_QPS_RESET:
       // IBA 10.3.1: RESET empties both work queues without completions.
@@ -268,6 +271,9 @@ int QueuePair::post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,
     }
     SendWqe wqe;
     wqe.seq = sq_next_seq_++;
+    VERBFAULT_ASSERT(
+        sq_next_seq_ - sq_released_ <= attr_.cap.max_send_wr,
+        "a send queue holds at most max_send_wr WRs (ibv_post_send(3): ENOMEM beyond)");
     wqe.wr_id = wr->wr_id;
     wqe.opcode = wr->opcode;
     wqe.send_flags = wr->send_flags;

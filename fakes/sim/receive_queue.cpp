@@ -1,5 +1,7 @@
 #include "receive_queue.h"
 
+#include "invariant.h"
+
 #include <cerrno>
 
 namespace verbfault::sim {
@@ -22,6 +24,8 @@ int ReceiveQueue::post(ibv_recv_wr* wr, ibv_recv_wr** bad_wr, std::uint32_t max_
     for (const ibv_sge& sge : wqe.sges) wqe.capacity += sge.length;
     wqes_.push_back(std::move(wqe));
     ++occupied_;
+    VERBFAULT_ASSERT(occupied_ <= max_wr,
+                     "a receive queue holds at most max_wr WRs (ibv_post_recv(3): ENOMEM beyond)");
   }
   return 0;
 }
