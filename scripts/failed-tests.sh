@@ -10,13 +10,14 @@ lines=${2:-80}
 log="$dir/Testing/Temporary/LastTest.log"
 [ -f "$log" ] || exit 0
 # A test's block runs from "N/M Testing: NAME" to its "time elapsed" line;
-# a failed one says "Test Failed." (or "Test Timeout" ...) in it.
+# a failed one says "Test Failed." (or "Test Timeout" ...) at the start of
+# a line (anchored: a test's name may hold "Timeout" or "Killed").
 awk -v lines="$lines" '
   /^[0-9]+\/[0-9]+ Testing: / { name = $3; n = 0; in_output = 0; status = "" }
   /^<end of output>$/ { in_output = 0; next }
   in_output { out[++n] = $0; next }
   /^Output:$/ { in_output = 1; getline; next }
-  /^Test (Passed|Failed)|Exception|Timeout|Killed|Not Run/ { if (status == "") status = $0 }
+  /^(Test (Passed|Failed|Timeout)|Exception|Killed|\*\*\*Not Run)/ { if (status == "") status = $0 }
   /" time elapsed: / {
     if (status != "" && status != "Test Passed.") {
       print "==== " name ": " status " (the last " lines " lines of its output)"
