@@ -95,7 +95,7 @@ __be64 ibv_get_device_guid(ibv_device* device) {
 }
 
 int ibv_get_device_index(ibv_device* device) {
-  return sim::device_index(device);
+  return sim::get_device_index(device);
 }
 
 ibv_context* ibv_open_device(ibv_device* device) {

@@ -394,7 +394,7 @@ __be64 device_guid(const ibv_device* device) {
   return Device::from(device)->profile().device.node_guid;
 }
 
-int device_index(const ibv_device* device) {
+int get_device_index(const ibv_device* device) {
   return Device::from(device)->kernel_index();
 }
 

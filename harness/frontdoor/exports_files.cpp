@@ -2,7 +2,7 @@
 // (interposer/system_files.h) with its caller's address, so that a program
 // finds the simulated devices in /dev/infiniband and /sys/class/infiniband*
 // as it finds a real HCA there. They carry glibc's symbol versions
-// (libibverbs.map). Every name through which a program reaches one of
+// (libibverbs.map.in). Every name through which a program reaches one of
 // these calls is here: glibc's own functions call each other internally
 // (fopen does not call open, scandir not opendir), so each entry point is
 // exported itself, the fortified (__*_chk, __open_2) and pre-2.33 stat

@@ -2,7 +2,7 @@
 // interfaces (interposer/network_interfaces.h, and over rtnetlink
 // interposer/route_netlink.h) and the sockets on their addresses
 // (interposer/socket_addresses.h). They carry glibc's symbol
-// versions (libibverbs.map). accept, recvfrom and recvmsg, which the thread
+// versions (libibverbs.map.in). accept, recvfrom and recvmsg, which the thread
 // scheduler also sees, are in exports_threads.cpp.
 #include "caller.h"
 #include "libc_network.h"

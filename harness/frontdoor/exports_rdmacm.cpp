@@ -1,4 +1,4 @@
-// Exported functions of librdmacm (RDMACM_1.0, libibverbs.map) that the
+// Exported functions of librdmacm (their table: rdmacm_table.h) that the
 // harness watches around: each calls librdmacm's own (the next definition,
 // RTLD_NEXT) and tells the interposer what it did (interposer/cm_events.h:
 // which events the program holds). The calls on an id, a channel or an
@@ -8,6 +8,8 @@
 // within itself through its PLT too (rsockets, rdma_destroy_ep, the synchronous ids), so its own
 // events are counted as the program's. A program that never loads librdmacm never calls them.
 #include "cm_events.h"
+#include "rdmacm_table.h"
+#include "verb_table.h"
 
 #include <dlfcn.h>
 #include <rdma/rdma_cma.h>
@@ -68,90 +70,27 @@ int on_id(const char* name, std::atomic<int (*)(rdma_cm_id*, Args...)>& cache, r
 
 }  // namespace
 
+// The rows of the librdmacm table (rdmacm_table.h) with a guard: each
+// caches librdmacm's definition in a static of its own.
+#define VERBFAULT_RDMACM_GUARD_ID(params, args)
+#define VERBFAULT_RDMACM_GUARD_ID_DEVICE(params, args) \
+  if (id != nullptr && id->verbs == nullptr) return invalid();
+#define VERBFAULT_RDMACM_FORWARD_ID(name, params, args, guard) \
+  int name params {                                            \
+    static std::atomic<int(*) params> real{nullptr};           \
+    VERBFAULT_RDMACM_GUARD_##guard(params, args)               \
+    return on_id(#name, real, VERBFAULT_UNPAREN args);         \
+  }
+#define VERBFAULT_RDMACM_FORWARD_ID_DEVICE VERBFAULT_RDMACM_FORWARD_ID
+#define VERBFAULT_RDMACM_FORWARD_CUSTOM(name, params, args, guard)
+#define VERBFAULT_RDMACM_FORWARD(name, version, params, args, guard) \
+  VERBFAULT_RDMACM_FORWARD_##guard(name, params, args, guard)
+
 extern "C" {
 
-// Each caches librdmacm's definition in a static of its own.
-int rdma_bind_addr(rdma_cm_id* id, sockaddr* address) {
-  static std::atomic<int (*)(rdma_cm_id*, sockaddr*)> real{nullptr};
-  return on_id("rdma_bind_addr", real, id, address);
-}
+VERBFAULT_RDMACM_CALLS(VERBFAULT_RDMACM_FORWARD)
 
-int rdma_resolve_addr(rdma_cm_id* id, sockaddr* source, sockaddr* destination, int timeout_ms) {
-  static std::atomic<int (*)(rdma_cm_id*, sockaddr*, sockaddr*, int)> real{nullptr};
-  return on_id("rdma_resolve_addr", real, id, source, destination, timeout_ms);
-}
-
-int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
-  static std::atomic<int (*)(rdma_cm_id*, int)> real{nullptr};
-  return on_id("rdma_resolve_route", real, id, timeout_ms);
-}
-
-int rdma_listen(rdma_cm_id* id, int backlog) {
-  static std::atomic<int (*)(rdma_cm_id*, int)> real{nullptr};
-  return on_id("rdma_listen", real, id, backlog);
-}
-
-// A connect or accept on an id bound to no device (idle, or only bound to
-// the wildcard: no resolved route, not a listener's child) is EINVAL, the
-// kernel's answer (ucma_get_ctx_dev); librdmacm would first check the
-// parameters against the device it does not have, through a NULL pointer.
-int rdma_connect(rdma_cm_id* id, rdma_conn_param* parameters) {
-  static std::atomic<int (*)(rdma_cm_id*, rdma_conn_param*)> real{nullptr};
-  if (id != nullptr && id->verbs == nullptr) return invalid();
-  return on_id("rdma_connect", real, id, parameters);
-}
-
-int rdma_accept(rdma_cm_id* id, rdma_conn_param* parameters) {
-  static std::atomic<int (*)(rdma_cm_id*, rdma_conn_param*)> real{nullptr};
-  if (id != nullptr && id->verbs == nullptr) return invalid();
-  return on_id("rdma_accept", real, id, parameters);
-}
-
-int rdma_reject(rdma_cm_id* id, const void* data, uint8_t length) {
-  static std::atomic<int (*)(rdma_cm_id*, const void*, uint8_t)> real{nullptr};
-  return on_id("rdma_reject", real, id, data, length);
-}
-
-int rdma_disconnect(rdma_cm_id* id) {
-  static std::atomic<int (*)(rdma_cm_id*)> real{nullptr};
-  return on_id("rdma_disconnect", real, id);
-}
-
-int rdma_establish(rdma_cm_id* id) {
-  static std::atomic<int (*)(rdma_cm_id*)> real{nullptr};
-  return on_id("rdma_establish", real, id);
-}
-
-int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
-  static std::atomic<int (*)(rdma_cm_id*, ibv_event_type)> real{nullptr};
-  return on_id("rdma_notify", real, id, event);
-}
-
-int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
-  static std::atomic<int (*)(rdma_cm_id*, rdma_event_channel*)> real{nullptr};
-  return on_id("rdma_migrate_id", real, id, channel);
-}
-
-int rdma_set_option(rdma_cm_id* id, int level, int name, void* value, size_t length) {
-  static std::atomic<int (*)(rdma_cm_id*, int, int, void*, size_t)> real{nullptr};
-  return on_id("rdma_set_option", real, id, level, name, value, length);
-}
-
-int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attributes) {
-  static std::atomic<int (*)(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*)> real{nullptr};
-  return on_id("rdma_create_qp", real, id, pd, attributes);
-}
-
-int rdma_join_multicast(rdma_cm_id* id, sockaddr* address, void* context) {
-  static std::atomic<int (*)(rdma_cm_id*, sockaddr*, void*)> real{nullptr};
-  return on_id("rdma_join_multicast", real, id, address, context);
-}
-
-int rdma_leave_multicast(rdma_cm_id* id, sockaddr* address) {
-  static std::atomic<int (*)(rdma_cm_id*, sockaddr*)> real{nullptr};
-  return on_id("rdma_leave_multicast", real, id, address);
-}
-
+// The CUSTOM rows.
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   static std::atomic<int (*)(rdma_event_channel*, rdma_cm_event**)> cache{nullptr};
   if (channel == nullptr || event == nullptr) return invalid();

@@ -1,7 +1,7 @@
 // Exported thread, sleep and clock calls of the C library: each forwards
 // to the interposer (interposer/thread_calls.h) with its caller's address,
 // so that only the program's own calls are scheduling points. They carry
-// glibc's symbol versions (libibverbs.map): a program built against glibc
+// glibc's symbol versions (libibverbs.map.in): a program built against glibc
 // binds to them when libverbfault.so is preloaded or linked first. Where
 // glibc 2.34 moved a function into libc under a new version, the old one
 // is exported too.
@@ -256,7 +256,7 @@ verbfault_sem_post(sem_t* sem) {
   return thread_calls::sem_post(sem, VERBFAULT_CALLER);
 }
 
-// Waits on fds, each under its one glibc version (libibverbs.map).
+// Waits on fds, each under its one glibc version (libibverbs.map.in).
 int poll(pollfd* fds, nfds_t n, int timeout) {
   return thread_calls::poll(fds, n, timeout, VERBFAULT_CALLER);
 }

@@ -2,6 +2,7 @@
 // injected events first on a real provider, the checks' view of the
 // bookkeeping, and the records.
 #include "async_event.h"
+#include "calls.h"
 #include "state.h"
 #include "hang_watchdog.h"
 #include "thread_calls.h"
@@ -61,7 +62,7 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
 
 }  // namespace
 
-void ack_async_event(ibv_async_event* event) {
+void calls::ack_async_event(ibv_async_event* event) {
   State& state = State::get();
   {
     std::lock_guard lock(state.mutex);
@@ -80,7 +81,7 @@ void ack_async_event(ibv_async_event* event) {
   provider::ack_async_event(event);
 }
 
-int get_async_event(ibv_context* context, ibv_async_event* event) {
+int calls::get_async_event(ibv_context* context, ibv_async_event* event) {
   State& state0 = State::get();
   ObjectRef waited_on{ObjectKind::context, 0};
   if (g_active) {

@@ -1,6 +1,7 @@
 // ibv_get_cq_event / ibv_ack_cq_events through the interposer: injected,
 // dropped and coalesced events, held completions released before a wait,
 // the checks' view of event bookkeeping, and the records.
+#include "calls.h"
 #include "state.h"
 #include "hang_watchdog.h"
 #include "saved_ops.h"
@@ -230,7 +231,7 @@ void release_held_for_waiter(int fd) {
   if (channel != nullptr) release_held_completions(state, channel);
 }
 
-int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   bool injected = false;
   if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context, injected);
   State& state = State::get();
@@ -336,7 +337,7 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   }
 }
 
-void ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+void calls::ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   unsigned int provider_events = nevents;
   {
     // Injected events are acknowledged to the harness, not the provider

@@ -105,10 +105,10 @@ void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask);
 void traced(const void* object, std::string_view call, Fields fields);
 
 // ---- events -----------------------------------------------------------------
-// ibv_get_cq_event / ibv_ack_cq_events through the interposer (injected
-// events, dropped and coalesced events, trace records).
-int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
-void ack_cq_events(ibv_cq* cq, unsigned int nevents);
+// ibv_get_cq_event / ibv_ack_cq_events and the asynchronous events go
+// through calls.h like every verb (completion_events.cpp,
+// async_events.cpp: injected events, dropped and coalesced events, trace
+// records).
 // A thread of the program waits on `fd` in poll(2), select(2), epoll_wait(2)
 // or read(2), and the scheduler ended the wait for completions the harness
 // holds back on the CQs of the channel whose fd it is (delayed_completion):
@@ -118,7 +118,5 @@ void release_held_for_waiter(int fd);
 // Whether such a wait on `fd` ends for held completions (the scheduler
 // asks, to know the waiter can run).
 bool holds_for_waiter(int fd);
-int get_async_event(ibv_context* context, ibv_async_event* event);
-void ack_async_event(ibv_async_event* event);
 
 }  // namespace verbfault::interposer

@@ -1,4 +1,5 @@
-// The device list and device-level calls: simulated devices are listed
+// The device list and the device-level calls of the verb table whose
+// routing is not the plain one (routing.cpp): simulated devices are listed
 // after the real ones.
 #include "real_libibverbs.h"
 #include "verbfault/sim/provider.h"
@@ -95,70 +96,15 @@ __be64 get_device_guid(ibv_device* device) {
   return VERBFAULT_REAL(ibv_get_device_guid, "IBVERBS_1.1")(device);
 }
 
-int get_device_index(ibv_device* device) {
-  if (simulated(device)) return sim::device_index(device);
-  return VERBFAULT_REAL(ibv_get_device_index, "IBVERBS_1.9")(device);
-}
-
-ibv_context* open_device(ibv_device* device) {
-  if (simulated(device)) return sim::open_device(device);
-  return VERBFAULT_REAL(ibv_open_device, "IBVERBS_1.1")(device);
-}
-
-int close_device(ibv_context* context) {
-  if (simulated(context)) return sim::close_device(context);
-  return VERBFAULT_REAL(ibv_close_device, "IBVERBS_1.1")(context);
-}
-
 int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
   if (sim::owns_sysfs_path(dir, file)) return sim::read_sysfs_file(dir, file, buf, size);
   return VERBFAULT_REAL(ibv_read_sysfs_file, "IBVERBS_1.0")(dir, file, buf, size);
-}
-
-int query_device(ibv_context* context, ibv_device_attr* attr) {
-  if (simulated(context)) return sim::query_device(context, attr);
-  return VERBFAULT_REAL(ibv_query_device, "IBVERBS_1.1")(context, attr);
 }
 
 int query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr) {
   if (simulated(context))
     return sim::query_port(context, port, reinterpret_cast<ibv_port_attr*>(attr));
   return VERBFAULT_REAL(ibv_query_port, "IBVERBS_1.1")(context, port, attr);
-}
-
-int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
-  if (simulated(context)) return sim::query_gid(context, port, index, gid);
-  return VERBFAULT_REAL(ibv_query_gid, "IBVERBS_1.1")(context, port, index, gid);
-}
-
-int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
-                 uint32_t flags, size_t entry_size) {
-  if (simulated(context)) return sim::query_gid_ex(context, port, index, entry, flags, entry_size);
-  return VERBFAULT_REAL(_ibv_query_gid_ex, "IBVERBS_1.11")(context, port, index, entry, flags,
-                                                           entry_size);
-}
-
-ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
-                        uint32_t flags, size_t entry_size) {
-  if (simulated(context))
-    return sim::query_gid_table(context, entries, max_entries, flags, entry_size);
-  return VERBFAULT_REAL(_ibv_query_gid_table, "IBVERBS_1.11")(context, entries, max_entries, flags,
-                                                              entry_size);
-}
-
-int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
-  if (simulated(context)) return sim::query_gid_type(context, port, index, type);
-  return VERBFAULT_REAL(ibv_query_gid_type, "IBVERBS_PRIVATE_34")(context, port, index, type);
-}
-
-int query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
-  if (simulated(context)) return sim::query_pkey(context, port, index, pkey);
-  return VERBFAULT_REAL(ibv_query_pkey, "IBVERBS_1.1")(context, port, index, pkey);
-}
-
-int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
-  if (simulated(context)) return sim::get_pkey_index(context, port, pkey);
-  return VERBFAULT_REAL(ibv_get_pkey_index, "IBVERBS_1.5")(context, port, pkey);
 }
 
 int resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
@@ -215,11 +161,6 @@ ibv_context* import_device(int cmd_fd) {
     return nullptr;
   }
   return VERBFAULT_REAL(ibv_import_device, "IBVERBS_1.10")(cmd_fd);
-}
-
-ibv_pd* import_pd(ibv_context* context, uint32_t pd_handle) {
-  if (simulated(context)) return sim::import_pd(context, pd_handle);
-  return VERBFAULT_REAL(ibv_import_pd, "IBVERBS_1.10")(context, pd_handle);
 }
 
 ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle) {

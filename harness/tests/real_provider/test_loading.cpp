@@ -3,6 +3,7 @@
 // dlvsym(RTLD_NEXT) finds every symbol it needs there, and its devices are
 // the only ones listed (VERBFAULT_SIM_DEVICES=0 for the front door).
 #include "double_fixture.h"
+#include "verb_table.h"
 #include "verbfault/fabric.h"
 
 #include <dlfcn.h>
@@ -116,6 +117,38 @@ TEST(Loading, TheDoubleDefinesEveryLibibverbsSymbolTheFrontDoorExports) {
     EXPECT_EQ(file_of(address), kDoublePath) << symbol << "@" << version;
   }
   dlclose(handle);
+}
+
+// The verb table (record/verb_table.h) is the export list: each row's
+// symbol is defined by libverbfault.so at the row's version, and found
+// there before the double's, as a program linked against libibverbs
+// binds it.
+TEST(Loading, TheFrontDoorExportsEveryVerbOfTheTableAtItsVersion) {
+  struct Row {
+    const char* symbol;
+    const char* version;
+  };
+#define VERBFAULT_ROW(ret, name, symbol, version, params, args, front, route, by) \
+  Row{#symbol, version},
+  const Row rows[] = {VERBFAULT_VERBS(VERBFAULT_ROW)};
+#undef VERBFAULT_ROW
+  EXPECT_GT(std::size(rows), 50u);
+  void* front_door = dlopen("libverbfault.so.0", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(front_door, nullptr) << dlerror();
+  void* double_library = loaded_libibverbs();
+  ASSERT_NE(double_library, nullptr);
+  const std::string front_door_path = file_of(dlsym(front_door, "ibv_open_device"));
+  EXPECT_NE(front_door_path.find("libverbfault.so"), std::string::npos) << front_door_path;
+  for (const Row& row : rows) {
+    void* exported = dlvsym(front_door, row.symbol, row.version);
+    EXPECT_EQ(file_of(exported), front_door_path) << row.symbol << "@" << row.version;
+    EXPECT_EQ(file_of(dlvsym(RTLD_DEFAULT, row.symbol, row.version)), front_door_path)
+        << row.symbol << "@" << row.version;
+    EXPECT_EQ(file_of(dlvsym(double_library, row.symbol, row.version)), kDoublePath)
+        << row.symbol << "@" << row.version;
+  }
+  dlclose(double_library);
+  dlclose(front_door);
 }
 
 TEST(Loading, OnlyTheDoublesDevicesAreListed) {

@@ -107,7 +107,7 @@ bool owns(const ibv_device* device);
 bool owns(const ibv_context* context);
 // Node GUID in network byte order, as ibv_get_device_guid(3) returns it.
 __be64 device_guid(const ibv_device* device);
-int device_index(const ibv_device* device);
+int get_device_index(const ibv_device* device);
 // Contents of a virtual sysfs attribute of a simulated device's ibdev_path
 // (e.g. "node_desc", "fw_ver"), or of a file the simulated devices serve
 // below the sysfs root ("/sys" and "class/misc/rdma_cm/abi_version", which

@@ -1,0 +1,31 @@
+// The exported ibv_* verbs: one forwarder per row of the verb table
+// (record/verb_table.h), with libibverbs' own signature, each forwarding
+// to the interposer's function of its verb (interposer/calls.h). Their
+// symbol versions come from the same table (libibverbs.map.in).
+#include "exports.h"
+#include "thread_calls.h"
+#include "verb_table.h"
+
+namespace {
+namespace calls = verbfault::interposer::calls;
+namespace thread_calls = verbfault::interposer::thread_calls;
+}  // namespace
+
+// POINT: a scheduling point first. CALLER: the same, and the interposer
+// learns who called (the return address into the program or library).
+// INSIDE: libibverbs and librdmacm call these from within another verb;
+// no scheduling point there.
+#define VERBFAULT_FORWARD_POINT(name, args) \
+  thread_calls::verbs_point();              \
+  return calls::name args;
+#define VERBFAULT_FORWARD_CALLER(name, args) \
+  thread_calls::verbs_point();               \
+  return calls::name(VERBFAULT_UNPAREN args, __builtin_return_address(0));
+#define VERBFAULT_FORWARD_INSIDE(name, args) return calls::name args;
+
+#define VERBFAULT_EXPORT(ret, name, symbol, version, params, args, front, route, by) \
+  ret symbol params { VERBFAULT_FORWARD_##front(name, args) }
+
+extern "C" {
+VERBFAULT_VERBS(VERBFAULT_EXPORT)
+}  // extern "C"
