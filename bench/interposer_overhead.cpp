@@ -388,7 +388,7 @@ void BM_Memcpy64K(benchmark::State& state) {
 BENCHMARK(BM_Memcpy64K);
 
 // The harness mode libverbfault.so started in: it reads the environment
-// once, when it loads (README "Environment"): a seed, plan, rules or trace
+// once, when it loads (docs/using.md, "Environment"): a seed, plan, rules or trace
 // file switch it on.
 const char* harness_mode() {
   const bool trace = std::getenv("VERBFAULT_TRACE") != nullptr;
@@ -464,7 +464,7 @@ class ParkedThread {
 
 // With a seed the interposed device draws the choices the verbs leave it
 // (how many completions a poll returns, which racing completion comes
-// first: docs/architecture.md, "Freedoms drawn from the seed") unless
+// first: docs/device.md, "Freedoms drawn from the seed") unless
 // VERBFAULT_FREEDOMS is canonical. The baseline device draws the same ones
 // from the same seed, so that both devices do the same work and the ratio
 // is the harness's cost alone (a drawn partial poll means more polls per
@@ -478,7 +478,7 @@ void draw_baseline_freedoms() {
 
 // The benchmark's own clock. Under the thread scheduler (on whenever the
 // harness runs under a seed) the program's clock_gettime reads virtual
-// time (docs/architecture.md, "Threads"), and Google Benchmark reads its
+// time (docs/threads-and-time.md), and Google Benchmark reads its
 // timer through clock_gettime too: defined here, in the executable, this
 // one is found before libverbfault.so's and reads the C library's real
 // clock. The calls under measurement never read a clock.

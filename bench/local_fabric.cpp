@@ -1,4 +1,4 @@
-// The local fabric's data path between two processes (docs/architecture.md,
+// The local fabric's data path between two processes (docs/local-fabric.md,
 // "The local fabric"), against what the same bytes cost without it.
 //
 // The benchmark starts a peer: itself again (/proc/self/exe --peer), as

@@ -93,7 +93,7 @@ class Input {
 constexpr std::size_t kBufferSize = 1 << 16;
 alignas(4096) std::uint8_t g_buffer[kBufferSize];
 
-// Rules a harness-on input may draw (the one-line form, README "Fault
+// Rules a harness-on input may draw (the one-line form, docs/fault-kinds.md "Fault
 // plans"), each with a trigger drawn beside it.
 constexpr const char* kRules[] = {
     "flush",

@@ -29,7 +29,7 @@ struct Completion {
 };
 
 // vendor_err values of the simulated device (documented in
-// docs/architecture.md): which rule produced an error completion.
+// docs/device.md, "Error model"): which rule produced an error completion.
 enum VendorError : uint32_t {
   kVendorNone = 0,
   kVendorFlush = 0x100,

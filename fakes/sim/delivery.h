@@ -1,5 +1,5 @@
 // What another process's frames leave for a completion queue of this one,
-// held until the application's own calls reveal it (docs/architecture.md,
+// held until the application's own calls reveal it (docs/local-fabric.md,
 // "Determinism across processes").
 //
 // A frame arrives whenever the other process and the wire get it here; if

@@ -1,5 +1,5 @@
 // Which local fabric this process's simulated devices are on, and as which
-// member (docs/architecture.md, "The local fabric").
+// member (docs/local-fabric.md, "The local fabric").
 //
 // VERBFAULT_FABRIC names the fabric: unset, the user's default fabric
 // ("user-<uid>"), so that two processes started by hand reach each other;

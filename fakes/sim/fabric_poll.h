@@ -1,5 +1,5 @@
 // Polling a CQ of a process that may hear from another one (docs/
-// architecture.md, "Determinism across processes"): what ibv_poll_cq and
+// local-fabric.md, "Determinism across processes"): what ibv_poll_cq and
 // the extended CQ's start_poll/next_poll share.
 #pragma once
 

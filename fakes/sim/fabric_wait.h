@@ -1,5 +1,5 @@
 // Waiting for another process of the local fabric, deterministically
-// (docs/architecture.md, "Determinism across processes").
+// (docs/local-fabric.md, "Determinism across processes").
 //
 // What another process does reaches this one as deliveries held in its
 // CQs (delivery.h). A poll that finds nothing visible reveals the next

@@ -4,7 +4,7 @@
 // device reaches them through the application's mapping, which may be
 // gone. Each such access of the device runs under a guard: a SIGSEGV or
 // SIGBUS inside it ends the access, which then fails (a protection error,
-// docs/architecture.md "Errors"), instead of the process.
+// docs/device.md "Error model"), instead of the process.
 //
 // The guard is a handler for SIGSEGV and SIGBUS, installed at the first
 // memory registration, that jumps out of the guarded access of its thread

@@ -34,7 +34,7 @@ std::array<uint8_t, kNetworkHeaderBytes> network_header(const Message& m, const 
 // it (roce_pkt_type of the CQE: bit 3 a UDP header, bits 2..0 the L3
 // header: 0 GRH, 1 IPv6, 2 IPv4). UCX reads it there to find the
 // destination address in the header (uct_ud_iface_check_grh). rxe leaves
-// 0 (docs/architecture.md).
+// 0 (docs/device.md, the rxe table).
 uint8_t roce_packet_type(const Message& m, const ibv_gid& dgid);
 
 // A received header read back: the sender's GID (an IPv4 source rebuilt as

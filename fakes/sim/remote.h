@@ -3,7 +3,7 @@
 // the responder's process runs responder::receive on its service thread
 // (the HCA of the target: no verbs call of the target is needed, as for a
 // one-sided operation on real hardware) and answers; the requester's
-// service thread completes the WQE. docs/architecture.md, "The local
+// service thread completes the WQE. docs/local-fabric.md, "The local
 // fabric".
 #pragma once
 

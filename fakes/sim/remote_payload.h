@@ -1,7 +1,7 @@
 // The payload of a request frame by reference: where the requester's
 // bytes lie in its shared memory (shared_memory.h) instead of the bytes,
 // so that the target's responder copies them once, from a mapping of the
-// requester's memory into its own (docs/architecture.md, "Payload by
+// requester's memory into its own (docs/local-fabric.md, "Payload by
 // reference").
 //
 // When: RC only, since the requester's buffer stays untouched until the

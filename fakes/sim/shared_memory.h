@@ -1,6 +1,6 @@
 // Registered memory another process of the local fabric can read in
 // place: the single-copy data path of RDMA WRITE and SEND between
-// processes (docs/architecture.md, "The local fabric", "Payload by
+// processes (docs/local-fabric.md, "The local fabric", "Payload by
 // reference").
 //
 // Over a socket a payload is copied twice (into the kernel, out of it

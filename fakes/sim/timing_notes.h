@@ -1,7 +1,7 @@
 // Where the wall clock, not the seed, decided something in the simulated
 // device: a wait for another process that gave up after its grace period,
 // requests answered because their sender gave up waiting. The harness puts
-// each note in the trace (docs/architecture.md, "Determinism across
+// each note in the trace (docs/local-fabric.md, "Determinism across
 // processes"), as the thread scheduler does for a thread released to run
 // outside the schedule, so that a trace that differs from run to run says
 // why.

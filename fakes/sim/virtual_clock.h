@@ -7,7 +7,7 @@ namespace verbfault::sim {
 
 // Nanoseconds of virtual time. The clock only moves when the application
 // gives the device a chance to: an empty poll or a wait that would block
-// (see docs/architecture.md, "Virtual clock"). It then jumps straight to the
+// (see docs/device.md, "Virtual clock"). It then jumps straight to the
 // next deadline, so a 655 ms RNR timer costs one poll, not 655 ms.
 class VirtualClock {
  public:

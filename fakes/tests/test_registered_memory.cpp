@@ -3,7 +3,7 @@
 // writable region may not write: EFAULT; a range that wraps: EINVAL), and
 // never faults on memory it validated if the application unmaps or
 // protects it afterwards: the access ends in a protection error
-// (docs/architecture.md, "Errors").
+// (docs/device.md, "Error model").
 #include "verbs_fixture.h"
 
 #include <sys/mman.h>

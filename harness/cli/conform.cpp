@@ -191,7 +191,7 @@ int conform(const ConformOptions& options) {
     const reports::Outcome kind = classify(outcome);
     entry.outcome = kind;
     // A rule that fired where its fault cannot be injected (level
-    // "unsupported": docs/architecture.md, "Fault levels") changed nothing
+    // "unsupported": docs/fault-kinds.md, "Fault levels") changed nothing
     // the program saw: it does not exercise the entry.
     const bool exercised =
         std::any_of(outcome.fired.begin(), outcome.fired.end(),

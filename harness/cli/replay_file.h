@@ -80,7 +80,7 @@ const char* verbfault_version();
 // The FNV-1a 64 of a file's bytes as 16 hex digits, or "" if unreadable:
 // the fingerprint of a binary in a replay file, and of a trace file as
 // written (not the library's trace hash, which is computed over the
-// records as they are made: docs/architecture.md, "The trace").
+// records as they are made: docs/trace-format.md).
 std::string file_hash(const std::filesystem::path& path);
 
 // Where execvp would find the program `name` (a name with a slash is a

@@ -40,7 +40,7 @@ struct FiredFault {
   std::size_t rule = 0;    // its rule's index in the plan
   std::string object;      // the object the rule counted on: "qp#1"
   std::uint64_t nth = 0;   // the opportunity number there
-  std::string level;       // "cause" or "effect" (docs/architecture.md, "Fault levels")
+  std::string level;       // "cause" or "effect" (docs/fault-kinds.md, "Fault levels")
   std::size_t record = 0;  // its trace record's index (0-based line)
   // The process whose trace has it, in a run of several commands (run_group.h).
   std::optional<std::size_t> process;

@@ -11,7 +11,7 @@ namespace verbfault::cli {
 
 namespace {
 
-// The default palette. Rates are per opportunity of each kind (README,
+// The default palette. Rates are per opportunity of each kind (docs/cli.md, "swarm",
 // "Fault plans"): errors are rare and fire once per object, event and poll
 // rewrites are frequent.
 constexpr std::string_view kStandard = R"(# verbfault's default swarm palette

@@ -53,7 +53,7 @@ class Palette {
   std::string source_;
 };
 
-// The default palette's text (documented in README.md, "Swarm mode").
+// The default palette's text (documented in docs/cli.md, "swarm").
 std::string_view standard_palette_text();
 
 }  // namespace verbfault::cli

@@ -141,7 +141,7 @@ Config config_from_environment() {
     config.seed = (std::uint64_t{entropy()} << 32) | entropy();
   }
   // The program's threads are scheduled by the seed whenever the harness
-  // runs (docs/architecture.md, "Threads"), unless VERBFAULT_THREADS=free.
+  // runs (docs/threads-and-time.md), unless VERBFAULT_THREADS=free.
   if (auto threads = variable("VERBFAULT_THREADS")) {
     try {
       config.threads = scheduler::parse_threads(*threads);

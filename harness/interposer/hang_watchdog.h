@@ -1,4 +1,4 @@
-// The hang watchdog, on every provider (docs/architecture.md, "Hangs"):
+// The hang watchdog, on every provider (docs/threads-and-time.md, "The hang watchdog"):
 // when no verbs call has made progress for the hang time
 // (VERBFAULT_HANG_AFTER, `verbfault run --hang-after S`) while every
 // application thread waits or spins in a call the harness sees, the run

@@ -1,5 +1,5 @@
-// Programs that never finish, for the hang watchdog (docs/architecture.md,
-// "Hangs"), on the first device listed: vfsim0, or vfreal0 of the provider
+// Programs that never finish, for the hang watchdog (docs/threads-and-time.md,
+// "The hang watchdog"), on the first device listed: vfsim0, or vfreal0 of the provider
 // double, which the harness treats as a real provider.
 //
 //   hang_program wait_event       arms a CQ with nothing posted and waits

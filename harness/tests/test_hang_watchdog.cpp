@@ -1,4 +1,4 @@
-// The hang watchdog (docs/architecture.md, "Hangs"; issue 17): `verbfault
+// The hang watchdog (docs/threads-and-time.md, "The hang watchdog"; issue 17): `verbfault
 // run` of programs that never finish ends them with exit status 122, the
 // check liveness.hang, what every thread waits for, the replay line and the
 // trace's end-of-run line; on a real provider (the provider double: vfreal0

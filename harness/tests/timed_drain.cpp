@@ -2,7 +2,7 @@
 // poll; on an empty poll, give up once 2 ms passed since the last
 // completion, else usleep(50) and poll again. With the real clock the
 // number of empty polls (and so the trace) changes from run to run; on
-// the harness's virtual clock (docs/architecture.md, "Threads": each verbs
+// the harness's virtual clock (docs/threads-and-time.md: each verbs
 // call moves it by a quantum, a sleep jumps it) it is a function of the
 // seed. Exit status 0 when all completions arrived.
 #include "verbfault_testing/rc_connect.h"

@@ -140,7 +140,7 @@ std::string failures_table(const Report& report) {
   return html + rows + "</tbody>\n</table>\n</section>\n";
 }
 
-// The race windows (docs/architecture.md, "Race windows"): per window the
+// The race windows (docs/threads-and-time.md, "Race windows"): per window the
 // runs that reached it, and those no run reached, which the report did not
 // exercise however clean it is.
 std::string windows_table(const Report& report) {

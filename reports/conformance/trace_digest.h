@@ -1,4 +1,4 @@
-// What a report keeps of a run's trace (JSON Lines, docs/architecture.md
+// What a report keeps of a run's trace (JSON Lines, docs/trace-format.md
 // "The trace"): the record count, the devices opened, an excerpt around
 // the first fault and the first finding, and the marks of its timeline.
 // Reads the records as data; knows nothing of the harness that wrote them.

@@ -1,6 +1,6 @@
 // field_failures: small programs that commit the mistakes the runtime
 // checks exist for, each with its corrected version: one scenario per check
-// that no field-failure program (F01/ ... F18/, README.md) shows on its own
+// that no field-failure program (F01/ ... F22/, their README.md) shows on its own
 // or shows only under some interleavings (a one-thread, deterministic
 // version of it here).
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The same seed gives the same per-process traces across processes
-# (docs/architecture.md, "Determinism across processes"): unmodified Debian
+# (docs/local-fabric.md, "Determinism across processes"): unmodified Debian
 # client/server programs as two processes on vfsim0 under
 # `verbfault run --seed S --check-determinism -- SERVER ::: CLIENT`, which
 # runs the pair twice and compares each process's trace byte for byte
@@ -92,7 +92,7 @@ done
 # its server, which waits on for a client and has no verbs call to trace,
 # is ended). Not yet: an event held back (cm_delay) on a loaded machine
 # (CI): ucmatose's client polled its CQ empty 9 times in one run and found
-# its receive at once in the other, seed 2 (docs/architecture.md).
+# its receive at once in the other, seed 2 (docs/local-fabric.md).
 for seed in 1 2; do
   fault="cm_reject" status_wanted=28 \
     pair "$seed" "ucmatose cm_reject" -1 ucmatose -p "$port" ::: ucmatose -s 127.0.0.1 -p "$port"

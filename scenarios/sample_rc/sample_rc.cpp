@@ -33,7 +33,7 @@
 // re-arm is either drained now or raises the next event.
 //
 // --buggy turns on two classic bugs, so that a newcomer sees what a program
-// that does not conform looks like in verbfault's reports (README): an error
+// that does not conform looks like in verbfault's reports (docs/reports.md): an error
 // completion is filed by its opcode, with the status only logged (only
 // wr_id, status, qp_num and vendor_err are valid in it: ibv_poll_cq(3)),
 // and a poll that returns fewer completions than asked for is taken to mean

@@ -13,7 +13,7 @@
 # 4. seeds alone find the buggy client: at least 20 of seeds 1..100 fail
 #    with no fault (the scheduler's preemption holds the client between
 #    its empty poll and its arm, or between its wake-up and its next poll,
-#    while the peer's think time passes: docs/architecture.md,
+#    while the peer's think time passes: docs/threads-and-time.md,
 #    "Preemption").
 set -uo pipefail
 verbfault=${1:?usage: races.sh VERBFAULT PROGRAM SHAPE}

@@ -1,6 +1,6 @@
 // One process's end of the local fabric's wire: how the simulated devices
 // of different processes on one host reach each other
-// (docs/architecture.md, "The local fabric").
+// (docs/local-fabric.md, "The local fabric").
 //
 // A fabric is a name (VERBFAULT_FABRIC). A process joins it as a member: a
 // small index, unique among the live members, owned by binding the

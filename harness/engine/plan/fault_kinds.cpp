@@ -5,7 +5,7 @@
 namespace verbfault::engine {
 
 // The rows in the order plans' error messages list the kinds. `counts` and
-// `observed` are the README's table of fault kinds, cell for cell
+// `observed` are docs/fault-kinds.md's table of fault kinds, cell for cell
 // (FaultKinds.TheReadmeTableIsTheDescriptorTable checks it).
 const std::array<FaultKindInfo, kFaultKindCount>& fault_kinds() {
   static constexpr std::array<FaultKindInfo, kFaultKindCount> kTable =

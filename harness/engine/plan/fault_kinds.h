@@ -1,6 +1,6 @@
 // What each fault kind is, one row a kind (in the style of the kernel's
 // Soft-RoCE opcode table, rxe_opcode.c): its name in plans, its entry in
-// the README's reference, where its opportunities arise, and whether a
+// docs/fault-kinds.md's reference, where its opportunities arise, and whether a
 // rule of it is decided by its selector alone. Adding a kind is an
 // enumerator (verbfault/plan.h), a row here, its implementation at its
 // site, and its tests (docs/hacking.md).
@@ -31,7 +31,7 @@ struct FaultKindInfo {
   FaultKind kind;
   std::string_view name;  // in plans: "completion_error"
   std::string_view
-      signature;  // with its parameters, as the README lists it: "completion_error(status)"
+      signature;  // with its parameters, as docs/fault-kinds.md lists it: "completion_error(status)"
   // Where its opportunities arise; verb_failure's is its verb's
   // (site_of, fault_engine.h).
   Site site;
@@ -39,8 +39,8 @@ struct FaultKindInfo {
   // site: false for the kinds with conditions of their own (a verb, an
   // event type, an RC send, a CM step).
   bool selector_decides;
-  std::string_view counts;    // the README: what its nth= and p= count
-  std::string_view observed;  // the README: what the application observes
+  std::string_view counts;    // docs/fault-kinds.md: what its nth= and p= count
+  std::string_view observed;  // docs/fault-kinds.md: what the application observes
 };
 
 inline constexpr std::size_t kFaultKindCount = 24;

@@ -1,6 +1,6 @@
 // The exit statuses verbfault gives a run, besides the program's own: one
 // table, read by libverbfault.so in the program's process and by the
-// `verbfault` command (the README's table of exit statuses). A CI job tells
+// `verbfault` command (docs/cli.md's table of exit statuses). A CI job tells
 // them apart from a program's failure by these numbers; 123 is left unused,
 // as xargs(1) gives it a meaning of its own.
 #pragma once

@@ -6,7 +6,7 @@
 // Plans are written as YAML files (parse_plan_yaml / to_yaml) or one rule
 // per line in the CLI form (parse_rule / to_cli); both round-trip:
 // parse -> write -> parse gives an equal plan. The formats are documented
-// in README.md ("Fault plans").
+// in docs/fault-kinds.md ("Fault plans").
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -20,7 +20,7 @@
 
 namespace verbfault {
 
-// What is injected. Each kind counts its own opportunities (see README):
+// What is injected. Each kind counts its own opportunities (see docs/fault-kinds.md):
 // e.g. completion_error counts matching posted work requests, partial_poll
 // counts poll_cq calls, spurious_cq_event counts req_notify_cq calls.
 enum class FaultKind : std::uint8_t {
@@ -39,7 +39,7 @@ enum class FaultKind : std::uint8_t {
   port_down,
   device_fatal,
   // The connection manager's (rdma_cm) failures, on an id (cm_id#N): each
-  // counts the commands or events of the step it breaks (README "Fault
+  // counts the commands or events of the step it breaks (docs/fault-kinds.md "Fault
   // plans"): rdma_resolve_addr, rdma_resolve_route, rdma_connect, or the
   // CONNECT_RESPONSE / DISCONNECTED / TIMEWAIT_EXIT events the id is about
   // to report.
@@ -57,7 +57,7 @@ enum class FaultKind : std::uint8_t {
   // id is about to report, of any type.
   cm_device_removal,
   // The peer of a connection made through the CM disappears: counts the
-  // work requests posted on the connection's QP (README "Fault plans").
+  // work requests posted on the connection's QP (docs/fault-kinds.md "Fault plans").
   cm_disconnect,
 };
 
@@ -209,7 +209,7 @@ class PlanError : public std::runtime_error {
   explicit PlanError(const std::string& message);
 };
 
-// YAML plan file (see README.md "Fault plans").
+// YAML plan file (see docs/fault-kinds.md "Fault plans").
 Plan parse_plan_file(const std::string& path);
 Plan parse_plan_yaml(std::string_view text, std::string_view source = "<plan>");
 std::string to_yaml(const Plan& plan);

@@ -21,7 +21,7 @@
 
 namespace verbfault {
 
-// A mistake a runtime check caught (README, "Runtime checks").
+// A mistake a runtime check caught (docs/checks.md).
 struct Finding {
   std::string check;                 // stable id, e.g. "ack.cq_events_unacked_at_destroy"
   std::string object;                // the object it is about, e.g. "cq#0"
@@ -50,7 +50,7 @@ class Session {
   // The JSON Lines trace records written since the session began.
   std::vector<std::string> trace() const;
   // The trace hash of those records, as the library prints it at the end
-  // of a run (docs/architecture.md, "The trace": a two-lane hash over each
+  // of a run (docs/trace-format.md: a two-lane hash over each
   // record's words, not over the JSON text).
   std::uint64_t trace_hash() const;
   // How often each rule of the plan fired.

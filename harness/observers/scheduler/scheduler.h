@@ -2,7 +2,7 @@
 // time, and which one runs next is a pure function of the seed and the
 // schedule so far. So the same seed gives the same interleaving of a
 // multi-threaded program's verbs calls, and a byte-identical trace
-// (docs/architecture.md, "Threads").
+// (docs/threads-and-time.md).
 //
 // Threads hand a baton to each other at scheduling points: every verbs
 // call, and the calls through which threads wait for or wake each other
@@ -66,7 +66,7 @@ struct Options {
   // schedule (it waits in a call the harness does not model, or computes).
   // Not part of the schedule: it only decides when determinism is given up.
   std::uint64_t escape_ns = 250'000'000;
-  // Preemption (docs/architecture.md, "Preemption"): the percentage of
+  // Preemption (docs/threads-and-time.md, "Preemption"): the percentage of
   // preemption points (the first call after an empty poll or a failed
   // try, the first after a wait ended) at which the thread is held while
   // virtual time moves on, as the kernel's scheduler holds a runnable

@@ -2,7 +2,7 @@
 // while the program runs, rendered as JSON Lines when it ends (the trace
 // file) or, when it was killed first, by `verbfault run` or `verbfault
 // trace`. Copying a record's values costs a fraction of rendering them
-// (docs/architecture.md, "The trace"), and a journal in a shared mapping
+// (docs/trace-format.md), and a journal in a shared mapping
 // survives the process: a SIGKILL loses nothing that was appended, and
 // cuts no record in two (each entry's end byte is stored last; a reader
 // takes an entry without it for the end of the journal).

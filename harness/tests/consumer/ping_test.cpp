@@ -1,5 +1,5 @@
 // A user's own test of their RDMA code with the installed verbfault: the
-// README's example, built and run against the installed package in CI
+// docs/using.md's example, built and run against the installed package in CI
 // (harness/tests/check_find_package.cmake).
 //
 // The code under test, ping(), sends one message over an RC loopback pair

@@ -1,5 +1,5 @@
 // The fault-kind descriptor table (engine/plan/fault_kinds.h): one row a
-// kind, and the README's reference of the kinds is that table.
+// kind, and docs/fault-kinds.md's reference of the kinds is that table.
 #include "fault_kinds.h"
 #include "plan_names.h"
 
@@ -33,11 +33,11 @@ TEST(FaultKindTable, EveryKindHasOneRow) {
   EXPECT_EQ(kinds.size(), static_cast<std::size_t>(FaultKind::cm_disconnect) + 1);
 }
 
-// The README's table of fault kinds ("| kind (parameters) | counts | what
-// the application observes |"), row for row.
+// docs/fault-kinds.md's table of fault kinds ("| kind (parameters) | counts |
+// what the application observes |"), row for row.
 TEST(FaultKindTable, TheReadmeTableIsTheDescriptorTable) {
-  std::ifstream readme(VERBFAULT_SOURCE_DIR "/README.md");
-  ASSERT_TRUE(readme) << VERBFAULT_SOURCE_DIR "/README.md";
+  std::ifstream readme(VERBFAULT_SOURCE_DIR "/docs/fault-kinds.md");
+  ASSERT_TRUE(readme) << VERBFAULT_SOURCE_DIR "/docs/fault-kinds.md";
   std::map<std::string, std::vector<std::string>> rows;  // by signature
   bool in_table = false;
   for (std::string line; std::getline(readme, line);) {
@@ -59,7 +59,7 @@ TEST(FaultKindTable, TheReadmeTableIsTheDescriptorTable) {
   ASSERT_EQ(rows.size(), fault_kinds().size());
   for (const FaultKindInfo& kind : fault_kinds()) {
     const auto row = rows.find("`" + std::string(kind.signature) + "`");
-    ASSERT_NE(row, rows.end()) << kind.signature << ": no README row";
+    ASSERT_NE(row, rows.end()) << kind.signature << ": no row in docs/fault-kinds.md";
     EXPECT_EQ(row->second[1], kind.counts) << kind.name;
     EXPECT_EQ(row->second[2], kind.observed) << kind.name;
   }

@@ -60,7 +60,7 @@ rules:
   EXPECT_DOUBLE_EQ(rnr.trigger.probability, 0.01);
   EXPECT_EQ(rnr.count, 2u);
   EXPECT_EQ(plan.rules[3].trigger.kind, Trigger::Kind::every);
-  // The one-line forms of the README are the same rules.
+  // The one-line forms of docs/fault-kinds.md are the same rules.
   EXPECT_EQ(parse_rules("cq_overflow cq#0 nth=5; flush qp#1 nth=3; "
                         "rnr_retry_exhausted type=rc opcode=send p=0.01 count=2; "
                         "spurious_cq_event cq#1 every=4"),

@@ -155,7 +155,7 @@ TEST_F(FaultKinds, DelayedCompletionAppearsAfterThePolls) {
   EXPECT_EQ(wc[1].wr_id, 51u);
 }
 
-// README, delayed_completion: held until just after the next empty poll of
+// docs/fault-kinds.md, delayed_completion: held until just after the next empty poll of
 // its CQ, so it lands between that poll and the thread's arm. The arm then
 // raises no event for it (IBA 11.4.2.2: an arm covers the next completion
 // only); a poll after the arm finds it.

@@ -3,7 +3,7 @@
 // command interface written to it (<rdma/rdma_user_cm.h>, ABI version 4;
 // drivers/infiniband/core/ucma.c). librdmacm itself runs unmodified on top,
 // so everything built on it (rsockets, rdma_create_ep, rdma_getaddrinfo)
-// is served as the kernel's users are (docs/architecture.md, "The
+// is served as the kernel's users are (docs/local-fabric.md, "The
 // connection manager").
 #pragma once
 

@@ -4,7 +4,7 @@
 // A rank is a process of the local fabric of its own (its member index,
 // and under `verbfault run` its own trace), so that the ranks of one
 // `verbfault run -- mpirun -np N ...` are told apart as the commands of a
-// `:::` group are (docs/architecture.md, "The local fabric").
+// `:::` group are (docs/local-fabric.md, "The local fabric").
 #pragma once
 
 #include <cstdint>
