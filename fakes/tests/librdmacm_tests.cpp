@@ -3,6 +3,7 @@
 // /dev/infiniband/rdma_cm): one process, the server side on a thread of
 // its own where the program needs one. Member 0 of a fabric of its own
 // (ctest runs other tests at once).
+#include "rdmacm_table.h"
 #include "wire_process.h"
 
 #include <rdma/rdma_cma.h>
@@ -228,6 +229,27 @@ TEST_F(Librdmacm, BadCallsFailWithTheDocumentedErrno) {
   EXPECT_EQ(rdma_destroy_id(other), 0);
   EXPECT_EQ(rdma_destroy_id(id), 0);
   rdma_destroy_event_channel(channel);
+}
+
+// librdmacm dereferences the id (the channel, the event) it is given; the
+// front door refuses a NULL one with EINVAL (rdma_cm(7): an invalid
+// argument) for every function of its table (frontdoor/rdmacm_table.h),
+// where the program would otherwise die in librdmacm.
+template <class First, class... Rest>
+int called_with_null(int (*function)(First*, Rest...)) {
+  errno = 0;
+  return function(nullptr, Rest{}...);
+}
+
+TEST_F(Librdmacm, EveryFunctionOfTheTableRefusesANullFirstArgument) {
+  int rows = 0;
+#define VERBFAULT_NULL_FIRST(name, version, params, args, guard)         \
+  ++rows;                                                               \
+  EXPECT_EQ(called_with_null(&name), -1) << #name;                      \
+  EXPECT_EQ(errno, EINVAL) << #name;
+  VERBFAULT_RDMACM_CALLS(VERBFAULT_NULL_FIRST)
+#undef VERBFAULT_NULL_FIRST
+  EXPECT_GE(rows, 18);
 }
 
 }  // namespace
