@@ -47,6 +47,15 @@
   CALL(rdma_join_multicast, "RDMACM_1.0", (rdma_cm_id* id, sockaddr* address, void* context),      \
        (id, address, context), ID)                                                                 \
   CALL(rdma_leave_multicast, "RDMACM_1.0", (rdma_cm_id* id, sockaddr* address), (id, address), ID) \
+  CALL(rdma_join_multicast_ex, "RDMACM_1.1",                                                       \
+       (rdma_cm_id* id, rdma_cm_join_mc_attr_ex* attributes, void* context),                        \
+       (id, attributes, context), ID)                                                              \
+  CALL(rdma_init_qp_attr, "RDMACM_1.2", (rdma_cm_id* id, ibv_qp_attr* attributes, int* mask),      \
+       (id, attributes, mask), ID)                                                                 \
+  CALL(rdma_set_local_ece, "RDMACM_1.3", (rdma_cm_id* id, ibv_ece* ece), (id, ece), ID)            \
+  CALL(rdma_get_remote_ece, "RDMACM_1.3", (rdma_cm_id* id, ibv_ece* ece), (id, ece), ID)           \
+  CALL(rdma_reject_ece, "RDMACM_1.3", (rdma_cm_id* id, const void* data, uint8_t length),          \
+       (id, data, length), ID)                                                                     \
   CALL(rdma_get_cm_event, "RDMACM_1.0", (rdma_event_channel* channel, rdma_cm_event** event),      \
        (channel, event), CUSTOM)                                                                   \
   CALL(rdma_ack_cm_event, "RDMACM_1.0", (rdma_cm_event* event), (event), CUSTOM)                   \
