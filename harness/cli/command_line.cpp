@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <cctype>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -90,33 +91,33 @@ CommandLineParser::Options::Options() {
   RunOptions& options = line.run;
   run = app.add_reusable_subcommand("run", "run a program under the harness");
   run->add_option("--seed", written.seed_text,
-                  "64-bit seed (decimal or 0x hex); drawn when omitted");
-  run->add_option("--plan", options.plan_file, "YAML plan file")->check(existing_file());
-  run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)");
-  run->add_option("--trace", options.trace, "write the JSON Lines trace here");
+                  "64-bit seed (decimal or 0x hex); drawn when omitted")->type_name("N");
+  run->add_option("--plan", options.plan_file, "YAML plan file")->type_name("FILE")->check(existing_file());
+  run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)")->type_name("RULE");
+  run->add_option("--trace", options.trace, "write the JSON Lines trace here")->type_name("FILE");
   run->add_flag("--check-determinism", options.check_determinism,
                 "run twice and compare the traces");
   run->add_option("--threads", options.threads,
                   "how the program's threads are scheduled: pct (the default: PCT from the "
-                  "seed), pct:depth=D:steps=K, random, each with :escape=MS, or free (as the "
-                  "kernel schedules them; not deterministic)");
+                  "seed), pct:depth=D:steps=K, random, each with :preempt=P and :escape=MS, or free (as the "
+                  "kernel schedules them; not deterministic)")->type_name("MODE");
   run->add_option("--hang-after", options.hang_after,
                   "seconds of wall clock without a verbs call making progress, while every "
                   "thread waits or spins in a call the harness sees, before the run is ended "
-                  "as hung (exit status 122; default 10, 0: never); on any provider");
+                  "as hung (exit status 122; default 10, 0: never); on any provider")->type_name("S");
   run->add_option("--timeout", options.timeout_seconds,
                   "seconds of wall clock for the whole run before every process still running "
-                  "is ended (default: no limit)")
+                  "is ended (default: no limit)")->type_name("S")
       ->check(verbfault::cli::seconds(false));
   run->add_option("--peer-grace", options.peer_grace_seconds,
                   "with several commands: seconds the others may still run once one failed "
                   "(nonzero exit or signal), or once the last one ended (a server that serves "
-                  "until killed), before they are ended (default 5)")
+                  "until killed), before they are ended (default 5)")->type_name("S")
       ->check(verbfault::cli::seconds(true));
   run->add_option("--start-wait", written.start_wait_text,
                   "with several commands: seconds each may take to listen on a socket (or end) "
-                  "before the next is started anyway (default 10; 0: start all at once)");
-  run->add_option("--library", options.library, "libverbfault.so to preload");
+                  "before the next is started anyway (default 10; 0: start all at once)")->type_name("S");
+  run->add_option("--library", options.library, "libverbfault.so to preload")->type_name("FILE");
   run->footer(
       "Everything after -- is the program and its arguments, passed on untouched. Several "
       "commands separated by a lone ::: run together as one run, each with its own "
@@ -127,36 +128,36 @@ CommandLineParser::Options::Options() {
   sweep = app.add_reusable_subcommand("sweep",
                                       "run a program once per seed, in parallel, and "
                                       "group the failures by signature");
-  sweep->add_option("--seeds", written.seeds_text, "the seeds, A..B")->required();
+  sweep->add_option("--seeds", written.seeds_text, "the seeds, A..B")->type_name("A..B")->required();
   sweep
       ->add_option("--plan", sweep_options.plan_file,
-                   "YAML plan file (with --swarm: the palette to draw from)")
+                   "YAML plan file (with --swarm: the palette to draw from)")->type_name("FILE")
       ->check(verbfault::cli::existing_file());
   sweep->add_flag("--swarm", sweep_options.swarm,
                   "each seed also draws which fault kinds are enabled and at what rates, from "
                   "the default palette or the --plan palette");
-  sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)");
-  sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")
+  sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)")->type_name("RULE");
+  sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 1024));
   sweep->add_option("--shard", written.shard_text,
-                    "I/N: only every N-th seed from the I-th (the shards of a range partition it)");
+                    "I/N: only every N-th seed from the I-th (the shards of a range partition it)")->type_name("I/N");
   sweep
       ->add_option("--max-failures", sweep_options.max_failures,
-                   "stop starting runs after K failures (default: no limit)")
+                   "stop starting runs after K failures (default: no limit)")->type_name("K")
       ->check(verbfault::cli::whole_number(1, UINT32_MAX));
   sweep
       ->add_option("--timeout", sweep_options.timeout_seconds,
-                   "seconds of wall clock per run before it is killed (default 300)")
+                   "seconds of wall clock per run before it is killed (default 300)")->type_name("S")
       ->check(verbfault::cli::seconds(false));
   sweep->add_option("--out", sweep_options.out,
-                    "keep each run's output and trace here (DIR/seed-S.log, .jsonl)");
-  sweep->add_option("--threads", sweep_options.threads, "as for run");
+                    "keep each run's output and trace here (DIR/seed-S.log, .jsonl)")->type_name("DIR");
+  sweep->add_option("--threads", sweep_options.threads, "as for run")->type_name("MODE");
   sweep
       ->add_option("--pass-status", sweep_options.pass_statuses,
-                   "exit statuses that pass when no check reported, e.g. 0,1 (default 0)")
+                   "exit statuses that pass when no check reported, e.g. 0,1 (default 0)")->type_name("LIST")
       ->delimiter(',')
       ->check(verbfault::cli::whole_number(0, 255));
-  sweep->add_option("--library", sweep_options.library, "libverbfault.so to preload");
+  sweep->add_option("--library", sweep_options.library, "libverbfault.so to preload")->type_name("FILE");
   sweep->footer(
       "Everything after -- is the program and its arguments. Exit status 0 when no "
       "seed failed, 1 when some did.");
@@ -164,106 +165,155 @@ CommandLineParser::Options::Options() {
   MinimizeOptions& minimize_options = line.minimize;
   minimize = app.add_reusable_subcommand(
       "minimize", "shrink a failing run's plan to the smallest that still fails the same way");
-  minimize->add_option("--seed", written.minimize_seed_text, "the failing seed");
+  minimize->add_option("--seed", written.minimize_seed_text, "the failing seed")->type_name("N");
   minimize
       ->add_option("--replay", written.minimize_replay,
-                   "take the seed, plan, knobs and command from a replay file (verbfault sweep)")
+                   "take the seed, plan, knobs and command from a replay file (verbfault sweep)")->type_name("FILE")
       ->check(verbfault::cli::existing_file())
       ->excludes("--seed");
-  minimize->add_option("--plan", minimize_options.plan_file, "YAML plan file")
+  minimize->add_option("--plan", minimize_options.plan_file, "YAML plan file")->type_name("FILE")
       ->check(verbfault::cli::existing_file());
   minimize->add_option("--fault", minimize_options.faults,
-                       "a rule in the one-line form (repeatable)");
-  minimize->add_option("--threads", minimize_options.threads, "as for run");
+                       "a rule in the one-line form (repeatable)")->type_name("RULE");
+  minimize->add_option("--threads", minimize_options.threads, "as for run")->type_name("MODE");
   minimize
       ->add_option("--pass-status", minimize_options.pass_statuses,
-                   "exit statuses that pass when no check reported (default 0)")
+                   "exit statuses that pass when no check reported (default 0)")->type_name("LIST")
       ->delimiter(',')
       ->check(verbfault::cli::whole_number(0, 255));
   minimize
       ->add_option("--signature", written.signature_text,
                    "same (the default): keep the exit status, checks and first fault; any: "
-                   "keep failing")
+                   "keep failing")->type_name("same|any")
       ->check(CLI::IsMember({"same", "any"}));
   minimize->add_option("--out", minimize_options.out,
-                       "write STEM.plan and STEM.replay (a regression scenario)");
+                       "write STEM.plan and STEM.replay (a regression scenario)")->type_name("DIR");
   minimize
       ->add_option("--timeout", minimize_options.timeout_seconds,
-                   "seconds of wall clock per run before it is killed (default 300)")
+                   "seconds of wall clock per run before it is killed (default 300)")->type_name("S")
       ->check(verbfault::cli::seconds(false));
-  minimize->add_option("--library", minimize_options.library, "libverbfault.so to preload");
+  minimize->add_option("--library", minimize_options.library, "libverbfault.so to preload")->type_name("FILE");
 
   ReplayOptions& replay_options = line.replay;
   replay = app.add_reusable_subcommand(
       "replay", "run a replay file again and say whether its outcome and trace reproduce");
-  replay->add_option("file", replay_options.file, "a replay file (verbfault sweep, minimize)")
+  replay->add_option("file", replay_options.file, "a replay file (verbfault sweep, minimize)")->type_name("FILE")
       ->required();
-  replay->add_option("--out", replay_options.out, "keep the run's output and trace here");
+  replay->add_option("--out", replay_options.out, "keep the run's output and trace here")->type_name("DIR");
   replay
       ->add_option("--timeout", replay_options.timeout_seconds,
-                   "seconds of wall clock before the run is killed (default 300)")
+                   "seconds of wall clock before the run is killed (default 300)")->type_name("S")
       ->check(verbfault::cli::seconds(false));
-  replay->add_option("--library", replay_options.library, "libverbfault.so to preload");
+  replay->add_option("--library", replay_options.library, "libverbfault.so to preload")->type_name("FILE");
 
   ConformOptions& conform_options = line.conform;
   conform = app.add_reusable_subcommand(
       "conform", "run a program under a battery of fault plans and write its conformance report");
   conform->add_option("--battery", conform_options.battery,
-                      "default (built in), or a battery file (reports/batteries/)");
-  conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")
+                      "default (built in), or a battery file (reports/batteries/)")->type_name("NAME|FILE");
+  conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")->type_name("A..B")
       ->check(verbfault::cli::whole_number(1, 10000));
-  conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")
+  conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 1024));
   conform->add_option("--report", conform_options.report_dir,
                       "where the report goes: DIR/report.{html,json,xml,md}, DIR/runs/ "
-                      "(default verbfault-report)");
+                      "(default verbfault-report)")->type_name("DIR");
   conform
       ->add_option("--timeout", conform_options.timeout_seconds,
-                   "seconds of wall clock per run before it is killed (default 120)")
+                   "seconds of wall clock per run before it is killed (default 120)")->type_name("S")
       ->check(verbfault::cli::seconds(false));
-  conform->add_option("--threads", conform_options.threads, "as for run");
-  conform->add_option("--library", conform_options.library, "libverbfault.so to preload");
+  conform->add_option("--threads", conform_options.threads, "as for run")->type_name("MODE");
+  conform->add_option("--library", conform_options.library, "libverbfault.so to preload")->type_name("FILE");
   conform->footer(
-      "Everything after -- is the program and its arguments. Exit status 0 when every run "
-      "conforms, 1 when some do not.");
+      "Everything after -- is the program and its arguments. Exit status 0 when no run "
+      "fails to conform (a run whose fault never fired is not exercised, not failed), 1 "
+      "when some do not conform.");
 
   std::optional<std::string>& palette_file = line.palette_file;
   swarm = app.add_reusable_subcommand(
       "swarm", "print the swarm palette, or with --seed the plan that seed draws from it");
-  swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")
+  swarm->add_option("--palette", palette_file, "palette file (default: the default palette)")->type_name("FILE")
       ->check(verbfault::cli::existing_file());
-  swarm->add_option("--seed", written.swarm_seed_text, "print the plan this seed draws");
+  swarm->add_option("--seed", written.swarm_seed_text, "print the plan this seed draws")->type_name("N");
 
   std::string& plan_file = line.plan_file;
   plan = app.add_reusable_subcommand("plan", "check a plan file and print it canonically");
-  plan->add_option("file", plan_file, "YAML plan file")->required();
+  plan->add_option("file", plan_file, "YAML plan file")->type_name("FILE")->required();
 
   TraceViewOptions& view = line.trace_view;
   trace = app.add_reusable_subcommand("trace", "print a trace for people, one line a record");
-  trace->add_option("file", view.file, "JSON Lines trace (verbfault run --trace)")->required();
-  trace->add_option("--object", view.object, "only the records of this object, e.g. qp#1");
-  trace->add_option("--kind", view.kind, "only call, fault, check or event records");
+  trace->add_option("file", view.file, "JSON Lines trace (verbfault run --trace)")->type_name("FILE")->required();
+  trace->add_option("--object", view.object, "only the records of this object, e.g. qp#1")->type_name("NAME");
+  trace->add_option("--kind", view.kind, "only call, fault, check or event records")->type_name("KIND");
 
   ProviderReportOptions& provider_options = line.provider_report;
   provider = app.add_reusable_subcommand(
       "provider-report",
       "run a battery of verbs semantics against a device and report where it deviates from "
       "the man pages and IBTA");
-  provider->add_option("--device", provider_options.device, "the device (default vfsim0)");
+  provider->add_option("--device", provider_options.device, "the device (default vfsim0)")->type_name("NAME");
   provider->add_option("--report", provider_options.report_dir,
-                       "write DIR/provider-NAME.json and .md here (default out)");
+                       "write DIR/provider-NAME.json and .md here (default out)")->type_name("DIR");
   provider
       ->add_option("--baseline", provider_options.baseline,
-                   "a committed report: list every check whose verdict or value changed (exit 1)")
+                   "a committed report: list every check whose verdict or value changed (exit 1)")->type_name("FILE")
       ->check(verbfault::cli::existing_file());
   provider
       ->add_option("--compare", provider_options.compare,
-                   "no probe run: these reports side by side, in Markdown on stdout")
+                   "no probe run: these reports side by side, in Markdown on stdout")->type_name("FILE")
       ->check(verbfault::cli::existing_file())
       ->excludes("--baseline");
   provider->add_option("--library", provider_options.library,
-                       "libverbfault.so to preload for a simulated device");
-  provider->add_option("--probe", provider_options.probe, "verbfault-provider-probe to run");
+                       "libverbfault.so to preload for a simulated device")->type_name("FILE");
+  provider->add_option("--probe", provider_options.probe, "verbfault-provider-probe to run")->type_name("FILE");
+}
+
+namespace {
+
+// A Markdown table cell: pipes escaped, one line.
+std::string cell(std::string text) {
+  std::string escaped;
+  for (const char c : text) {
+    if (c == '|') escaped += '\\';
+    escaped += c == '\n' ? ' ' : c;
+  }
+  return escaped;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> CommandLineParser::reference() const {
+  std::vector<std::pair<std::string, std::string>> sections;
+  for (const CLI::App* sub : options_->app.get_subcommands({})) {
+    std::string usage = "    verbfault " + sub->get_name();
+    std::string table = "| option | meaning |\n| --- | --- |\n";
+    bool takes_command = false;
+    for (const CLI::Option* option : sub->get_options()) {
+      if (option == sub->get_help_ptr()) continue;
+      const bool positional = option->get_positional();
+      std::string name = positional ? option->get_name(true) : option->get_name(false, true);
+      // CLI11 appends its validators' descriptions (":INT in [1 - 1024]")
+      // to the type name; the description says the same in words.
+      std::string type = option->get_type_name();
+      type = type.substr(0, type.find(':'));
+      const std::string shown = positional ? type : type.empty() ? name : name + " " + type;
+      if (option->get_required())
+        usage += " " + shown;
+      else
+        usage += " [" + shown + "]";
+      table += "| `" + shown + "` | " + cell(option->get_description()) +
+               (option->get_required() ? " (required)" : "") + " |\n";
+    }
+    const std::string& footer = sub->get_footer();
+    takes_command = footer.find("after --") != std::string::npos;
+    if (takes_command) usage += " -- CMD ARGS";
+    std::string description = cell(sub->get_description());
+    if (!description.empty()) description[0] = static_cast<char>(std::toupper(description[0]));
+    std::string section = description + ".\n\n" + usage + "\n\n" + table;
+    if (!footer.empty()) section += "\n" + footer + "\n";
+    sections.emplace_back(sub->get_name(), std::move(section));
+  }
+  return sections;
 }
 
 CommandLineParser::CommandLineParser() : options_(std::make_unique<Options>()) {}

@@ -16,7 +16,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 namespace verbfault::cli {
 
@@ -75,6 +77,11 @@ class CommandLineParser {
   // What CLI11 holds of the parses so far (each option it saw, in order):
   // at most the last parse's, however many were made.
   std::size_t remembered_options() const;
+
+  // The reference of every subcommand in Markdown, from the parser itself
+  // (docs/cli.md's generated blocks, docs_reference.cpp): subcommand name
+  // -> its description, usage line, table of options and footer.
+  std::vector<std::pair<std::string, std::string>> reference() const;
 
  private:
   struct Options;  // CLI11's App and the variables its options write
