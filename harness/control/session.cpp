@@ -2,7 +2,7 @@
 #include "verbfault/session.h"
 
 #include "replay.h"
-#include "state.h"
+#include "run.h"
 
 #include <stdexcept>
 
@@ -11,44 +11,44 @@ namespace verbfault {
 Session::Session(Plan plan, std::uint64_t seed, Freedoms freedoms)
     : plan_(std::move(plan)), seed_(seed), freedoms_(freedoms) {
   for (const Rule& rule : plan_.rules) validate(rule, "Session");
-  interposer::State::get().begin_session(plan_, seed_, freedoms == Freedoms::drawn);
+  interposer::Run::get().begin_session(plan_, seed_, freedoms == Freedoms::drawn);
 }
 
 Session::~Session() {
-  interposer::State::get().end_session();
+  interposer::Run::get().end_session();
 }
 
 std::vector<std::string> Session::trace() const {
-  auto& state = interposer::State::get();
-  std::lock_guard lock(state.mutex);
-  state.trace.flush_idle();
-  return state.trace.captured();
+  auto& run = interposer::Run::get();
+  std::lock_guard lock(run.mutex);
+  run.trace.flush_idle();
+  return run.trace.captured();
 }
 
 std::uint64_t Session::trace_hash() const {
-  auto& state = interposer::State::get();
-  std::lock_guard lock(state.mutex);
-  state.trace.flush_idle();
-  return state.trace.hash();
+  auto& run = interposer::Run::get();
+  std::lock_guard lock(run.mutex);
+  run.trace.flush_idle();
+  return run.trace.hash();
 }
 
 std::vector<std::uint64_t> Session::fired() const {
-  auto& state = interposer::State::get();
-  std::lock_guard lock(state.mutex);
-  return state.engine.fired();
+  auto& run = interposer::Run::get();
+  std::lock_guard lock(run.mutex);
+  return run.engine.fired();
 }
 
 std::vector<Finding> Session::findings() const {
-  auto& state = interposer::State::get();
-  std::lock_guard lock(state.mutex);
-  return state.checkers.findings();
+  auto& run = interposer::Run::get();
+  std::lock_guard lock(run.mutex);
+  return run.checkers.findings();
 }
 
 void Session::report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success) {
-  auto& state = interposer::State::get();
-  std::lock_guard lock(state.mutex);
-  if (interposer::Tracked* tracked = state.registry.find(qp))
-    state.checkers.outcome_reported(state, *tracked, wr_id, success);
+  auto& run = interposer::Run::get();
+  std::lock_guard lock(run.mutex);
+  if (interposer::Tracked* tracked = run.registry.find(qp))
+    run.checkers.outcome_reported(run, *tracked, wr_id, success);
 }
 
 std::string Session::reproduce() const {

@@ -3,7 +3,7 @@
 // bookkeeping, and the records.
 #include "async_event.h"
 #include "calls.h"
-#include "state.h"
+#include "run.h"
 #include "hang_watchdog.h"
 #include "thread_calls.h"
 #include "verbs.h"
@@ -14,10 +14,10 @@ namespace verbfault::interposer {
 
 namespace {
 
-std::string element_name(State& state, const ibv_async_event& event) {
+std::string element_name(Run& run, const ibv_async_event& event) {
   const void* element = record::element_of(event);
   if (element == nullptr) return "port " + std::to_string(event.element.port_num);
-  if (Tracked* tracked = state.registry.find(element)) return tracked->name();
+  if (Tracked* tracked = run.registry.find(element)) return tracked->name();
   return "unknown";
 }
 
@@ -27,12 +27,12 @@ namespace {
 
 // The next async event of a context: injected first (real providers), else
 // the provider's own.
-int next_async_event(State& state, ibv_context* context, ibv_async_event* event) {
+int next_async_event(Run& run, ibv_context* context, ibv_async_event* event) {
   for (;;) {
     engine::EventFd fds;
     {
-      std::unique_lock lock(state.mutex);
-      Tracked* tracked = state.registry.find(context);
+      std::unique_lock lock(run.mutex);
+      Tracked* tracked = run.registry.find(context);
       if (tracked == nullptr || !tracked->faults->events.wrapped()) {
         lock.unlock();  // the provider may block
         return provider::get_async_event(context, event);
@@ -63,13 +63,13 @@ int next_async_event(State& state, ibv_context* context, ibv_async_event* event)
 }  // namespace
 
 void calls::ack_async_event(ibv_async_event* event) {
-  State& state = State::get();
+  Run& run = Run::get();
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     if (g_active)
       if (const void* element = record::element_of(*event))
-        state.checkers.async_event_acked(state, state.registry.find(element));
-    for (Tracked* context : state.registry.all(ObjectKind::context)) {
+        run.checkers.async_event_acked(run, run.registry.find(element));
+    for (Tracked* context : run.registry.all(ObjectKind::context)) {
       auto& unacked = context->faults->injected_async_unacked;
       for (auto it = unacked.begin(); it != unacked.end(); ++it) {
         if (it->event_type != event->event_type || it->element.qp != event->element.qp) continue;
@@ -82,13 +82,13 @@ void calls::ack_async_event(ibv_async_event* event) {
 }
 
 int calls::get_async_event(ibv_context* context, ibv_async_event* event) {
-  State& state0 = State::get();
+  Run& run = Run::get();
   ObjectRef waited_on{ObjectKind::context, 0};
   if (g_active) {
-    std::lock_guard lock(state0.mutex);
-    if (const Tracked* tracked = state0.registry.find(context)) {
+    std::lock_guard lock(run.mutex);
+    if (const Tracked* tracked = run.registry.find(context)) {
       waited_on = tracked->ref;
-      state0.checkers.before_async_event_wait(state0, *tracked);
+      run.checkers.before_async_event_wait(run, *tracked);
     }
   }
   int result = 0;
@@ -105,7 +105,7 @@ int calls::get_async_event(ibv_context* context, ibv_async_event* event) {
       errno = EINTR;  // as libibverbs' read(2) of the async fd fails
       result = -1;
     } else {
-      result = next_async_event(state0, context, event);
+      result = next_async_event(run, context, event);
     }
   }
   if (!g_active) return result;
@@ -114,23 +114,22 @@ int calls::get_async_event(ibv_context* context, ibv_async_event* event) {
     hang::progressed();
   else if (error == EAGAIN)
     hang::idle("ibv_get_async_event", waited_on);
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(context)) {
+  std::lock_guard lock(run.mutex);
+  if (Tracked* tracked = run.registry.find(context)) {
     record::CallRecord taken(tracked->id());
     taken.add("call", "get_async_event").add("ret", result);
     std::string text;
     if (result == 0) {
-      text = element_name(state, *event);
+      text = element_name(run, *event);
       taken.add("event", to_string(event->event_type)).add("element", text);
       if (const void* element = record::element_of(*event))
-        if (Tracked* element_record = state.registry.find(element))
-          state.checkers.async_event_taken(*element_record);
+        if (Tracked* element_record = run.registry.find(element))
+          run.checkers.async_event_taken(*element_record);
     } else {
       text = errno_name(error);
       taken.add("errno", text);
     }
-    state.record(taken);
+    run.record(taken);
   }
   errno = error;
   return result;

@@ -1,7 +1,7 @@
 // The call-site faults (async_event, port_down, device_fatal,
 // verb_failure) of every call on an object, and what a real provider's
 // port looks like after the engine took it down.
-#include "state.h"
+#include "run.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -26,33 +26,33 @@ bool active() {
 
 void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   (void)port;  // the emulated condition is per context (its one port)
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(context);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* tracked = run.registry.find(context);
   if (tracked != nullptr && tracked->faults->port_down) attr->state = IBV_PORT_DOWN;
 }
 
-int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
+int call_site_faults(Run& run, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
                      std::optional<Verb> verb, OnDeadDevice on_dead) {
   // After an injected DEVICE_FATAL on a real provider, verbs fail with EIO
   // (the simulated device does this itself).
   if (!tracked->simulated && on_dead == OnDeadDevice::fail)
-    if (const engine::ObjectFaults* context = state.engine.context_faults(*tracked);
+    if (const engine::ObjectFaults* context = run.engine.context_faults(*tracked);
         context && context->dead)
       return EIO;
-  if (!state.engine.has_rules(Site::call)) return 0;
+  if (!run.engine.has_rules(Site::call)) return 0;
   Opportunity at;
   at.site = Site::call;
   at.object = tracked;
   at.qp = tracked->ref.kind == ObjectKind::qp ? tracked : nullptr;
   at.verb = verb;
-  auto decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::async_event,
+  auto decision = run.engine.decide(at, {FaultKind::verb_failure, FaultKind::async_event,
                                            FaultKind::port_down, FaultKind::device_fatal});
   if (!decision) return 0;
   const Rule& rule = *decision->rule;
   if (rule.kind == FaultKind::verb_failure) {
     const std::string error = errno_name(*rule.error);
-    state.engine.record_fault(*tracked, *decision, "effect",
+    run.engine.record_fault(*tracked, *decision, "effect",
                               {{"verb", to_string(*rule.verb)}, {"errno", error}});
     return *rule.error;
   }
@@ -66,13 +66,13 @@ int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Trac
   const std::uint8_t port = rule.port.value_or(1);
   switch (rule.kind) {
     case FaultKind::async_event:
-      level = inject::async_event(state.engine, target, *rule.event, port);
+      level = inject::async_event(run.engine, target, *rule.event, port);
       break;
     case FaultKind::port_down:
-      level = inject::port_down(state.engine, target, port);
+      level = inject::port_down(run.engine, target, port);
       break;
     case FaultKind::device_fatal:
-      level = inject::device_fatal(state.engine, target);
+      level = inject::device_fatal(run.engine, target);
       break;
     default:
       break;
@@ -93,24 +93,24 @@ int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Trac
   }
   if (level == inject::Level::unsupported) report_unsupported(rule, decision->rule_index, snapshot);
   lock.lock();
-  tracked = state.registry.find(object);
+  tracked = run.registry.find(object);
   if (tracked != nullptr) {
     if (rule.event)
-      state.engine.record_fault(*tracked, *decision, inject::to_string(level),
+      run.engine.record_fault(*tracked, *decision, inject::to_string(level),
                                 {{"event", to_string(*rule.event)}});
     else
-      state.engine.record_fault(*tracked, *decision, inject::to_string(level));
+      run.engine.record_fault(*tracked, *decision, inject::to_string(level));
   }
   return 0;
 }
 
 int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
   if (!g_active) return 0;
-  State& state = State::get();
-  std::unique_lock lock(state.mutex);
-  Tracked* tracked = state.registry.find(object);
+  Run& run = Run::get();
+  std::unique_lock lock(run.mutex);
+  Tracked* tracked = run.registry.find(object);
   if (tracked == nullptr) return 0;
-  return call_site_faults(state, lock, tracked, verb, on_dead);
+  return call_site_faults(run, lock, tracked, verb, on_dead);
 }
 
 }  // namespace verbfault::interposer

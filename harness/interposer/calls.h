@@ -60,7 +60,7 @@ VERBFAULT_VERBS(VERBFAULT_DECLARE_CALL)
 #undef VERBFAULT_DECLARE_CALL_CALLER
 
 // ---- the simulated fabric's conditions (verbfault/fabric.h; calls_device.cpp) ----
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state);
+int set_port_state(ibv_context* context, uint8_t port, ibv_port_state run);
 int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid);
 int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid);
 int device_fatal(ibv_context* context);

@@ -112,8 +112,8 @@ ibv_dm* import_dm(ibv_context* context, uint32_t dm_handle) {
 
 // The simulated fabric's conditions, for the public Fabric API: the
 // provider layer applies them (cause level), as the engine's injections do.
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state) {
-  return provider::set_port_state(context, port, state);
+int set_port_state(ibv_context* context, uint8_t port, ibv_port_state run) {
+  return provider::set_port_state(context, port, run);
 }
 
 int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid) {

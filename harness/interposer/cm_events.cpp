@@ -1,7 +1,7 @@
 #include "cm_events.h"
 
 #include "cm_faults.h"
-#include "state.h"
+#include "run.h"
 
 #include <rdma/rdma_cma.h>
 #include <sys/syscall.h>
@@ -49,22 +49,22 @@ const rdma_cm_id* counted_on(const rdma_cm_event& event) {
 
 void got(const rdma_cm_event* event) {
   if (event == nullptr || !g_active) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
   held()[event] = Held{counted_on(*event), event->event, gettid()};
 }
 
 void acked(const rdma_cm_event* event) {
   if (event == nullptr || !g_active) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
   held().erase(event);
 }
 
 void destroying(const rdma_cm_id* id) {
   if (id == nullptr || !g_active) return;
-  State& state = State::get();
-  std::unique_lock lock(state.mutex);
+  Run& run = Run::get();
+  std::unique_lock lock(run.mutex);
   unsigned count = 0;
   std::string events;
   for (const auto& [event, what] : held()) {
@@ -86,9 +86,9 @@ void destroying(const rdma_cm_id* id) {
     events += (events.empty() ? "" : ", ") + name;
   }
   if (count == 0) return;
-  const Tracked* object = cm_faults::id_of_uid(state, reinterpret_cast<std::uintptr_t>(id));
+  const Tracked* object = cm_faults::id_of_uid(run, reinterpret_cast<std::uintptr_t>(id));
   if (object == nullptr) return;  // not an id the interposer saw made
-  state.checkers.cm_destroy_id_unacked(state, *object, count, events);
+  run.checkers.cm_destroy_id_unacked(run, *object, count, events);
 }
 
 }  // namespace verbfault::interposer::cm_events

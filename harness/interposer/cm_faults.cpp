@@ -3,7 +3,7 @@
 #include "connection_manager.h"
 #include "injections.h"
 #include "opcodes.h"
-#include "state.h"
+#include "run.h"
 
 #include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
 #include <rdma/rdma_user_cm.h>
@@ -134,10 +134,10 @@ provider::CmFault cause_of(FaultKind kind) {
 // QP type its port space implies (ucma_get_qp_type), for the checks of its
 // messages; a child's is its listener's, which the event does not name:
 // RC unless known.
-void track(State& state, int fd, std::uint32_t handle, ibv_qp_type qp_type = IBV_QPT_RC) {
+void track(Run& run, int fd, std::uint32_t handle, ibv_qp_type qp_type = IBV_QPT_RC) {
   files()[handle] = fd;
-  if (state.registry.find(key_of(handle)) == nullptr)
-    state.add_object(ObjectKind::cm_id, key_of(handle), {}, !provider::cm_relayed(fd)).qp_type =
+  if (run.registry.find(key_of(handle)) == nullptr)
+    run.add_object(ObjectKind::cm_id, key_of(handle), {}, !provider::cm_relayed(fd)).qp_type =
         qp_type;
 }
 
@@ -182,7 +182,7 @@ std::optional<std::pair<std::uint32_t, rdma_ucm_conn_param>> conn_param_of(std::
 }
 
 // The checks of a command before it runs (lock held): its private data.
-void check_command(State& state, std::uint32_t cmd, const void* buffer, std::size_t length) {
+void check_command(Run& run, std::uint32_t cmd, const void* buffer, std::size_t length) {
   std::uint32_t handle = 0;
   unsigned data = 0;
   const char* call = nullptr;
@@ -196,51 +196,51 @@ void check_command(State& state, std::uint32_t cmd, const void* buffer, std::siz
   } else {
     return;
   }
-  const Tracked* id = state.registry.find(key_of(handle));
+  const Tracked* id = run.registry.find(key_of(handle));
   if (id == nullptr) return;
   const unsigned room = room_of(cmd, id->qp_type == IBV_QPT_UD);
-  if (data > room) state.checkers.cm_private_data_too_long(state, *id, call, data, room);
+  if (data > room) run.checkers.cm_private_data_too_long(run, *id, call, data, room);
 }
 
 // The QPs an id connected are no longer its once it is gone.
-void unlink_qps(State& state, const void* key) {
-  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+void unlink_qps(Run& run, const void* key) {
+  for (Tracked* qp : run.registry.all(ObjectKind::qp))
     if (qp->cm_id_handle == key) qp->cm_id_handle = nullptr;
 }
 
 // rdma_destroy_id wants the id's QP gone first (rdma_destroy_id(3)).
-void check_destroy(State& state, const Tracked& id) {
-  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+void check_destroy(Run& run, const Tracked& id) {
+  for (Tracked* qp : run.registry.all(ObjectKind::qp))
     if (qp->cm_id_handle == id.handle) {
-      state.checkers.cm_id_destroyed_with_qp(state, id, *qp);
+      run.checkers.cm_id_destroyed_with_qp(run, id, *qp);
       return;
     }
 }
 
-void forget(State& state, std::uint32_t handle) {
+void forget(Run& run, std::uint32_t handle) {
   files().erase(handle);
   std::erase_if(uids(), [&](const auto& entry) { return entry.second == handle; });
-  if (Tracked* id = state.registry.find(key_of(handle))) {
-    unlink_qps(state, id->handle);
-    state.remove_object(*id);
+  if (Tracked* id = run.registry.find(key_of(handle))) {
+    unlink_qps(run, id->handle);
+    run.remove_object(*id);
   }
 }
 
 // CONNECT and ACCEPT name the QP the id connects (a connected one: RC, UC;
 // a UD id's QP has no connection to lose): it is the id's from now on.
-void link_qp(State& state, std::uint32_t handle, const rdma_ucm_conn_param& conn) {
-  Tracked* id = state.registry.find(key_of(handle));
-  Tracked* qp = state.registry.find_qp(conn.qp_num & 0xffffff);
+void link_qp(Run& run, std::uint32_t handle, const rdma_ucm_conn_param& conn) {
+  Tracked* id = run.registry.find(key_of(handle));
+  Tracked* qp = run.registry.find_qp(conn.qp_num & 0xffffff);
   if (id == nullptr || qp == nullptr || qp->qp_type == IBV_QPT_UD) return;
   qp->cm_id = id->ref;
   qp->cm_id_handle = id->handle;
 }
 
 // The QP id `handle` connected (CONNECT or ACCEPT named it), if any.
-Tracked* qp_of(State& state, std::uint32_t handle) {
-  const Tracked* id = state.registry.find(key_of(handle));
+Tracked* qp_of(Run& run, std::uint32_t handle) {
+  const Tracked* id = run.registry.find(key_of(handle));
   if (id == nullptr) return nullptr;
-  for (Tracked* qp : state.registry.all(ObjectKind::qp))
+  for (Tracked* qp : run.registry.all(ObjectKind::qp))
     if (qp->cm_id_handle == id->handle) return qp;
   return nullptr;
 }
@@ -248,25 +248,25 @@ Tracked* qp_of(State& state, std::uint32_t handle) {
 // The engine's decision for an opportunity of `kinds` on id `handle`.
 // The level of its record: a relayed file's (a kernel's) faults are made
 // at effect level (provider/cm_relay.h).
-std::optional<Decision> decide(State& state, int fd, Site site, std::uint32_t handle,
+std::optional<Decision> decide(Run& run, int fd, Site site, std::uint32_t handle,
                                FaultKind step, std::initializer_list<FaultKind> kinds,
                                std::optional<CmEvent> event = std::nullopt) {
-  Tracked* id = state.registry.find(key_of(handle));
+  Tracked* id = run.registry.find(key_of(handle));
   if (id == nullptr) return std::nullopt;
   Opportunity at;
   at.site = site;
   at.object = id;
   at.cm_step = step;
   at.cm_event = event;
-  auto decision = state.engine.decide(at, kinds);
+  auto decision = run.engine.decide(at, kinds);
   if (decision) {
     const char* level = provider::cm_relayed(fd) ? "effect" : "cause";
     if (decision->rule->kind == FaultKind::cm_delay)
-      state.engine.record_fault(*id, *decision, level,
+      run.engine.record_fault(*id, *decision, level,
                                 {{"event", to_string(*decision->rule->cm_event)},
                                  {"delay_ms", *decision->rule->delay_ms}});
     else
-      state.engine.record_fault(*id, *decision, level);
+      run.engine.record_fault(*id, *decision, level);
   }
   return decision;
 }
@@ -278,16 +278,16 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
   if (buffer == nullptr || length < sizeof header || !g_active)
     return {provider::cm_write(fd, buffer, length)};
   std::memcpy(&header, buffer, sizeof header);
-  State& state = State::get();
+  Run& run = Run::get();
 
   // Before the command: its checks, and the fault of the step it starts.
   provider::CmFault fault = provider::CmFault::kNone;
   {
-    std::lock_guard lock(state.mutex);
-    check_command(state, header.cmd, buffer, length);
-    if (state.engine.has_rules(Site::cm_command))
+    std::lock_guard lock(run.mutex);
+    check_command(run, header.cmd, buffer, length);
+    if (run.engine.has_rules(Site::cm_command))
       if (const std::optional<Step> step = step_of(header.cmd, buffer, length))
-        if (auto decision = decide(state, fd, Site::cm_command, step->id, step->kind,
+        if (auto decision = decide(run, fd, Site::cm_command, step->id, step->kind,
                                    {FaultKind::cm_addr_error, FaultKind::cm_route_error,
                                     FaultKind::cm_unreachable, FaultKind::cm_reject}))
           fault = cause_of(decision->rule->kind);
@@ -303,23 +303,23 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
     case RDMA_USER_CM_CMD_CREATE_ID:
       if (auto c = command_of<rdma_ucm_create_id>(buffer, length))
         if (auto r = response_of<rdma_ucm_create_id_resp>(c->response)) {
-          std::lock_guard lock(state.mutex);
-          track(state, fd, r->id, qp_type_of(*c));
+          std::lock_guard lock(run.mutex);
+          track(run, fd, r->id, qp_type_of(*c));
           uids()[c->uid] = r->id;
         }
       break;
     case RDMA_USER_CM_CMD_MIGRATE_ID:
       // The id's events go to this file now (the command names the old).
       if (auto c = command_of<rdma_ucm_migrate_id>(buffer, length)) {
-        std::lock_guard lock(state.mutex);
+        std::lock_guard lock(run.mutex);
         if (auto found = files().find(c->id); found != files().end()) found->second = fd;
       }
       break;
     case RDMA_USER_CM_CMD_CONNECT:
     case RDMA_USER_CM_CMD_ACCEPT:
       if (const auto conn = conn_param_of(header.cmd, buffer, length)) {
-        std::lock_guard lock(state.mutex);
-        link_qp(state, conn->first, conn->second);
+        std::lock_guard lock(run.mutex);
+        link_qp(run, conn->first, conn->second);
         // The passive side's ACCEPT names the child's cookie (librdmacm's
         // own ACCEPT that sends the RTU has no parameters).
         if (header.cmd == RDMA_USER_CM_CMD_ACCEPT)
@@ -328,9 +328,9 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       break;
     case RDMA_USER_CM_CMD_DESTROY_ID:
       if (auto c = command_of<rdma_ucm_destroy_id>(buffer, length)) {
-        std::lock_guard lock(state.mutex);
-        if (const Tracked* id = state.registry.find(key_of(c->id))) check_destroy(state, *id);
-        forget(state, c->id);
+        std::lock_guard lock(run.mutex);
+        if (const Tracked* id = run.registry.find(key_of(c->id))) check_destroy(run, *id);
+        forget(run, c->id);
       }
       break;
     case RDMA_USER_CM_CMD_GET_EVENT: {
@@ -348,16 +348,16 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       // A multicast event names the join (ucma's multicast id), not an id:
       // the CM's faults are of ids and their connections.
       if (head->event == kMulticastJoin || head->event == kMulticastError) break;
-      std::lock_guard lock(state.mutex);
+      std::lock_guard lock(run.mutex);
       // A CONNECT_REQUEST names its child (the response's id): the
       // opportunities of its events, cm_delay's of this one too.
-      if (head->event == kConnectRequest) track(state, fd, head->id);
+      if (head->event == kConnectRequest) track(run, fd, head->id);
       if (head->event <= static_cast<std::uint32_t>(CmEvent::timewait_exit) &&
-          state.engine.has_rules(Site::cm_event,
+          run.engine.has_rules(Site::cm_event,
                                  engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
           !provider::cm_event_was_delayed(fd)) {
         const auto event = static_cast<CmEvent>(head->event);
-        if (auto decision = decide(state, fd, Site::cm_event, head->id, FaultKind::cm_delay,
+        if (auto decision = decide(run, fd, Site::cm_event, head->id, FaultKind::cm_delay,
                                    {FaultKind::cm_delay}, event))
           if (provider::cm_delay_event(fd, std::uint64_t{*decision->rule->delay_ms} * 1000000))
             return {result, true};
@@ -366,8 +366,8 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
           head->event == kDisconnected   ? std::optional(FaultKind::cm_lost_disconnect)
           : head->event == kTimewaitExit ? std::optional(FaultKind::cm_timewait_exit_missing)
                                          : std::nullopt;
-      if (step && state.engine.has_rules(Site::cm_event) &&
-          decide(state, fd, Site::cm_event, head->id, *step,
+      if (step && run.engine.has_rules(Site::cm_event) &&
+          decide(run, fd, Site::cm_event, head->id, *step,
                  {FaultKind::cm_lost_disconnect, FaultKind::cm_timewait_exit_missing},
                  static_cast<CmEvent>(head->event)) &&
           provider::cm_withdraw_event(fd, head->id))
@@ -376,10 +376,10 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       // librdmacm moves the QP to RTR as it reads CONNECT_RESPONSE
       // (ucma_process_conn_resp); that modify is to fail.
       if (head->event == kConnectResponse &&
-          state.engine.has_rules(Site::cm_event,
+          run.engine.has_rules(Site::cm_event,
                                  engine::FaultEngine::kind_bit(FaultKind::cm_connect_error)))
-        if (Tracked* qp = qp_of(state, head->id))
-          if (decide(state, fd, Site::cm_event, head->id, FaultKind::cm_connect_error,
+        if (Tracked* qp = qp_of(run, head->id))
+          if (decide(run, fd, Site::cm_event, head->id, FaultKind::cm_connect_error,
                      {FaultKind::cm_connect_error}, CmEvent::connect_response))
             qp->cm_rtr_fails = true;
       // cm_unreachable after ESTABLISHED: on a RoCE port, Linux 6.0+ queues
@@ -388,23 +388,23 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       // establishment: CONNECT_RESPONSE on the active side (librdmacm
       // answers it and reports ESTABLISHED), ESTABLISHED on the passive.
       if ((head->event == kConnectResponse || head->event == kEstablished) &&
-          state.engine.has_rules(Site::cm_command,
+          run.engine.has_rules(Site::cm_command,
                                  engine::FaultEngine::kind_bit(FaultKind::cm_unreachable)) &&
           provider::cm_id_on_ethernet(fd, head->id) &&
-          decide(state, fd, Site::cm_command, head->id, FaultKind::cm_unreachable,
+          decide(run, fd, Site::cm_command, head->id, FaultKind::cm_unreachable,
                  {FaultKind::cm_unreachable}, static_cast<CmEvent>(head->event)))
         provider::cm_neighbour_changed(fd, head->id);
       // cm_device_removal: the device the id is on goes away after this
       // event (hot unplug, a driver unloaded): every id on it hears
       // DEVICE_REMOVAL, and the verbs device of the QP it connected is
       // fatal (IBV_EVENT_DEVICE_FATAL, ib_uverbs' disassociation).
-      if (state.engine.has_rules(Site::cm_event,
+      if (run.engine.has_rules(Site::cm_event,
                                  engine::FaultEngine::kind_bit(FaultKind::cm_device_removal)) &&
           head->event != kDeviceRemoval &&
-          decide(state, fd, Site::cm_event, head->id, FaultKind::cm_device_removal,
+          decide(run, fd, Site::cm_event, head->id, FaultKind::cm_device_removal,
                  {FaultKind::cm_device_removal}, static_cast<CmEvent>(head->event))) {
         removal = DeviceRemoval{head->id, {}};
-        if (const Tracked* qp = qp_of(state, head->id))
+        if (const Tracked* qp = qp_of(run, head->id))
           removal->device = engine::inject::Target{
               qp->handle, static_cast<ibv_context*>(const_cast<void*>(qp->context_handle)),
               qp->simulated};
@@ -412,8 +412,8 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       // The application knows its connection is gone: posts on its QPs
       // from now on can only fail (cm.post_after_disconnect).
       if (head->event == kDisconnected)
-        if (const Tracked* id = state.registry.find(key_of(head->id)))
-          for (Tracked* qp : state.registry.all(ObjectKind::qp))
+        if (const Tracked* id = run.registry.find(key_of(head->id)))
+          for (Tracked* qp : run.registry.all(ObjectKind::qp))
             if (qp->cm_id_handle == id->handle) qp->cm_disconnected = true;
       break;
     }
@@ -421,28 +421,28 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
       break;
   }
   if (removal) {
-    if (removal->device) engine::inject::device_fatal(state.engine, *removal->device);
+    if (removal->device) engine::inject::device_fatal(run.engine, *removal->device);
     provider::cm_device_removed(fd, removal->handle);
   }
   return {result};
 }
 
 void closed(int fd) {
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
   std::vector<std::uint32_t> owned;
   for (const auto& [handle, file] : files())
     if (file == fd) owned.push_back(handle);
-  for (std::uint32_t handle : owned) forget(state, handle);
+  for (std::uint32_t handle : owned) forget(run, handle);
 }
 
 std::string name_of_file(int fd) {
-  State& state = State::get();
+  Run& run = Run::get();
   std::string name = "rdma_cm events of";
   const auto ids = provider::cm_id_states(fd);
   if (ids.empty()) return name + " no id";
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    const Tracked* id = state.registry.find(key_of(ids[i].first));
+    const Tracked* id = run.registry.find(key_of(ids[i].first));
     name +=
         (i == 0 ? " " : ", ") + (id != nullptr ? id->name() : "an id") + " (" + ids[i].second + ")";
   }
@@ -465,45 +465,45 @@ void waiting(int fd, bool starts) {
     g_waits.erase(it);
 }
 
-void deadlocked(State& state) {
+void deadlocked(Run& run) {
   int fd = -1;
   {
     std::lock_guard lock(g_waits_mutex);
     if (g_waits.empty()) return;
     fd = g_waits.front();
   }
-  std::lock_guard lock(state.mutex);
+  std::lock_guard lock(run.mutex);
   // Named on the first id that is not a listener (a connection's event
   // is the likelier one awaited), else the first; the report lists all.
   const Tracked* first = nullptr;
   const Tracked* connection = nullptr;
   for (const auto& [handle, state_name] : provider::cm_id_states(fd)) {
-    const Tracked* id = state.registry.find(key_of(handle));
+    const Tracked* id = run.registry.find(key_of(handle));
     if (id == nullptr) continue;
     if (first == nullptr) first = id;
     if (connection == nullptr && state_name != "listen") connection = id;
   }
   const Tracked* named = connection != nullptr ? connection : first;
-  if (named != nullptr) state.checkers.cm_event_never_comes(state, *named, name_of_file(fd));
+  if (named != nullptr) run.checkers.cm_event_never_comes(run, *named, name_of_file(fd));
 }
 
-bool rtr_fails(State& state, const void* qp) {
-  Tracked* tracked = state.registry.find(qp);
+bool rtr_fails(Run& run, const void* qp) {
+  Tracked* tracked = run.registry.find(qp);
   if (tracked == nullptr || !tracked->cm_rtr_fails) return false;
   tracked->cm_rtr_fails = false;
   return true;
 }
 
-const Tracked* id_of_uid(State& state, std::uint64_t uid) {
+const Tracked* id_of_uid(Run& run, std::uint64_t uid) {
   const auto found = uids().find(uid);
-  return found == uids().end() ? nullptr : state.registry.find(key_of(found->second));
+  return found == uids().end() ? nullptr : run.registry.find(key_of(found->second));
 }
 
 void peer_gone(const void* key) {
   int fd = -1;
   {
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
+    Run& run = Run::get();
+    std::lock_guard lock(run.mutex);
     const auto found = files().find(handle_of(key));
     if (found == files().end()) return;  // destroyed meanwhile
     fd = found->second;
@@ -520,9 +520,9 @@ int cm_refused_modify(const void* qp, const ibv_qp_attr& attr, int mask) {
   // (the provider refuses it), which loaded as the enum would be undefined.
   if (!g_active || (mask & IBV_QP_STATE) == 0 || record::raw_value(attr.qp_state) != IBV_QPS_RTR)
     return 0;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  return cm_faults::rtr_fails(state, qp) ? EINVAL : 0;
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  return cm_faults::rtr_fails(run, qp) ? EINVAL : 0;
 }
 
 }  // namespace verbfault::interposer

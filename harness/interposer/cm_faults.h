@@ -15,7 +15,7 @@
 #include <string>
 
 namespace verbfault::interposer {
-class State;
+class Run;
 struct Tracked;
 }  // namespace verbfault::interposer
 
@@ -41,15 +41,15 @@ void waiting(int fd, bool starts);
 // The scheduler found every thread waiting for good: a wait in
 // rdma_get_cm_event is liveness.blocked_forever on the file's first id
 // (lock not held; the caller ends the run).
-void deadlocked(State& state);
+void deadlocked(Run& run);
 // cm_connect_error fired on the CONNECT_RESPONSE of the id that connected
 // QP `qp`: this modify to RTR (librdmacm's, with the REP's parameters) is
 // the one to fail; true once (lock held).
-bool rtr_fails(State& state, const void* qp);
+bool rtr_fails(Run& run, const void* qp);
 // The id whose librdmacm cookie (the uid CREATE_ID and ACCEPT give the
 // kernel: librdmacm's id_priv, whose first member is the public
 // rdma_cm_id) is `uid`; null when none (lock held).
-const Tracked* id_of_uid(State& state, std::uint64_t uid);
+const Tracked* id_of_uid(Run& run, std::uint64_t uid);
 // cm_disconnect fired on a WR of a QP that id `key` (record::Object::
 // cm_id_handle) connected: the id hears that its peer is gone (lock not
 // held; the QP's flush is the post's).

@@ -2,7 +2,7 @@
 // dropped and coalesced events, held completions released before a wait,
 // the checks' view of event bookkeeping, and the records.
 #include "calls.h"
-#include "state.h"
+#include "run.h"
 #include "hang_watchdog.h"
 #include "saved_ops.h"
 #include "thread_calls.h"
@@ -21,14 +21,14 @@ namespace {
 // A completion event from a wrapped (real provider) channel: an injected
 // one first (`injected` says so), else the provider's own through its fd;
 // waits on the application's fd unless it is non-blocking.
-int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context,
+int next_wrapped_cq_event(Run& run, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context,
                           bool& injected) {
   injected = false;
   for (;;) {
     engine::EventFd fds;
     {
-      std::unique_lock lock(state.mutex);
-      Tracked* tracked = state.registry.find(channel);
+      std::unique_lock lock(run.mutex);
+      Tracked* tracked = run.registry.find(channel);
       if (tracked == nullptr || !tracked->faults->events.wrapped()) {
         lock.unlock();  // the provider may block
         return provider::get_cq_event(channel, cq, cq_context);
@@ -45,7 +45,7 @@ int next_wrapped_cq_event(State& state, ibv_comp_channel* channel, ibv_cq** cq, 
         tracked->faults->injected_cq_events.pop_front();
         tracked->faults->events.consume();
         *cq_context = (*cq)->cq_context;
-        if (Tracked* target = state.registry.find(*cq)) ++target->faults->injected_cq_unacked;
+        if (Tracked* target = run.registry.find(*cq)) ++target->faults->injected_cq_unacked;
         injected = true;
         return 0;
       }
@@ -79,12 +79,12 @@ constexpr std::uint64_t kCoalesceWindowNs = 50'000'000;
 // if none came, the provider stays armed by the harness, and its next
 // event answers an arm the application did not make: swallowed unless the
 // application re-arms first (provider_arm_spent).
-bool merge_next_event(State& state, ibv_comp_channel* channel, ibv_cq* cq) {
+bool merge_next_event(Run& run, ibv_comp_channel* channel, ibv_cq* cq) {
   int provider_fd = -1;
   bool wrapped = false;
   {
-    std::lock_guard lock(state.mutex);
-    Tracked* tracked = state.registry.find(channel);
+    std::lock_guard lock(run.mutex);
+    Tracked* tracked = run.registry.find(channel);
     if (tracked == nullptr) return false;
     wrapped = tracked->faults->events.wrapped();
     if (wrapped) {
@@ -93,7 +93,7 @@ bool merge_next_event(State& state, ibv_comp_channel* channel, ibv_cq* cq) {
       // The simulated device's channel is the application's own fd: an
       // event of another CQ read here could not be shown on it again, so
       // only a channel of this CQ alone waits.
-      for (Tracked* other : state.registry.all(ObjectKind::cq))
+      for (Tracked* other : run.registry.all(ObjectKind::cq))
         if (other->handle != cq && static_cast<const ibv_cq*>(other->handle)->channel == channel)
           return false;
       provider_fd = channel->fd;
@@ -120,14 +120,14 @@ bool merge_next_event(State& state, ibv_comp_channel* channel, ibv_cq* cq) {
       provider::ack_cq_events(cq, 1);
       return true;
     }
-    std::lock_guard lock(state.mutex);
-    if (Tracked* tracked = state.registry.find(channel)) {
+    std::lock_guard lock(run.mutex);
+    if (Tracked* tracked = run.registry.find(channel)) {
       tracked->faults->kept_provider_events.push_back(got);
       tracked->faults->events.signal();
     }
   }
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(cq)) tracked->faults->provider_arm_spent = true;
+  std::lock_guard lock(run.mutex);
+  if (Tracked* tracked = run.registry.find(cq)) tracked->faults->provider_arm_spent = true;
   return false;
 }
 
@@ -138,19 +138,19 @@ bool merge_next_event(State& state, ibv_comp_channel* channel, ibv_cq* cq) {
 // re-armed and slept would wait forever for completions the harness holds.)
 // Those an empty poll released already (held_completions.h) arrived before
 // the wait, and raise nothing now.
-void release_held_completions(State& state, ibv_comp_channel* channel) {
+void release_held_completions(Run& run, ibv_comp_channel* channel) {
   std::vector<std::pair<ibv_cq*, bool>> to_notify;  // CQ, simulated
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     // Usually nothing is held: no list of CQs is built then.
-    if (!state.engine.holds_completions()) return;
-    for (Tracked* tracked : state.registry.all(ObjectKind::cq)) {
+    if (!run.engine.holds_completions()) return;
+    for (Tracked* tracked : run.registry.all(ObjectKind::cq)) {
       auto* cq = static_cast<ibv_cq*>(const_cast<void*>(tracked->handle));
       if (cq->channel != channel || tracked->faults->held.empty() ||
           tracked->faults->held_polls == 0)
         continue;
       tracked->faults->held_polls = 0;
-      state.record(record::CallRecord(tracked->id())
+      run.record(record::CallRecord(tracked->id())
                        .add("held", tracked->faults->held.size())
                        .add("visible", "waiter"));
       if (tracked->simulated || tracked->faults->armed)
@@ -159,13 +159,13 @@ void release_held_completions(State& state, ibv_comp_channel* channel) {
   }
   // The simulated device fires only when the CQ is armed (provider::notify_cq).
   for (auto [cq, simulated] : to_notify)
-    (void)inject::spurious_cq_event(state.engine, cq, simulated);
+    (void)inject::spurious_cq_event(run.engine, cq, simulated);
 }
 
 // Ends a thread's wait on a channel for the checks, however the wait ends.
 class WaitEnd {
  public:
-  WaitEnd(State& state, const ibv_comp_channel* channel) : state_(state), channel_(channel) {}
+  WaitEnd(Run& run, const ibv_comp_channel* channel) : state_(run), channel_(channel) {}
   WaitEnd(const WaitEnd&) = delete;
   WaitEnd& operator=(const WaitEnd&) = delete;
   ~WaitEnd() {
@@ -175,7 +175,7 @@ class WaitEnd {
   }
 
  private:
-  State& state_;
+  Run& state_;
   const ibv_comp_channel* channel_;
 };
 
@@ -185,9 +185,9 @@ namespace {
 
 // The channel whose fd is `fd`, when completions are held back on any CQ
 // (lock held); nullptr otherwise.
-ibv_comp_channel* channel_holding_for(State& state, int fd) {
-  if (!state.engine.holds_completions()) return nullptr;
-  for (Tracked* tracked : state.registry.all(ObjectKind::channel)) {
+ibv_comp_channel* channel_holding_for(Run& run, int fd) {
+  if (!run.engine.holds_completions()) return nullptr;
+  for (Tracked* tracked : run.registry.all(ObjectKind::channel)) {
     auto* channel = static_cast<ibv_comp_channel*>(const_cast<void*>(tracked->handle));
     if (channel->fd == fd) return channel;
   }
@@ -202,18 +202,18 @@ ibv_comp_channel* channel_holding_for(State& state, int fd) {
 // interposer's lock may be held for long by a poll that waits for another
 // process in the simulated device.) The rules are fixed before the first
 // verbs call, so reading them needs no lock.
-bool may_hold(const State& state) {
-  return state.engine.has_rules(engine::Site::completion,
+bool may_hold(const Run& run) {
+  return run.engine.has_rules(engine::Site::completion,
                                 engine::FaultEngine::kind_bit(FaultKind::delayed_completion));
 }
 
 bool holds_for_waiter(int fd) {
-  State& state = State::get();
-  if (!may_hold(state)) return false;
-  std::lock_guard lock(state.mutex);
-  const ibv_comp_channel* channel = channel_holding_for(state, fd);
+  Run& run = Run::get();
+  if (!may_hold(run)) return false;
+  std::lock_guard lock(run.mutex);
+  const ibv_comp_channel* channel = channel_holding_for(run, fd);
   if (channel == nullptr) return false;
-  for (Tracked* tracked : state.registry.all(ObjectKind::cq))
+  for (Tracked* tracked : run.registry.all(ObjectKind::cq))
     if (static_cast<const ibv_cq*>(tracked->handle)->channel == channel &&
         !tracked->faults->held.empty() && tracked->faults->held_polls > 0)
       return true;
@@ -221,36 +221,36 @@ bool holds_for_waiter(int fd) {
 }
 
 void release_held_for_waiter(int fd) {
-  State& state = State::get();
-  if (!may_hold(state)) return;
+  Run& run = Run::get();
+  if (!may_hold(run)) return;
   ibv_comp_channel* channel = nullptr;
   {
-    std::lock_guard lock(state.mutex);
-    channel = channel_holding_for(state, fd);
+    std::lock_guard lock(run.mutex);
+    channel = channel_holding_for(run, fd);
   }
-  if (channel != nullptr) release_held_completions(state, channel);
+  if (channel != nullptr) release_held_completions(run, channel);
 }
 
 int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   bool injected = false;
-  if (!g_active) return next_wrapped_cq_event(State::get(), channel, cq, cq_context, injected);
-  State& state = State::get();
+  if (!g_active) return next_wrapped_cq_event(Run::get(), channel, cq, cq_context, injected);
+  Run& run = Run::get();
   for (;;) {
-    release_held_completions(state, channel);
+    release_held_completions(run, channel);
     ObjectRef waited_on{ObjectKind::channel, 0};
     {
       // What the application leaves behind when it waits; a wait nothing
       // can end is diagnosed here instead of hanging.
-      std::lock_guard lock(state.mutex);
-      if (const Tracked* tracked = state.registry.find(channel)) {
+      std::lock_guard lock(run.mutex);
+      if (const Tracked* tracked = run.registry.find(channel)) {
         waited_on = tracked->ref;
-        state.checkers.before_cq_event_wait(state, *tracked);
-        state.checkers.cq_event_wait_begins(*tracked);
+        run.checkers.before_cq_event_wait(run, *tracked);
+        run.checkers.cq_event_wait_begins(*tracked);
       }
     }
     // The channel counts this thread among its waiters until the wait ends
     // (the checks' teardown window).
-    const WaitEnd wait_end(state, channel);
+    const WaitEnd wait_end(run, channel);
     int got = 0;
     {
       // The hang watchdog sees the thread wait here (hang_watchdog.h).
@@ -265,7 +265,7 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
         errno = EINTR;  // as libibverbs' read(2) of the channel's fd fails
         got = -1;
       } else {
-        got = next_wrapped_cq_event(state, channel, cq, cq_context, injected);
+        got = next_wrapped_cq_event(run, channel, cq, cq_context, injected);
       }
     }
     if (got != 0) {
@@ -276,8 +276,8 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
       errno = error;
       return -1;
     }
-    std::unique_lock lock(state.mutex);
-    Tracked* tracked = state.registry.find(*cq);
+    std::unique_lock lock(run.mutex);
+    Tracked* tracked = run.registry.find(*cq);
     if (tracked == nullptr) return 0;
     if (injected && tracked->faults->armed) {
       tracked->faults->provider_arm_spent = true;
@@ -285,7 +285,7 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
       // The provider answers the arm an injected event answered already:
       // the application, which has not re-armed since, gets no event.
       tracked->faults->provider_arm_spent = false;
-      state.record(record::CallRecord(tracked->id())
+      run.record(record::CallRecord(tracked->id())
                        .add("event", "completion")
                        .add("absorbed", true)
                        .add("why", "not re-armed since an injected event"));
@@ -297,7 +297,7 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
       // coalesce_cq_event: this event is merged into the one delivered
       // before; the harness acknowledges it in the application's place.
       tracked->faults->absorb_next_event = false;
-      state.record(
+      run.record(
           record::CallRecord(tracked->id()).add("event", "completion").add("absorbed", true));
       lock.unlock();
       provider::ack_cq_events(*cq, 1);
@@ -307,9 +307,9 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
     at.site = Site::cq_event;
     at.object = tracked;
     auto decision =
-        state.engine.decide(at, {FaultKind::drop_cq_event, FaultKind::coalesce_cq_event});
+        run.engine.decide(at, {FaultKind::drop_cq_event, FaultKind::coalesce_cq_event});
     if (decision && decision->rule->kind == FaultKind::drop_cq_event) {
-      state.engine.record_fault(*tracked, *decision, "effect");
+      run.engine.record_fault(*tracked, *decision, "effect");
       lock.unlock();
       provider::ack_cq_events(*cq, 1);
       continue;  // the application waits for the next event, if any comes
@@ -320,19 +320,19 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
       // at the CQ before.
       const engine::Decision coalesced = *decision;
       lock.unlock();
-      const bool merged = merge_next_event(state, channel, *cq);
+      const bool merged = merge_next_event(run, channel, *cq);
       lock.lock();
-      if ((tracked = state.registry.find(*cq)) == nullptr) return 0;
-      state.engine.record_fault(*tracked, coalesced, "effect", {{"merged", merged ? 1 : 0}});
+      if ((tracked = run.registry.find(*cq)) == nullptr) return 0;
+      run.engine.record_fault(*tracked, coalesced, "effect", {{"merged", merged ? 1 : 0}});
       tracked->faults->absorb_next_event = !merged;
     } else if (decision) {
       tracked->faults->absorb_next_event = true;
-      state.engine.record_fault(*tracked, *decision, "effect");
+      run.engine.record_fault(*tracked, *decision, "effect");
     }
     hang::progressed();
     tracked->faults->armed = false;  // an event disarms its CQ
-    state.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
-    state.checkers.cq_event_taken(state, *tracked);
+    run.record(record::CallRecord(tracked->id()).add("call", "get_cq_event").add("ret", 0));
+    run.checkers.cq_event_taken(run, *tracked);
     return 0;
   }
 }
@@ -342,10 +342,10 @@ void calls::ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   {
     // Injected events are acknowledged to the harness, not the provider
     // (whose destroy_cq waits for exactly its own count).
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
-    if (Tracked* tracked = state.registry.find(cq)) {
-      if (g_active) state.checkers.cq_events_acked(state, *tracked, nevents);
+    Run& run = Run::get();
+    std::lock_guard lock(run.mutex);
+    if (Tracked* tracked = run.registry.find(cq)) {
+      if (g_active) run.checkers.cq_events_acked(run, *tracked, nevents);
       const unsigned int injected = std::min(nevents, tracked->faults->injected_cq_unacked);
       tracked->faults->injected_cq_unacked -= injected;
       provider_events -= injected;

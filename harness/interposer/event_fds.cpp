@@ -2,7 +2,7 @@
 // events can be delivered through them (engine/runtime/injected_events.h),
 // and lent back to libibverbs around the calls that hand them to the
 // kernel (FdLoan, interposer.h).
-#include "state.h"
+#include "run.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -22,9 +22,9 @@ void wrap_fd(Tracked& tracked, int& fd) {
 }
 
 void unwrap_fd(const void* handle) {
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(handle);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* tracked = run.registry.find(handle);
   if (tracked == nullptr || !tracked->faults->events.wrapped()) return;
   const int provider_fd = tracked->faults->events.unwrap();
   if (tracked->ref.kind == ObjectKind::context)
@@ -42,9 +42,9 @@ FdLoan::FdLoan(ibv_context* context) {
 }
 
 void FdLoan::lend(const void* handle, int* fd) {
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(handle);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* tracked = run.registry.find(handle);
   if (tracked == nullptr || !tracked->faults->events.wrapped()) return;
   handle_ = handle;
   fd_ = fd;
@@ -53,9 +53,9 @@ void FdLoan::lend(const void* handle, int* fd) {
 
 FdLoan::~FdLoan() {
   if (handle_ == nullptr) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(handle_);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* tracked = run.registry.find(handle_);
   if (tracked != nullptr && --tracked->fd_loans == 0)
     *fd_ = tracked->faults->events.application_fd();
 }

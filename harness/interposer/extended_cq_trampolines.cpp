@@ -15,7 +15,7 @@
 #include "injections.h"
 #include "opcodes.h"
 #include "saved_ops.h"
-#include "state.h"
+#include "run.h"
 
 #include <cerrno>
 #include <memory>
@@ -66,23 +66,23 @@ ibv_wc copy_current(const ibv_cq_ex& provider, ibv_cq_ex* cq_ex) {
 }
 
 // Makes `wc` the application's current completion and traces it (lock held).
-int serve(State& state, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv_wc& wc,
+int serve(Run& run, Tracked& cq, ibv_cq_ex* cq_ex, ExtendedCq& ex, const ibv_wc& wc,
           const char* call) {
   ex.current = wc;
   cq_ex->wr_id = wc.wr_id;
   cq_ex->status = wc.status;
-  const record::Completions completion = state.completions(&wc, 1);
-  state.checkers.polled(state, cq, 1, completion);
-  state.record(record::CallRecord(cq.id()).add("call", call).add("ret", 0).add("wc", completion));
+  const record::Completions completion = run.completions(&wc, 1);
+  run.checkers.polled(run, cq, 1, completion);
+  run.record(record::CallRecord(cq.id()).add("call", call).add("ret", 0).add("wc", completion));
   hang::progressed();
   return 0;
 }
 
-int refuse(State& state, Tracked& cq, const char* call, int error) {
+int refuse(Run& run, Tracked& cq, const char* call, int error) {
   const std::string name = errno_name(error);
-  state.record(record::CallRecord(cq.id()).add("call", call).add("ret", name));
+  run.record(record::CallRecord(cq.id()).add("call", call).add("ret", name));
   if (error == ENOENT) {
-    state.checkers.polled(state, cq, 1, {});  // an empty poll
+    run.checkers.polled(run, cq, 1, {});  // an empty poll
     hang::idle(call, cq.ref);
   }
   return error;
@@ -91,18 +91,18 @@ int refuse(State& state, Tracked& cq, const char* call, int error) {
 // ibv_start_poll (first) and ibv_next_poll: the next completion for the
 // application, held ones first once due.
 int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
-  State& state = State::get();
+  Run& run = Run::get();
   ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
   const char* call = first ? "start_poll" : "next_poll";
   if (int error = before_call(std::nullopt, cq, OnDeadDevice::work)) return error;
   ibv_cq_ex provider;
   bool provider_polling = false;
   {
-    std::unique_lock lock(state.mutex);
+    std::unique_lock lock(run.mutex);
     ExtendedCq* ex = find(cq_ex);
-    Tracked* tracked = state.registry.find(cq);
+    Tracked* tracked = run.registry.find(cq);
     if (ex == nullptr || tracked == nullptr) return ENOENT;
-    if (tracked->faults->overflowed) return refuse(state, *tracked, call, EIO);
+    if (tracked->faults->overflowed) return refuse(run, *tracked, call, EIO);
     engine::ObjectFaults& faults = *tracked->faults;
     if (first) faults.absorb_next_event = false;  // the application looks at the CQ
     if (!faults.held.empty()) {
@@ -110,17 +110,17 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
         // Still held: the CQ looks empty. An empty start_poll is an empty
         // poll (held_completions.h); a next_poll's ENOENT ends a poll that
         // returned some.
-        const int empty = refuse(state, *tracked, call, ENOENT);
-        if (first && release_after_empty_poll(state, *tracked)) {
+        const int empty = refuse(run, *tracked, call, ENOENT);
+        if (first && release_after_empty_poll(run, *tracked)) {
           const bool simulated = tracked->simulated;
           lock.unlock();
-          (void)inject::spurious_cq_event(state.engine, cq, simulated);
+          (void)inject::spurious_cq_event(run.engine, cq, simulated);
         }
         return empty;
       }
       const ibv_wc wc = faults.held.front();
       faults.held.erase(faults.held.begin());
-      return serve(state, *tracked, cq_ex, *ex, wc, call);
+      return serve(run, *tracked, cq_ex, *ex, wc, call);
     }
     provider = ex->provider;
     provider_polling = ex->provider_polling;
@@ -138,33 +138,33 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   bool simulated = false;
   int returned = result;
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     ExtendedCq* ex = find(cq_ex);
-    Tracked* tracked = state.registry.find(cq);
+    Tracked* tracked = run.registry.find(cq);
     if (ex == nullptr || tracked == nullptr) return result;
-    if (result != 0) return refuse(state, *tracked, call, result);
+    if (result != 0) return refuse(run, *tracked, call, result);
     ex->provider_polling = true;
     // Rewrites and delays as for ibv_poll_cq (one completion); a delayed
     // one is held, and later polls do not reach the provider while
     // anything is held.
-    const record::ObjectId qp = state.registry.qp_id(wc.qp_num);
+    const record::ObjectId qp = run.registry.qp_id(wc.qp_num);
     std::vector<ibv_qp*> errors;
-    if (engine::apply_to_polled(state.engine, *tracked, &wc, &qp, 0, 1, errors) == 0) {
+    if (engine::apply_to_polled(run.engine, *tracked, &wc, &qp, 0, 1, errors) == 0) {
       // After ENOENT from start_poll the application does not call
       // end_poll: the provider's session is closed here.
       close_provider = first;
-      returned = refuse(state, *tracked, call, ENOENT);
-      if (first) event_for_released = release_after_empty_poll(state, *tracked);
+      returned = refuse(run, *tracked, call, ENOENT);
+      if (first) event_for_released = release_after_empty_poll(run, *tracked);
       simulated = tracked->simulated;
     } else {
-      serve(state, *tracked, cq_ex, *ex, wc, call);
+      serve(run, *tracked, cq_ex, *ex, wc, call);
     }
     if (!errors.empty()) to_error = errors.front();
     if (close_provider) ex->provider_polling = false;
   }
   if (close_provider) provider.end_poll(cq_ex);
   if (to_error != nullptr) inject::qp_to_error(to_error);
-  if (event_for_released) (void)inject::spurious_cq_event(state.engine, cq, simulated);
+  if (event_for_released) (void)inject::spurious_cq_event(run.engine, cq, simulated);
   return returned;
 }
 
@@ -180,7 +180,7 @@ int next_poll(ibv_cq_ex* cq_ex) {
 void end_poll(ibv_cq_ex* cq_ex) {
   decltype(ibv_cq_ex::end_poll) provider_end = nullptr;
   {
-    std::lock_guard lock(State::get().mutex);
+    std::lock_guard lock(Run::get().mutex);
     ExtendedCq* ex = find(cq_ex);
     if (ex == nullptr || !ex->provider_polling) return;  // served from held copies only
     ex->provider_polling = false;
@@ -193,7 +193,7 @@ void end_poll(ibv_cq_ex* cq_ex) {
 // interposer turned it into an error).
 template <auto Field, class Result>
 Result read(ibv_cq_ex* cq_ex) {
-  std::lock_guard lock(State::get().mutex);
+  std::lock_guard lock(Run::get().mutex);
   ExtendedCq* ex = find(cq_ex);
   if (ex == nullptr) return Result{};
   // An error completion's opcode is the poison (ibv_poll_cq(3)): passed on
@@ -255,7 +255,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   created(ObjectKind::cq, ibv_cq_ex_to_cq(cq_ex), context, "create_cq_ex",
           {{"cqe", attr->cqe}, {"wc_flags", attr->wc_flags}});
   if (!g_active) return cq_ex;
-  std::lock_guard lock(State::get().mutex);
+  std::lock_guard lock(Run::get().mutex);
   wrap(cq_ex);
   return cq_ex;
 }

@@ -18,7 +18,7 @@
 #include "opcodes.h"
 #include "post_decisions.h"
 #include "saved_ops.h"
-#include "state.h"
+#include "run.h"
 
 #include <cerrno>
 #include <memory>
@@ -51,16 +51,16 @@ ExtendedQp* find(ibv_qp_ex* qpx) {
 }
 
 void start(ibv_qp_ex* qpx) {
-  State& state = State::get();
+  Run& run = Run::get();
   decltype(ibv_qp_ex::wr_start) original = nullptr;
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     ExtendedQp* ex = find(qpx);
     if (ex == nullptr) return;
     ex->plan = PostPlan{};
     ex->wrs.clear();
     ex->built = 0;
-    Tracked* qp = state.registry.find(&qpx->qp_base);
+    Tracked* qp = run.registry.find(&qpx->qp_base);
     ex->doomed_before = qp != nullptr ? qp->faults->doomed.size() : 0;
     original = ex->provider.wr_start;
   }
@@ -71,15 +71,15 @@ void start(ibv_qp_ex* qpx) {
 // signaled when doomed, then runs the provider's builder.
 template <auto Builder, Opcode kOpcode, class... Args>
 void build(ibv_qp_ex* qpx, Args... args) {
-  State& state = State::get();
+  Run& run = Run::get();
   std::remove_cvref_t<decltype(ibv_qp_ex{}.*Builder)> original = nullptr;
   bool force_signaled = false;
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     ExtendedQp* ex = find(qpx);
     if (ex == nullptr) return;
     original = ex->provider.*Builder;
-    Tracked* qp = state.registry.find(&qpx->qp_base);
+    Tracked* qp = run.registry.find(&qpx->qp_base);
     const std::size_t index = ex->built++;
     PostedWr wr{qpx->wr_id, Side::send, kOpcode, qpx->wr_flags};
     // An ibv_wr_* builder has no length yet (its data comes from a later
@@ -91,10 +91,10 @@ void build(ibv_qp_ex* qpx, Args... args) {
     summary.has_flags = true;
     summary.has_length = false;
     ex->wrs.push_back(summary);
-    if (qp != nullptr) state.checkers.send_built(state, *qp, wr.send_flags);
+    if (qp != nullptr) run.checkers.send_built(run, *qp, wr.send_flags);
     if (qp != nullptr && ex->plan.stop == SIZE_MAX) {
       const std::size_t forced = ex->plan.force_signaled.size();
-      engine::decide_wr(state.engine, *qp, qp, Verb::post_send, wr, index, ex->plan);
+      engine::decide_wr(run.engine, *qp, qp, Verb::post_send, wr, index, ex->plan);
       force_signaled = ex->plan.force_signaled.size() > forced;
     }
   }
@@ -107,14 +107,14 @@ void build(ibv_qp_ex* qpx, Args... args) {
 }
 
 // Forgets the doomed WRs of a batch that was not posted (lock held).
-void undoom(State& state, ibv_qp_ex* qpx, const ExtendedQp& ex) {
-  if (Tracked* qp = state.registry.find(&qpx->qp_base))
+void undoom(Run& run, ibv_qp_ex* qpx, const ExtendedQp& ex) {
+  if (Tracked* qp = run.registry.find(&qpx->qp_base))
     while (qp->faults->doomed.size() > ex.doomed_before) qp->faults->doomed.pop_back();
 }
 
-void trace_batch(State& state, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int result) {
-  if (Tracked* qp = state.registry.find(&qpx->qp_base)) {
-    state.record(record::CallRecord(qp->id())
+void trace_batch(Run& run, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int result) {
+  if (Tracked* qp = run.registry.find(&qpx->qp_base)) {
+    run.record(record::CallRecord(qp->id())
                      .add("call", call)
                      .add("wrs", std::span<const record::WrSummary>(ex.wrs))
                      .add("ret", result));
@@ -123,18 +123,18 @@ void trace_batch(State& state, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call,
 }
 
 int complete(ibv_qp_ex* qpx) {
-  State& state = State::get();
+  Run& run = Run::get();
   ibv_qp* qp = &qpx->qp_base;
   int error = before_call(std::nullopt, qp);
   ExtendedQp snapshot;
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     ExtendedQp* ex = find(qpx);
     if (ex == nullptr) return EINVAL;
     if (error == 0) error = ex->plan.error;  // verb_failure: the whole batch fails
     if (error != 0) {
-      undoom(state, qpx, *ex);
-      trace_batch(state, qpx, *ex, "wr_complete", error);
+      undoom(run, qpx, *ex);
+      trace_batch(run, qpx, *ex, "wr_complete", error);
     }
     snapshot.provider = ex->provider;
     snapshot.plan = ex->plan;
@@ -146,24 +146,24 @@ int complete(ibv_qp_ex* qpx) {
   if (snapshot.plan.flush) inject::qp_to_error(qp);  // the batch is posted in ERR: flushed
   if (snapshot.plan.cm_disconnect != nullptr) cm_faults::peer_gone(snapshot.plan.cm_disconnect);
   const int result = snapshot.provider.wr_complete(qpx);
-  std::lock_guard lock(state.mutex);
+  std::lock_guard lock(run.mutex);
   if (result == 0) hang::progressed();
   if (ExtendedQp* ex = find(qpx)) {
-    if (result != 0) undoom(state, qpx, *ex);
-    trace_batch(state, qpx, *ex, "wr_complete", result);
+    if (result != 0) undoom(run, qpx, *ex);
+    trace_batch(run, qpx, *ex, "wr_complete", result);
   }
   return result;
 }
 
 void abort(ibv_qp_ex* qpx) {
-  State& state = State::get();
+  Run& run = Run::get();
   decltype(ibv_qp_ex::wr_abort) original = nullptr;
   {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard lock(run.mutex);
     ExtendedQp* ex = find(qpx);
     if (ex == nullptr) return;
-    undoom(state, qpx, *ex);
-    trace_batch(state, qpx, *ex, "wr_abort", 0);
+    undoom(run, qpx, *ex);
+    trace_batch(run, qpx, *ex, "wr_abort", 0);
     original = ex->provider.wr_abort;
   }
   original(qpx);
@@ -221,7 +221,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   if (!g_active || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) return qp;
   // ibv_qp_to_qp_ex(3) of the QP's provider.
   if (ibv_qp_ex* qpx = provider::qp_to_qp_ex(qp)) {
-    std::lock_guard lock(State::get().mutex);
+    std::lock_guard lock(Run::get().mutex);
     wrap(qpx);
   }
   return qp;

@@ -2,7 +2,7 @@
 
 #include "hang_watch.h"
 #include "scheduler.h"
-#include "state.h"
+#include "run.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -164,23 +164,23 @@ struct Seen {
                 "no verbs call made progress for %.1f s while every thread waited or spun in a "
                 "call the harness sees (a time limit: --hang-after S, VERBFAULT_HANG_AFTER)",
                 static_cast<double>(quiet_ns) / 1e9);
-  State& state = State::get();
-  state.mutex.lock();
+  Run& run = Run::get();
+  run.mutex.lock();
   // The finding is about what the threads wait on; else the first context.
   const Tracked* target = nullptr;
   const std::string wanted = name_of(object);
   for (ObjectKind kind :
        {ObjectKind::channel, ObjectKind::cq, ObjectKind::context, ObjectKind::qp, ObjectKind::srq})
-    for (Tracked* tracked : state.registry.all(kind))
+    for (Tracked* tracked : run.registry.all(kind))
       if (target == nullptr && tracked->name() == wanted) target = tracked;
   if (target == nullptr)
-    for (Tracked* tracked : state.registry.all(ObjectKind::context))
+    for (Tracked* tracked : run.registry.all(ObjectKind::context))
       if (target == nullptr) target = tracked;
-  if (target != nullptr) state.checkers.hung(state, *target, message, waits);
+  if (target != nullptr) run.checkers.hung(run, *target, message, waits);
   std::fprintf(stderr, "verbfault: %s; what each thread waits for:\n%s", message, waits.c_str());
   std::fprintf(stderr, "verbfault: the program made no progress; ending it with exit status %d\n",
                exit_status::kHang);
-  state.end_run(exit_status::kHang);
+  run.end_run(exit_status::kHang);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 
 namespace verbfault::interposer::hang {
 
-// From the configuration (the State's constructor); 0: off.
+// From the configuration (the Run's constructor); 0: off.
 void configure(std::uint64_t after_ns);
 bool enabled();
 // How often the watchdog thread should look.

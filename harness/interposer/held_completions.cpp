@@ -4,10 +4,10 @@
 
 namespace verbfault::interposer {
 
-bool release_after_empty_poll(State& state, Tracked& cq) {
+bool release_after_empty_poll(Run& run, Tracked& cq) {
   engine::ObjectFaults& faults = *cq.faults;
   if (!engine::released_by_empty_poll(faults)) return false;
-  state.record(record::CallRecord(cq.id())
+  run.record(record::CallRecord(cq.id())
                    .add("held", faults.held.size())
                    .add("visible", "after_empty_poll"));
   // The simulated device knows whether the CQ is armed (provider::notify_cq

@@ -7,7 +7,7 @@
 // more after arming finds them.
 #pragma once
 
-#include "state.h"
+#include "run.h"
 
 namespace verbfault::interposer {
 
@@ -16,6 +16,6 @@ namespace verbfault::interposer {
 // them) and records it. Returns whether an event is owed: the CQ was armed
 // before they arrived, so its arm covers them (the caller injects it
 // without the lock: inject::spurious_cq_event).
-bool release_after_empty_poll(State& state, Tracked& cq);
+bool release_after_empty_poll(Run& run, Tracked& cq);
 
 }  // namespace verbfault::interposer

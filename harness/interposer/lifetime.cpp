@@ -1,7 +1,7 @@
 // Naming and lifetime: every object the front door hands out gets its
 // stable name ("qp#3") when it is created, is traced with its calls, and is
 // forgotten by the registry, the engine and the checks when destroyed.
-#include "state.h"
+#include "run.h"
 #include "callers.h"
 #include "hang_watchdog.h"
 #include "saved_ops.h"
@@ -14,23 +14,23 @@ namespace verbfault::interposer {
 
 namespace {
 
-ObjectRef context_of(State& state, const void* parent) {
-  if (Tracked* tracked = state.registry.find(parent)) return tracked->context;
+ObjectRef context_of(Run& run, const void* parent) {
+  if (Tracked* tracked = run.registry.find(parent)) return tracked->context;
   return {ObjectKind::context, 0};
 }
 
 // Once per process, at the first real device opened: which checks are off
 // there, and why (lock held).
-void say_checks_off(State& state, const char* device_name) {
+void say_checks_off(Run& run, const char* device_name) {
   static bool said = false;
   if (said) return;
   said = true;
-  const std::string off = state.checkers.needing_simulated_device();
+  const std::string off = run.checkers.needing_simulated_device();
   if (off.empty()) return;
-  const bool hangs = state.checkers.enabled("liveness.hang") && state.config.hang_after_ns != 0;
+  const bool hangs = run.checkers.enabled("liveness.hang") && run.config.hang_after_ns != 0;
   char hang_after[32];
   std::snprintf(hang_after, sizeof hang_after, "%g s",
-                static_cast<double>(state.config.hang_after_ns) / 1e9);
+                static_cast<double>(run.config.hang_after_ns) / 1e9);
   std::fprintf(stderr,
                "verbfault: checks off on %s, a real provider: %s (they need the simulated "
                "device's view: what a CQ holds, what is due on its clock); %s\n",
@@ -44,18 +44,18 @@ void say_checks_off(State& state, const char* device_name) {
 }  // namespace
 
 void opened(ibv_context* context, const char* device_name) {
-  State& state = State::get();
+  Run& run = Run::get();
   const bool simulated = provider::simulated(context);
   {
-    std::lock_guard lock(state.mutex);
-    Tracked& tracked = state.add_object(ObjectKind::context, context, {}, simulated);
+    std::lock_guard lock(run.mutex);
+    Tracked& tracked = run.add_object(ObjectKind::context, context, {}, simulated);
     if (!simulated) wrap_fd(tracked, context->async_fd);
     if (g_active)
-      state.record(record::CallRecord(tracked.id())
+      run.record(record::CallRecord(tracked.id())
                        .add("call", "open_device")
                        .add("device", device_name)
                        .add("provider", simulated ? "simulated" : "real"));
-    if (g_active && !simulated) say_checks_off(state, device_name);
+    if (g_active && !simulated) say_checks_off(run, device_name);
   }
   if (!save_ops(context)) {
     std::fprintf(stderr, "verbfault: too many open contexts to interpose on; %s is not wrapped\n",
@@ -74,37 +74,37 @@ void closing(ibv_context* context, int result) {
     // What the application left open goes with the context (the simulated
     // device frees it; a real provider leaks it): forgotten here, so that
     // no later object at the same address inherits its name.
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
+    Run& run = Run::get();
+    std::lock_guard lock(run.mutex);
     std::vector<const void*> children;
     std::string names;
     for (ObjectKind kind : {ObjectKind::qp, ObjectKind::srq, ObjectKind::cq, ObjectKind::ah,
                             ObjectKind::mr, ObjectKind::pd, ObjectKind::channel})
-      for (Tracked* object : state.registry.all(kind))
+      for (Tracked* object : run.registry.all(kind))
         if (object->context_handle == context) {
           children.push_back(object->handle);
           names += (names.empty() ? "" : ", ") + object->name();
         }
     if (g_active && !children.empty())
-      if (Tracked* tracked = state.registry.find(context))
-        state.checkers.closed_with_children(state, *tracked, names);
-    for (const void* child : children) state.remove_object(*state.registry.find(child));
+      if (Tracked* tracked = run.registry.find(context))
+        run.checkers.closed_with_children(run, *tracked, names);
+    for (const void* child : children) run.remove_object(*run.registry.find(child));
   }
   destroyed(context, "close_device", result);
 }
 
 void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
              Fields args) {
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
   const bool simulated = [&] {
-    if (Tracked* p = state.registry.find(parent)) return p->simulated;
+    if (Tracked* p = run.registry.find(parent)) return p->simulated;
     return false;
   }();
   // Already named (a create the real library made through another export
   // of ours): one object, one name.
-  if (state.registry.find(handle) != nullptr) return;
-  Tracked& tracked = state.add_object(kind, handle, context_of(state, parent), simulated);
+  if (run.registry.find(handle) != nullptr) return;
+  Tracked& tracked = run.add_object(kind, handle, context_of(run, parent), simulated);
   if (kind == ObjectKind::channel && !simulated)
     wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
   if (!g_active) return;
@@ -114,21 +114,21 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
         if (field.key == key) return field.value.unsigned_integer;
       return 0;
     };
-    state.checkers.qp_created(state, tracked, static_cast<std::uint32_t>(arg("max_send_wr")),
+    run.checkers.qp_created(run, tracked, static_cast<std::uint32_t>(arg("max_send_wr")),
                               static_cast<std::uint32_t>(arg("max_recv_wr")),
                               arg("sq_sig_all") != 0);
   }
   record::CallRecord created(tracked.id());
   created.add("call", call);
-  if (Tracked* p = state.registry.find(parent)) created.add("parent", p->ref);
+  if (Tracked* p = run.registry.find(parent)) created.add("parent", p->ref);
   for (const record::Field& field : args) created.add(field.key, field.value);
-  state.record(created.add("ret", "ok"));
+  run.record(created.add("ret", "ok"));
 }
 
 void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge) {
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(handle)) {
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  if (Tracked* tracked = run.registry.find(handle)) {
     tracked->max_send_sge = max_send_sge;
     tracked->max_recv_sge = max_recv_sge;
   }
@@ -136,34 +136,34 @@ void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t ma
 
 void kept_by_library(const void* handle, const void* caller) {
   if (handle == nullptr || !called_from_connection_manager(caller)) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(handle)) tracked->kept_by_library = true;
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  if (Tracked* tracked = run.registry.find(handle)) tracked->kept_by_library = true;
 }
 
 void create_failed(const void* parent, std::string_view call, Fields args, int error) {
   if (!g_active) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* p = state.registry.find(parent);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* p = run.registry.find(parent);
   if (p == nullptr) return;
   record::CallRecord failed(p->id());
   failed.add("call", call);
   for (const record::Field& field : args) failed.add(field.key, field.value);
   const std::string name = errno_name(error);
-  state.record(failed.add("ret", "error").add("errno", name));
+  run.record(failed.add("ret", "error").add("errno", name));
 }
 
 void destroyed(const void* handle, std::string_view call, int result) {
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(handle);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* tracked = run.registry.find(handle);
   if (tracked == nullptr) return;
   if (g_active)
-    state.record(record::CallRecord(tracked->id()).add("call", call).add("ret", result));
-  if (result != 0 && g_active) state.checkers.destroy_refused(state, *tracked, result);
+    run.record(record::CallRecord(tracked->id()).add("call", call).add("ret", result));
+  if (result != 0 && g_active) run.checkers.destroy_refused(run, *tracked, result);
   if (result == 0) {
-    state.remove_object(*tracked);
+    run.remove_object(*tracked);
   } else if (!tracked->simulated && !tracked->faults->events.wrapped()) {
     // Still alive after all: its fd is wrapped again.
     if (tracked->ref.kind == ObjectKind::channel)
@@ -175,36 +175,36 @@ void destroyed(const void* handle, std::string_view call, int result) {
 
 void destroying(const void* handle) {
   if (!g_active) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(handle)) state.checkers.destroying(state, *tracked);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  if (Tracked* tracked = run.registry.find(handle)) run.checkers.destroying(run, *tracked);
 }
 
 void joining() {
   if (!g_active) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  state.checkers.joining(state);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  run.checkers.joining(run);
 }
 
 void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
   if (!g_active) return;
   hang::progressed();
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  if (Tracked* tracked = state.registry.find(qp)) state.checkers.qp_modified(*tracked, attr, mask);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  if (Tracked* tracked = run.registry.find(qp)) run.checkers.qp_modified(*tracked, attr, mask);
 }
 
 void traced(const void* object, std::string_view call, Fields fields) {
   if (!g_active) return;
-  State& state = State::get();
-  std::lock_guard lock(state.mutex);
-  Tracked* tracked = state.registry.find(object);
+  Run& run = Run::get();
+  std::lock_guard lock(run.mutex);
+  Tracked* tracked = run.registry.find(object);
   if (tracked == nullptr) return;
   record::CallRecord line(tracked->id());
   line.add("call", call);
   for (const record::Field& field : fields) line.add(field.key, field.value);
-  state.record(line);
+  run.record(line);
 }
 
 }  // namespace verbfault::interposer

@@ -39,7 +39,7 @@ struct Tracked : record::Object {
 class ObjectRegistry {
  public:
   // A new object at `handle`; an object the registry still holds at that
-  // address must have been removed first (State::add_object does: the
+  // address must have been removed first (Run::add_object does: the
   // engine and the checks forget it too).
   Tracked& add(ObjectKind kind, const void* handle, ObjectRef context, bool simulated);
   // nullptr for objects the front door did not hand out.

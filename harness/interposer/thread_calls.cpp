@@ -10,7 +10,7 @@
 #include "libc.h"
 #include "observation.h"
 #include "scheduler.h"
-#include "state.h"
+#include "run.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -133,9 +133,9 @@ class HarnessWorld final : public scheduler::World {
     }
   }
   std::string fd_name(int fd) override {
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
-    const Tracked* owner = owner_of(state, fd);
+    Run& run = Run::get();
+    std::lock_guard lock(run.mutex);
+    const Tracked* owner = owner_of(run, fd);
     if (owner == nullptr) return "fd " + std::to_string(fd);
     return name_of(*owner);
   }
@@ -145,12 +145,12 @@ class HarnessWorld final : public scheduler::World {
   bool holder_waits_in_device() override { return provider::waiting_for_another_process(); }
   bool real_time_device() override { return g_real_device_opened.load(std::memory_order_relaxed); }
   [[noreturn]] void deadlock(const std::string& report) override {
-    cm_faults::deadlocked(State::get());  // a wait for a CM event: which id's
+    cm_faults::deadlocked(Run::get());  // a wait for a CM event: which id's
     std::fprintf(stderr,
                  "verbfault: %s\nverbfault: the program can never make progress; "
                  "ending it with exit status %d\n",
                  report.c_str(), exit_status::kHang);
-    State::get().end_run(exit_status::kHang);
+    Run::get().end_run(exit_status::kHang);
   }
 
   static bool poll_readable(int fd) {
@@ -170,8 +170,8 @@ class HarnessWorld final : public scheduler::World {
   };
   EventFds event_fds(const int* fds, std::size_t count) {
     EventFds found;
-    State& state = State::get();
-    std::lock_guard lock(state.mutex);
+    Run& run = Run::get();
+    std::lock_guard lock(run.mutex);
     for (std::size_t i = 0; i < count; ++i) {
       // A CM file of the simulated fabric: fed by this process's own calls
       // and clock unless another process shares the fabric; a relayed one
@@ -184,7 +184,7 @@ class HarnessWorld final : public scheduler::World {
                         cm_faults::name_of_file(fds[i]).c_str());
         continue;
       }
-      const Tracked* owner = owner_of(state, fds[i]);
+      const Tracked* owner = owner_of(run, fds[i]);
       // A simulated device's fd is fed from outside too when another
       // process shares its fabric: its frames raise events.
       found.external |= owner == nullptr || !owner->simulated || provider::shares_fabric();
@@ -204,10 +204,10 @@ class HarnessWorld final : public scheduler::World {
   }
 
   // The channel or context whose fd (as the application sees it) is `fd`.
-  static const Tracked* owner_of(State& state, int fd) {
-    for (Tracked* tracked : state.registry.all(ObjectKind::channel))
+  static const Tracked* owner_of(Run& run, int fd) {
+    for (Tracked* tracked : run.registry.all(ObjectKind::channel))
       if (static_cast<const ibv_comp_channel*>(tracked->handle)->fd == fd) return tracked;
-    for (Tracked* tracked : state.registry.all(ObjectKind::context))
+    for (Tracked* tracked : run.registry.all(ObjectKind::context))
       if (static_cast<const ibv_context*>(tracked->handle)->async_fd == fd) return tracked;
     return nullptr;
   }
@@ -224,12 +224,12 @@ __attribute__((tls_model("initial-exec"))) thread_local bool t_last_poll_empty =
 // A thread released by the watchdog: the trace and stderr say from where
 // the run is no longer a function of the seed.
 void note_escape(const scheduler::Escape& escape) {
-  State& state = State::get();
+  Run& run = Run::get();
   std::uint64_t position = 0;
   {
-    std::unique_lock lock(state.mutex);
-    position = state.trace.records();
-    state.record(record::CallRecord({record::kNoSlot, {ObjectKind::thread, escape.thread}})
+    std::unique_lock lock(run.mutex);
+    position = run.trace.records();
+    run.record(record::CallRecord({record::kNoSlot, {ObjectKind::thread, escape.thread}})
                      .add("event", "escaped")
                      .add("activity", escape.what));
   }
@@ -1191,7 +1191,7 @@ class OutsideWait {
     if (slot_ == kNoSlot) g_outside_fds_unknown.fetch_add(1, std::memory_order_acq_rel);
     g_outside_waiters.fetch_add(1, std::memory_order_relaxed);
     if (g_outside_fds_unknown.load(std::memory_order_acquire) == 0 && provider::shares_fabric() &&
-        State::every_thread_waits_outside() &&
+        Run::every_thread_waits_outside() &&
         !g_marked_idle_outside.exchange(true, std::memory_order_acq_rel)) {
       std::array<int, kOutsideFdSlots> fds{};
       std::size_t count = 0;
@@ -1369,7 +1369,7 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
   // with something to read, is the C library's at once. The registry is
   // asked last, and must be: the harness itself reads files through
   // libstdc++ (a caller outside the RDMA stack) while it holds the
-  // interposer's lock (State::replay_line), and a file is always readable.
+  // interposer's lock (Run::replay_line), and a file is always readable.
   // The poll costs a system call (a 1-byte read of /dev/zero by a
   // scheduled thread: 615 ns, 240 ns without the scheduler).
   if (scheduled(caller) && !HarnessWorld::poll_readable(fd) && blocking(fd)) {

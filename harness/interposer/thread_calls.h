@@ -20,13 +20,13 @@
 
 namespace verbfault::interposer::thread_calls {
 
-// Starts the scheduler (the State's constructor, when VERBFAULT_THREADS
+// Starts the scheduler (the Run's constructor, when VERBFAULT_THREADS
 // asks for it): the calling thread is thread 0.
 void start(const scheduler::Options& options);
 // Starts the process's watchdog thread, once (the scheduler's escapes,
 // the hang watchdog: hang_watchdog.h).
 void start_watchdog();
-// In a forked child (the State's fork handler): its own schedule and
+// In a forked child (the Run's fork handler): its own schedule and
 // watchdog.
 void after_fork_in_child();
 // The harness's own threads in this process (the watchdog): not the
@@ -144,7 +144,7 @@ ssize_t recvmsg(int fd, msghdr* message, int flags, const void* caller);
 // accept(2) or a receive on a blocking socket: such a thread makes no
 // verbs call until something outside the process wakes it (libfabric's
 // name server thread in accept, a server reading its control socket).
-// State::may_block_in_device counts them out of the threads that could
+// Run::may_block_in_device counts them out of the threads that could
 // run. Lock-free; a snapshot.
 int outside_waiters();
 

@@ -18,7 +18,7 @@
 #include "cm_faults.h"
 #include "observation.h"
 #include "saved_ops.h"
-#include "state.h"
+#include "run.h"
 #include "conditions.h"
 
 #include <cerrno>
@@ -33,10 +33,10 @@ namespace {
 // call-site faults of the call (interposer.h before_call). Returns nullptr
 // when the object is not the harness's (or went away while a fault was
 // injected): the provider's op is then called untouched, without the lock.
-Tracked* enter(State& state, std::unique_lock<record::RunLock>& lock, const void* object,
+Tracked* enter(Run& run, std::unique_lock<record::RunLock>& lock, const void* object,
                OnDeadDevice on_dead, int& error) {
   error = 0;
-  Tracked* tracked = state.registry.find(object);
+  Tracked* tracked = run.registry.find(object);
   if (tracked == nullptr) {
     lock.unlock();
     return nullptr;
@@ -44,8 +44,8 @@ Tracked* enter(State& state, std::unique_lock<record::RunLock>& lock, const void
   // Nothing to do at the call site without call-site rules, unless a real
   // device may have been declared dead (call_site_faults).
   const bool may_be_dead = !tracked->simulated && on_dead == OnDeadDevice::fail;
-  if (may_be_dead || state.engine.has_rules(Site::call))
-    error = call_site_faults(state, lock, tracked, std::nullopt, on_dead);
+  if (may_be_dead || run.engine.has_rules(Site::call))
+    error = call_site_faults(run, lock, tracked, std::nullopt, on_dead);
   if (tracked == nullptr) lock.unlock();
   return tracked;
 }
@@ -73,7 +73,7 @@ record::WrSummary summary_of(const Tracked& object, const Wr& wr) {
 // Decides every WR of the list (lock held), records the faults, and fills
 // `wrs` with what the trace shows of each WR.
 template <class Wr>
-PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* list,
+PostPlan decide_post(Run& run, Tracked& object, Tracked* qp, Verb verb, Wr* list,
                      std::vector<record::WrSummary>& wrs) {
   PostPlan plan;
   // Only ibv_post_send on a simulated QP can hand the device conditions.
@@ -81,8 +81,8 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
   // Nothing to decide without posted-WR rules, doomed WRs ahead, or a port
   // the interposer took down (real providers only).
   const engine::ObjectFaults* context =
-      object.simulated ? nullptr : state.engine.context_faults(object);
-  const bool decide = state.engine.has_rules(Site::posted_wr) ||
+      object.simulated ? nullptr : run.engine.context_faults(object);
+  const bool decide = run.engine.has_rules(Site::posted_wr) ||
                       (qp && !qp->faults->doomed.empty()) ||
                       (context != nullptr && context->port_down);
   wrs.clear();
@@ -100,7 +100,7 @@ PostPlan decide_post(State& state, Tracked& object, Tracked* qp, Verb verb, Wr* 
       posted.side = Side::recv;
       posted.opcode = Opcode::recv;
     }
-    engine::decide_wr(state.engine, object, qp, verb, posted, index, plan, can_cause);
+    engine::decide_wr(run.engine, object, qp, verb, posted, index, plan, can_cause);
   }
   return plan;
 }
@@ -160,20 +160,20 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
 template <class Object, class Wr, class Op>
 [[gnu::noinline]] int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
                                      Op op) {
-  State& state = State::get();
-  std::unique_lock lock(state.mutex);
+  Run& run = Run::get();
+  std::unique_lock lock(run.mutex);
   int error = 0;
-  Tracked* tracked = enter(state, lock, object, OnDeadDevice::fail, error);
+  Tracked* tracked = enter(run, lock, object, OnDeadDevice::fail, error);
   // Nothing of the list was posted: bad_wr points at its first WR.
   if (error != 0) return *bad_wr = list, error;
   if (tracked == nullptr) return op(object, list, bad_wr);
   Tracked* tracked_qp = qp != nullptr ? tracked : nullptr;
   if constexpr (std::is_same_v<Wr, ibv_send_wr>)
-    state.checkers.send_posted(state, *tracked, list);
+    run.checkers.send_posted(run, *tracked, list);
   else
-    state.checkers.recv_posted(state, *tracked, list);
-  std::vector<record::WrSummary>& wrs = state.posted_wrs;
-  PostPlan plan = decide_post(state, *tracked, tracked_qp, verb, list, wrs);
+    run.checkers.recv_posted(run, *tracked, list);
+  std::vector<record::WrSummary>& wrs = run.posted_wrs;
+  PostPlan plan = decide_post(run, *tracked, tracked_qp, verb, list, wrs);
   int result = 0;
   std::vector<record::WrSummary> fired_wrs;  // when the lock is released below
   if (plan.stop == SIZE_MAX && plan.force_signaled.empty() && plan.caused.empty()) {
@@ -202,7 +202,7 @@ template <class Object, class Wr, class Op>
     result = execute_post(list, bad_wr, plan, post, qp, real);
     if (plan.cm_disconnect != nullptr) cm_faults::peer_gone(plan.cm_disconnect);
     lock.lock();
-    if ((tracked = state.registry.find(object)) == nullptr) return result;
+    if ((tracked = run.registry.find(object)) == nullptr) return result;
   }
   if (result == 0) hang::progressed();
   record::CallRecord posted(tracked->id());
@@ -214,7 +214,7 @@ template <class Object, class Wr, class Op>
     for (Wr* wr = list; wr != nullptr && wr != *bad_wr; wr = wr->next) ++index;
     posted.add("bad_wr", index);
   }
-  state.record(posted);
+  run.record(posted);
   return result;
 }
 
@@ -249,29 +249,29 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 // ---- poll_cq ---------------------------------------------------------------------------
 
 // The poll record: its arguments, the count it returned and the completions.
-void record_poll(State& state, Tracked& cq, int num_entries, int ret,
+void record_poll(Run& run, Tracked& cq, int num_entries, int ret,
                  const record::Completions& completions = {}) {
   record::CallRecord polled(cq.id());
   polled.add("call", "poll_cq").add("max", num_entries).add("ret", ret);
   if (completions.count > 0) polled.add("wc", completions);
-  state.record(polled);
+  run.record(polled);
 }
 
 // One lock acquisition when no rule fires: the decisions, the provider's
 // poll (which never blocks), the rewrites and the record happen under it.
 [[gnu::noinline]] int interposed_poll_cq(const FastPathOps* ops, ibv_cq* cq, int num_entries,
                                          ibv_wc* wc) {
-  State& state = State::get();
-  std::unique_lock lock(state.mutex);
+  Run& run = Run::get();
+  std::unique_lock lock(run.mutex);
   int error = 0;
-  Tracked* tracked = enter(state, lock, cq, OnDeadDevice::work, error);
+  Tracked* tracked = enter(run, lock, cq, OnDeadDevice::work, error);
   if (error != 0) return -error;
   if (tracked == nullptr) return ops->poll_cq(cq, num_entries, wc);
   // The application looks at the CQ: a coalesced event is no longer owed.
   tracked->faults->absorb_next_event = false;
   if (tracked->faults->overflowed) {
     // Effect-level overflow on a real provider: only destroy works now.
-    record_poll(state, *tracked, num_entries, -EIO);
+    record_poll(run, *tracked, num_entries, -EIO);
     return -EIO;
   }
   // A poll for one completion cannot return fewer without returning none,
@@ -281,45 +281,45 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   constexpr std::uint32_t kPollOneKinds =
       engine::FaultEngine::kinds_mask({FaultKind::verb_failure, FaultKind::cq_overflow});
   std::optional<Decision> decision;
-  if (state.engine.has_rules(Site::poll, num_entries >= 2 ? kPollKinds : kPollOneKinds)) {
+  if (run.engine.has_rules(Site::poll, num_entries >= 2 ? kPollKinds : kPollOneKinds)) {
     Opportunity at;
     at.site = Site::poll;
     at.object = tracked;
     at.verb = Verb::poll_cq;
     decision = num_entries >= 2
-                   ? state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow,
+                   ? run.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow,
                                               FaultKind::partial_poll})
-                   : state.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow});
+                   : run.engine.decide(at, {FaultKind::verb_failure, FaultKind::cq_overflow});
   }
   int limit = num_entries;
   if (decision) {
     const Rule& rule = *decision->rule;
     if (rule.kind == FaultKind::verb_failure) {
       const std::string error = errno_name(*rule.error);
-      state.engine.record_fault(*tracked, *decision, "effect", {{"errno", error}});
-      record_poll(state, *tracked, num_entries, -*rule.error);
+      run.engine.record_fault(*tracked, *decision, "effect", {{"errno", error}});
+      record_poll(run, *tracked, num_entries, -*rule.error);
       return -*rule.error;
     }
     if (rule.kind == FaultKind::partial_poll) {
       // Fewer than asked for: 1 .. num_entries - 1, drawn from the seed.
       // Never none while completions wait: an application may take an
       // empty poll for an empty CQ (ibv_poll_cq(3)) and go to sleep.
-      const std::uint64_t bits = engine::draw(state.engine.seed(), decision->rule_index,
+      const std::uint64_t bits = engine::draw(run.engine.seed(), decision->rule_index,
                                               decision->object_key, decision->opportunity, 1);
       limit = 1 + static_cast<int>(bits % static_cast<std::uint64_t>(num_entries - 1));
-      state.engine.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
+      run.engine.record_fault(*tracked, *decision, "effect", {{"limit", limit}});
     }
     if (rule.kind == FaultKind::cq_overflow) {
       const inject::Target target{cq, cq->context, tracked->simulated};
       const Decision d = *decision;
       lock.unlock();
-      const inject::Level level = inject::cq_overflow(state.engine, target);
+      const inject::Level level = inject::cq_overflow(run.engine, target);
       lock.lock();
-      if ((tracked = state.registry.find(cq)) == nullptr) return ops->poll_cq(cq, num_entries, wc);
-      state.engine.record_fault(*tracked, d, inject::to_string(level));
+      if ((tracked = run.registry.find(cq)) == nullptr) return ops->poll_cq(cq, num_entries, wc);
+      run.engine.record_fault(*tracked, d, inject::to_string(level));
       if (tracked->faults->overflowed) {
         // The overflowing poll already fails, as on the simulated device.
-        record_poll(state, *tracked, num_entries, -EIO);
+        record_poll(run, *tracked, num_entries, -EIO);
         return -EIO;
       }
     }
@@ -332,9 +332,9 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   // The simulated device may have waited for another process and given up
   // (sim/fabric_wait.h): the trace says where the wall clock decided.
   if (provider::timing_notes_pending()) [[unlikely]]
-    state.record_timing_notes(tracked->id());
+    run.record_timing_notes(tracked->id());
   if (polled < 0) {
-    record_poll(state, *tracked, num_entries, polled);
+    record_poll(run, *tracked, num_entries, polled);
     return count > 0 ? count : polled;
   }
   // Each completion's QP, looked up once: for the engine, the checks and
@@ -344,27 +344,27 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   std::vector<ibv_qp*> to_error;
   int visible = 0;
   if (count + polled > 0) {
-    completions = state.completions(wc, static_cast<std::size_t>(count + polled));
-    visible = engine::apply_to_polled(state.engine, *tracked, wc, completions.qps, count,
+    completions = run.completions(wc, static_cast<std::size_t>(count + polled));
+    visible = engine::apply_to_polled(run.engine, *tracked, wc, completions.qps, count,
                                       count + polled, to_error);
     completions.count = static_cast<std::size_t>(visible);
   }
-  state.checkers.polled(state, *tracked, num_entries, completions);
+  run.checkers.polled(run, *tracked, num_entries, completions);
   bool event_for_released = false;
   if (visible == 0) {
-    state.trace.empty_poll(tracked->id(), num_entries);  // a spin loop: counted, one record
+    run.trace.empty_poll(tracked->id(), num_entries);  // a spin loop: counted, one record
     hang::idle("ibv_poll_cq", tracked->ref);
     if (!faults.held.empty()) [[unlikely]]
-      event_for_released = release_after_empty_poll(state, *tracked);
+      event_for_released = release_after_empty_poll(run, *tracked);
   } else {
-    record_poll(state, *tracked, num_entries, visible, completions);
+    record_poll(run, *tracked, num_entries, visible, completions);
     hang::progressed();
   }
   if (to_error.empty() && !event_for_released) return visible;
   const bool simulated = tracked->simulated;
   lock.unlock();
   for (ibv_qp* qp : to_error) inject::qp_to_error(qp);
-  if (event_for_released) (void)inject::spurious_cq_event(state.engine, cq, simulated);
+  if (event_for_released) (void)inject::spurious_cq_event(run.engine, cq, simulated);
   return visible;
 }
 
@@ -373,22 +373,22 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
 // One lock acquisition when no rule fires (the provider's arm never blocks).
 [[gnu::noinline]] int interposed_req_notify_cq(const FastPathOps* ops, ibv_cq* cq,
                                                int solicited_only) {
-  State& state = State::get();
-  std::unique_lock lock(state.mutex);
+  Run& run = Run::get();
+  std::unique_lock lock(run.mutex);
   int error = 0;
-  Tracked* tracked = enter(state, lock, cq, OnDeadDevice::fail, error);
+  Tracked* tracked = enter(run, lock, cq, OnDeadDevice::fail, error);
   if (error != 0) return error;
   if (tracked == nullptr) return ops->req_notify_cq(cq, solicited_only);
   std::optional<Decision> decision;
-  if (state.engine.has_rules(Site::arm)) {
+  if (run.engine.has_rules(Site::arm)) {
     Opportunity at;
     at.site = Site::arm;
     at.object = tracked;
     at.verb = Verb::req_notify_cq;
-    decision = state.engine.decide(at, {FaultKind::verb_failure, FaultKind::spurious_cq_event});
+    decision = run.engine.decide(at, {FaultKind::verb_failure, FaultKind::spurious_cq_event});
   }
   auto record_arm = [&](int ret) {
-    state.record(record::CallRecord(tracked->id())
+    run.record(record::CallRecord(tracked->id())
                      .add("call", "req_notify_cq")
                      .add("solicited", solicited_only != 0)
                      .add("ret", ret));
@@ -396,7 +396,7 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   if (decision && decision->rule->kind == FaultKind::verb_failure) {
     const int error = *decision->rule->error;
     const std::string name = errno_name(error);
-    state.engine.record_fault(*tracked, *decision, "effect", {{"errno", name}});
+    run.engine.record_fault(*tracked, *decision, "effect", {{"errno", name}});
     record_arm(error);
     return error;
   }
@@ -404,7 +404,7 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
   if (result == 0) {
     tracked->faults->armed = true;
     tracked->faults->provider_arm_spent = false;  // the provider's arm is the application's again
-    state.checkers.armed(state, *tracked);
+    run.checkers.armed(run, *tracked);
   }
   if (decision) {
     // A spurious event on a real provider is queued by the interposer
@@ -412,10 +412,10 @@ void record_poll(State& state, Tracked& cq, int num_entries, int ret,
     const bool simulated = tracked->simulated;
     lock.unlock();
     inject::Level level = inject::Level::unsupported;
-    if (result == 0) level = inject::spurious_cq_event(state.engine, cq, simulated);
+    if (result == 0) level = inject::spurious_cq_event(run.engine, cq, simulated);
     lock.lock();
-    if ((tracked = state.registry.find(cq)) == nullptr) return result;
-    state.engine.record_fault(*tracked, *decision, inject::to_string(level));
+    if ((tracked = run.registry.find(cq)) == nullptr) return result;
+    run.engine.record_fault(*tracked, *decision, inject::to_string(level));
   }
   record_arm(result);
   return result;

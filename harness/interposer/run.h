@@ -28,21 +28,21 @@ using engine::PostPlan;
 using engine::Site;
 namespace inject = engine::inject;
 
-class State;
+class Run;
 void wrap_fd(Tracked& tracked, int& fd);
 
 // The call-site faults of a call on `tracked` (interposer.h before_call),
 // with the lock held; the lock is released while a fired fault is
 // injected, and `tracked` found again after (nullptr: gone meanwhile).
-int call_site_faults(State& state, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
+int call_site_faults(Run& run, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
                      std::optional<Verb> verb, OnDeadDevice on_dead);
 
 // Set once before main (library constructor), read without a lock.
 extern std::atomic<bool> g_active;
 
-class State final : public checkers::Host, public engine::Recorder {
+class Run final : public checkers::Host, public engine::Recorder {
  public:
-  static State& get();
+  static Run& get();
 
   // The interposer lock (record/run_lock.h): guards everything below.
   // Held across the provider's non-blocking fast-path ops only; never
@@ -100,7 +100,7 @@ class State final : public checkers::Host, public engine::Recorder {
   void finish(bool check_leaks = true) noexcept;
 
  private:
-  State();
+  Run();
   // The end-of-run line for verbfault run (VERBFAULT_SUMMARY).
   void write_summary() const noexcept;
   // In the child of a fork(2) (pthread_atfork): its own trace, its

@@ -1,7 +1,7 @@
 // The interposer's state: configuration from the environment, the trace,
 // and the end of the run (coverage, trace hash) at exit or on a fatal
 // signal.
-#include "state.h"
+#include "run.h"
 
 #include "thread_calls.h"
 
@@ -35,7 +35,7 @@ const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, 
 
 // Writes the trace and the summary, then dies of the same signal.
 void on_fatal_signal(int signal) {
-  State::get().finish();
+  Run::get().finish();
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
@@ -49,19 +49,19 @@ std::vector<std::string> command_words() {
 }
 
 void at_exit() {
-  State::get().finish();
+  Run::get().finish();
 }
 
 }  // namespace
 
-State& State::get() {
+Run& Run::get() {
   // Never destroyed: calls may still arrive from other threads or from
   // other libraries' destructors after exit() began.
-  static State* state = new State();
-  return *state;
+  static Run* run = new Run();
+  return *run;
 }
 
-State::State() {
+Run::Run() {
   announce_started();
   try {
     config = config_from_environment();
@@ -73,8 +73,8 @@ State::State() {
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);
   g_active = environment_active_ = config.active;
-  provider::set_wait_permission(&State::may_block_in_device);
-  provider::set_ack_possible(&State::others_may_ack);
+  provider::set_wait_permission(&Run::may_block_in_device);
+  provider::set_ack_possible(&Run::others_may_ack);
   if (!g_active) return;
   if (config.draw_freedoms) provider::set_freedom_seed(config.seed);
   if (!config.seed_given)
@@ -85,8 +85,8 @@ State::State() {
   // A forked child is a process of its own: its trace goes beside the
   // parent's (record::forked_trace_path, named by the parent's count of
   // forks), not over the parent's journal.
-  pthread_atfork([] { ++State::get().forks_; }, nullptr,
-                 [] { State::get().become_forked_child(); });
+  pthread_atfork([] { ++Run::get().forks_; }, nullptr,
+                 [] { Run::get().become_forked_child(); });
   // The hang watchdog (hang_watchdog.h) looks from the scheduler's
   // watchdog thread, or from one of its own without the scheduler.
   const bool watch_hangs = config.hang_after_ns != 0 && checkers.enabled("liveness.hang");
@@ -104,7 +104,7 @@ State::State() {
   }
 }
 
-void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms) {
+void Run::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms) {
   provider::set_freedom_seed(draw_freedoms ? std::optional(seed) : std::nullopt);
   std::lock_guard lock(mutex);
   engine.configure(plan, seed, config.process);
@@ -115,7 +115,7 @@ void State::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedo
   install_all_trampolines();  // contexts opened while the harness was off
 }
 
-void State::end_session() {
+void Run::end_session() {
   provider::set_freedom_seed(
       environment_active_ && config.draw_freedoms ? std::optional(config.seed) : std::nullopt);
   std::lock_guard lock(mutex);
@@ -124,7 +124,7 @@ void State::end_session() {
   g_active = environment_active_;
 }
 
-Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated) {
+Tracked& Run::add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated) {
   // A provider may reuse an address after destroy: the new object takes
   // over the address under its own name.
   if (Tracked* previous = registry.find(handle)) remove_object(*previous);
@@ -136,14 +136,14 @@ Tracked& State::add_object(ObjectKind kind, const void* handle, ObjectRef contex
   return tracked;
 }
 
-void State::remove_object(Tracked& object) {
+void Run::remove_object(Tracked& object) {
   hang::progressed();
   checkers.forget(object);
   engine.object_removed(object);
   registry.remove(object.handle);
 }
 
-std::string State::replay_line() const {
+std::string Run::replay_line() const {
   if (const char* line = std::getenv("VERBFAULT_REPRODUCE")) return line;  // from verbfault run
   return engine::environment_line({engine.seed(),
                                    {},
@@ -185,14 +185,14 @@ int threads_not_waiting_outside() {
 
 }  // namespace
 
-bool State::alone() const {
+bool Run::alone() const {
   if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
   // Without the scheduler: the process has one thread, and those the
   // simulated device runs itself.
   return thread_count() == 1 + provider::device_threads() + thread_calls::harness_threads();
 }
 
-bool State::may_block_in_device() {
+bool Run::may_block_in_device() {
   // Bounded: the device asks under its own lock, which the scheduler takes
   // under the scheduler's (advance_device).
   if (scheduler::scheduler().running())
@@ -204,13 +204,13 @@ bool State::may_block_in_device() {
   return threads_not_waiting_outside() == 2 + thread_calls::harness_threads();
 }
 
-bool State::every_thread_waits_outside() {
+bool Run::every_thread_waits_outside() {
   // Without the scheduler only (its decider marks the device itself).
   return threads_not_waiting_outside() ==
          provider::device_threads() + thread_calls::harness_threads();
 }
 
-bool State::others_may_ack() {
+bool Run::others_may_ack() {
   // Asked by the device under its own lock, as may_block_in_device.
   if (scheduler::scheduler().running()) return !scheduler::scheduler().others_idle(true);
   // The application's threads besides the caller: all but the caller, the
@@ -219,7 +219,7 @@ bool State::others_may_ack() {
   return thread_count() > 2 + thread_calls::harness_threads();
 }
 
-void State::record_timing_notes(record::ObjectId object) {
+void Run::record_timing_notes(record::ObjectId object) {
   for (const std::string& note : provider::take_timing_notes()) {
     const std::uint64_t position = trace.records();
     record(record::CallRecord(object).add("event", "timing").add("what", note));
@@ -228,23 +228,23 @@ void State::record_timing_notes(record::ObjectId object) {
   }
 }
 
-std::string State::threads_report(std::string_view doing) const {
+std::string Run::threads_report(std::string_view doing) const {
   return scheduler::scheduler().threads_report(doing);
 }
 
-void State::end_run(int status) {
+void Run::end_run(int status) {
   finish(/*check_leaks=*/false);  // the lock is the caller's: no leak check
   std::fflush(nullptr);
   std::_Exit(status);
 }
 
-record::Completions State::completions(const ibv_wc* wc, std::size_t count) {
+record::Completions Run::completions(const ibv_wc* wc, std::size_t count) {
   if (completion_qps_.size() < count) completion_qps_.resize(count);
   for (std::size_t i = 0; i < count; ++i) completion_qps_[i] = registry.qp_id(wc[i].qp_num);
   return {wc, completion_qps_.data(), count};
 }
 
-void State::finish(bool check_leaks) noexcept {
+void Run::finish(bool check_leaks) noexcept {
   // Not under the lock: a fatal signal may arrive while it is held.
   if (!g_active || finished_.exchange(true)) return;
   {
@@ -285,7 +285,7 @@ void State::finish(bool check_leaks) noexcept {
                static_cast<unsigned long long>(trace.records()));
 }
 
-void State::become_forked_child() noexcept {
+void Run::become_forked_child() noexcept {
   // The only thread now; the lock may have been held by another thread of
   // the parent at fork(2), so it is not taken (nor was it for the parent's
   // journal before).
@@ -300,7 +300,7 @@ void State::become_forked_child() noexcept {
     for (Tracked* tracked : registry.all(kind)) tracked->inherited_from_parent = true;
 }
 
-void State::write_summary() const noexcept {
+void Run::write_summary() const noexcept {
   // One write(2) of one line with O_APPEND: the lines of processes that
   // end together do not mix. No stdio: a fatal signal may have got here.
   char line[128];
@@ -320,7 +320,7 @@ void State::write_summary() const noexcept {
 // Reads the configuration before main: a bad variable stops the process
 // before the application starts.
 [[gnu::constructor]] static void initialize() {
-  State::get();
+  Run::get();
 }
 
 }  // namespace verbfault::interposer
