@@ -6,8 +6,8 @@
 
 namespace verbfault::fabric {
 
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state run) {
-  return interposer::calls::set_port_state(context, port, run);
+int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state) {
+  return interposer::calls::set_port_state(context, port, state);
 }
 
 int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid) {

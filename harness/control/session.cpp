@@ -11,41 +11,41 @@ namespace verbfault {
 Session::Session(Plan plan, std::uint64_t seed, Freedoms freedoms)
     : plan_(std::move(plan)), seed_(seed), freedoms_(freedoms) {
   for (const Rule& rule : plan_.rules) validate(rule, "Session");
-  interposer::Run::get().begin_session(plan_, seed_, freedoms == Freedoms::drawn);
+  interposer::process_run().begin_session(plan_, seed_, freedoms == Freedoms::drawn);
 }
 
 Session::~Session() {
-  interposer::Run::get().end_session();
+  interposer::process_run().end_session();
 }
 
 std::vector<std::string> Session::trace() const {
-  auto& run = interposer::Run::get();
+  auto& run = interposer::process_run();
   std::lock_guard lock(run.mutex);
   run.trace.flush_idle();
   return run.trace.captured();
 }
 
 std::uint64_t Session::trace_hash() const {
-  auto& run = interposer::Run::get();
+  auto& run = interposer::process_run();
   std::lock_guard lock(run.mutex);
   run.trace.flush_idle();
   return run.trace.hash();
 }
 
 std::vector<std::uint64_t> Session::fired() const {
-  auto& run = interposer::Run::get();
+  auto& run = interposer::process_run();
   std::lock_guard lock(run.mutex);
   return run.engine.fired();
 }
 
 std::vector<Finding> Session::findings() const {
-  auto& run = interposer::Run::get();
+  auto& run = interposer::process_run();
   std::lock_guard lock(run.mutex);
   return run.checkers.findings();
 }
 
 void Session::report_outcome(const ibv_qp* qp, std::uint64_t wr_id, bool success) {
-  auto& run = interposer::Run::get();
+  auto& run = interposer::process_run();
   std::lock_guard lock(run.mutex);
   if (interposer::Tracked* tracked = run.registry.find(qp))
     run.checkers.outcome_reported(run, *tracked, wr_id, success);

@@ -100,7 +100,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     return -1;
   }
   const int result = real(channel, event);
-  if (result == 0 && event != nullptr) cm_events::got(*event);
+  if (result == 0 && event != nullptr) cm_events::got(process_run(), *event);
   return result;
 }
 
@@ -112,7 +112,7 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
     errno = ENOSYS;
     return -1;
   }
-  cm_events::acked(event);  // before: the event is freed by the ack
+  cm_events::acked(process_run(), event);  // before: the event is freed by the ack
   return real(event);
 }
 
@@ -124,7 +124,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
     errno = ENOSYS;
     return -1;
   }
-  cm_events::destroying(id);
+  cm_events::destroying(process_run(), id);
   return real(id);
 }
 

@@ -7,21 +7,25 @@
 #include "verb_table.h"
 
 namespace {
+namespace interposer = verbfault::interposer;
 namespace calls = verbfault::interposer::calls;
 namespace thread_calls = verbfault::interposer::thread_calls;
 }  // namespace
 
-// POINT: a scheduling point first. CALLER: the same, and the interposer
+// Each reads the process's run (interposer.h process_run) and passes it
+// on. POINT: a scheduling point first. CALLER: the same, and the interposer
 // learns who called (the return address into the program or library).
 // INSIDE: libibverbs and librdmacm call these from within another verb;
 // no scheduling point there.
 #define VERBFAULT_FORWARD_POINT(name, args) \
   thread_calls::verbs_point();              \
-  return calls::name args;
-#define VERBFAULT_FORWARD_CALLER(name, args) \
-  thread_calls::verbs_point();               \
-  return calls::name(VERBFAULT_UNPAREN args, __builtin_return_address(0));
-#define VERBFAULT_FORWARD_INSIDE(name, args) return calls::name args;
+  return calls::name(interposer::process_run(), VERBFAULT_UNPAREN args);
+#define VERBFAULT_FORWARD_CALLER(name, args)                               \
+  thread_calls::verbs_point();                                             \
+  return calls::name(interposer::process_run(), VERBFAULT_UNPAREN args,    \
+                     __builtin_return_address(0));
+#define VERBFAULT_FORWARD_INSIDE(name, args) \
+  return calls::name(interposer::process_run(), VERBFAULT_UNPAREN args);
 
 #define VERBFAULT_EXPORT(ret, name, symbol, version, params, args, front, route, by) \
   ret symbol params { VERBFAULT_FORWARD_##front(name, args) }

@@ -50,7 +50,7 @@ int next_async_event(Run& run, ibv_context* context, ibv_async_event* event) {
     {
       // libibverbs reads context->async_fd: the provider's (non-blocking)
       // fd is lent back for the call.
-      FdLoan provider_fd(context);
+      FdLoan provider_fd(run, context);
       result = provider::get_async_event(context, event);
       error = errno;
     }
@@ -62,11 +62,10 @@ int next_async_event(Run& run, ibv_context* context, ibv_async_event* event) {
 
 }  // namespace
 
-void calls::ack_async_event(ibv_async_event* event) {
-  Run& run = Run::get();
+void calls::ack_async_event(Run& run, ibv_async_event* event) {
   {
     std::lock_guard lock(run.mutex);
-    if (g_active)
+    if (run.active())
       if (const void* element = record::element_of(*event))
         run.checkers.async_event_acked(run, run.registry.find(element));
     for (Tracked* context : run.registry.all(ObjectKind::context)) {
@@ -81,10 +80,9 @@ void calls::ack_async_event(ibv_async_event* event) {
   provider::ack_async_event(event);
 }
 
-int calls::get_async_event(ibv_context* context, ibv_async_event* event) {
-  Run& run = Run::get();
+int calls::get_async_event(Run& run, ibv_context* context, ibv_async_event* event) {
   ObjectRef waited_on{ObjectKind::context, 0};
-  if (g_active) {
+  if (run.active()) {
     std::lock_guard lock(run.mutex);
     if (const Tracked* tracked = run.registry.find(context)) {
       waited_on = tracked->ref;
@@ -108,7 +106,7 @@ int calls::get_async_event(ibv_context* context, ibv_async_event* event) {
       result = next_async_event(run, context, event);
     }
   }
-  if (!g_active) return result;
+  if (!run.active()) return result;
   const int error = errno;
   if (result == 0)
     hang::progressed();

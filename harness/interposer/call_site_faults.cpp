@@ -24,9 +24,8 @@ bool active() {
   return g_active;
 }
 
-void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+void adjust_port_attr(Run& run, const ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   (void)port;  // the emulated condition is per context (its one port)
-  Run& run = Run::get();
   std::lock_guard lock(run.mutex);
   Tracked* tracked = run.registry.find(context);
   if (tracked != nullptr && tracked->faults->port_down) attr->state = IBV_PORT_DOWN;
@@ -104,9 +103,8 @@ int call_site_faults(Run& run, std::unique_lock<record::RunLock>& lock, Tracked*
   return 0;
 }
 
-int before_call(std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
-  if (!g_active) return 0;
-  Run& run = Run::get();
+int before_call(Run& run, std::optional<Verb> verb, const void* object, OnDeadDevice on_dead) {
+  if (!run.active()) return 0;
   std::unique_lock lock(run.mutex);
   Tracked* tracked = run.registry.find(object);
   if (tracked == nullptr) return 0;

@@ -24,13 +24,13 @@ namespace verbfault::interposer::calls {
 // A create call's result: a new object is named and traced, a failure
 // traced against its parent; errno is kept.
 template <class Handle>
-Handle* created(Handle* handle, ObjectKind kind, const void* parent, std::string_view call,
-                Fields args = {}) {
+Handle* created(Run& run, Handle* handle, ObjectKind kind, const void* parent,
+                std::string_view call, Fields args = {}) {
   const int error = errno;
   if (handle != nullptr)
-    interposer::created(kind, handle, parent, call, args);
+    interposer::created(run, kind, handle, parent, call, args);
   else
-    interposer::create_failed(parent, call, args, error);
+    interposer::create_failed(run, parent, call, args, error);
   errno = error;
   return handle;
 }
@@ -43,14 +43,16 @@ Handle* fail_create(int error) {
 }
 
 // ---- the verbs (record/verb_table.h) ----
-// One function per row of the verb table, with the verb's own signature;
-// a CALLER row's takes the return address of the exported call as well.
+// One function per row of the verb table, with the verb's own signature
+// after the run it acts on (the front door passes it: interposer.h); a
+// CALLER row's takes the return address of the exported call as well.
 // Defined in calls_device.cpp, calls_resources.cpp, completion_events.cpp
 // and async_events.cpp.
-#define VERBFAULT_DECLARE_CALL_POINT(ret, name, params) ret name params;
-#define VERBFAULT_DECLARE_CALL_INSIDE(ret, name, params) ret name params;
+#define VERBFAULT_DECLARE_CALL_POINT(ret, name, params) \
+  ret name(Run& run, VERBFAULT_UNPAREN params);
+#define VERBFAULT_DECLARE_CALL_INSIDE VERBFAULT_DECLARE_CALL_POINT
 #define VERBFAULT_DECLARE_CALL_CALLER(ret, name, params) \
-  ret name(VERBFAULT_UNPAREN params, const void* caller);
+  ret name(Run& run, VERBFAULT_UNPAREN params, const void* caller);
 #define VERBFAULT_DECLARE_CALL(ret, name, symbol, version, params, args, front, route, by) \
   VERBFAULT_DECLARE_CALL_##front(ret, name, params)
 VERBFAULT_VERBS(VERBFAULT_DECLARE_CALL)
@@ -60,7 +62,7 @@ VERBFAULT_VERBS(VERBFAULT_DECLARE_CALL)
 #undef VERBFAULT_DECLARE_CALL_CALLER
 
 // ---- the simulated fabric's conditions (verbfault/fabric.h; calls_device.cpp) ----
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state run);
+int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state);
 int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid);
 int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid);
 int device_fatal(ibv_context* context);

@@ -47,23 +47,20 @@ const rdma_cm_id* counted_on(const rdma_cm_event& event) {
 
 }  // namespace
 
-void got(const rdma_cm_event* event) {
-  if (event == nullptr || !g_active) return;
-  Run& run = Run::get();
+void got(Run& run, const rdma_cm_event* event) {
+  if (event == nullptr || !run.active()) return;
   std::lock_guard lock(run.mutex);
   held()[event] = Held{counted_on(*event), event->event, gettid()};
 }
 
-void acked(const rdma_cm_event* event) {
-  if (event == nullptr || !g_active) return;
-  Run& run = Run::get();
+void acked(Run& run, const rdma_cm_event* event) {
+  if (event == nullptr || !run.active()) return;
   std::lock_guard lock(run.mutex);
   held().erase(event);
 }
 
-void destroying(const rdma_cm_id* id) {
-  if (id == nullptr || !g_active) return;
-  Run& run = Run::get();
+void destroying(Run& run, const rdma_cm_id* id) {
+  if (id == nullptr || !run.active()) return;
   std::unique_lock lock(run.mutex);
   unsigned count = 0;
   std::string events;

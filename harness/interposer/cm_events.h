@@ -9,18 +9,20 @@
 // files: the simulated one, or a kernel's behind the relay.
 #pragma once
 
+#include "interposer.h"
+
 struct rdma_cm_event;
 struct rdma_cm_id;
 
 namespace verbfault::interposer::cm_events {
 
 // rdma_get_cm_event returned `event`.
-void got(const rdma_cm_event* event);
+void got(Run& run, const rdma_cm_event* event);
 // rdma_ack_cm_event(event) is called.
-void acked(const rdma_cm_event* event);
+void acked(Run& run, const rdma_cm_event* event);
 // rdma_destroy_id(id) is called: the events of `id` still held are
 // cm.destroy_id_unacked_events (the run ends when no other thread could
 // acknowledge them).
-void destroying(const rdma_cm_id* id);
+void destroying(Run& run, const rdma_cm_id* id);
 
 }  // namespace verbfault::interposer::cm_events

@@ -273,12 +273,11 @@ std::optional<Decision> decide(Run& run, int fd, Site site, std::uint32_t handle
 
 }  // namespace
 
-Executed execute(int fd, const void* buffer, std::size_t length) {
+Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
   rdma_ucm_cmd_hdr header{};
-  if (buffer == nullptr || length < sizeof header || !g_active)
+  if (buffer == nullptr || length < sizeof header || !run.active())
     return {provider::cm_write(fd, buffer, length)};
   std::memcpy(&header, buffer, sizeof header);
-  Run& run = Run::get();
 
   // Before the command: its checks, and the fault of the step it starts.
   provider::CmFault fault = provider::CmFault::kNone;
@@ -427,8 +426,7 @@ Executed execute(int fd, const void* buffer, std::size_t length) {
   return {result};
 }
 
-void closed(int fd) {
-  Run& run = Run::get();
+void closed(Run& run, int fd) {
   std::lock_guard lock(run.mutex);
   std::vector<std::uint32_t> owned;
   for (const auto& [handle, file] : files())
@@ -436,8 +434,7 @@ void closed(int fd) {
   for (std::uint32_t handle : owned) forget(run, handle);
 }
 
-std::string name_of_file(int fd) {
-  Run& run = Run::get();
+std::string name_of_file(Run& run, int fd) {
   std::string name = "rdma_cm events of";
   const auto ids = provider::cm_id_states(fd);
   if (ids.empty()) return name + " no id";
@@ -484,7 +481,7 @@ void deadlocked(Run& run) {
     if (connection == nullptr && state_name != "listen") connection = id;
   }
   const Tracked* named = connection != nullptr ? connection : first;
-  if (named != nullptr) run.checkers.cm_event_never_comes(run, *named, name_of_file(fd));
+  if (named != nullptr) run.checkers.cm_event_never_comes(run, *named, name_of_file(run, fd));
 }
 
 bool rtr_fails(Run& run, const void* qp) {
@@ -499,10 +496,9 @@ const Tracked* id_of_uid(Run& run, std::uint64_t uid) {
   return found == uids().end() ? nullptr : run.registry.find(key_of(found->second));
 }
 
-void peer_gone(const void* key) {
+void peer_gone(Run& run, const void* key) {
   int fd = -1;
   {
-    Run& run = Run::get();
     std::lock_guard lock(run.mutex);
     const auto found = files().find(handle_of(key));
     if (found == files().end()) return;  // destroyed meanwhile
@@ -515,12 +511,11 @@ void peer_gone(const void* key) {
 
 namespace verbfault::interposer {
 
-int cm_refused_modify(const void* qp, const ibv_qp_attr& attr, int mask) {
+int cm_refused_modify(Run& run, const void* qp, const ibv_qp_attr& attr, int mask) {
   // The state read as its raw value: a program may pass any number there
   // (the provider refuses it), which loaded as the enum would be undefined.
-  if (!g_active || (mask & IBV_QP_STATE) == 0 || record::raw_value(attr.qp_state) != IBV_QPS_RTR)
+  if (!run.active() || (mask & IBV_QP_STATE) == 0 || record::raw_value(attr.qp_state) != IBV_QPS_RTR)
     return 0;
-  Run& run = Run::get();
   std::lock_guard lock(run.mutex);
   return cm_faults::rtr_fails(run, qp) ? EINVAL : 0;
 }

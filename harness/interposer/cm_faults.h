@@ -30,12 +30,12 @@ struct Executed {
 };
 
 // write(2) of the command in `buffer` to the simulated CM file `fd`.
-Executed execute(int fd, const void* buffer, std::size_t length);
+Executed execute(Run& run, int fd, const void* buffer, std::size_t length);
 // close(2) of a CM file: its ids are gone (lock not held).
-void closed(int fd);
+void closed(Run& run, int fd);
 // What a report of a wait on CM file `fd` calls it: "rdma_cm events of
 // cm_id#1 (listen), cm_id#2 (connect/established)" (lock held).
-std::string name_of_file(int fd);
+std::string name_of_file(Run& run, int fd);
 // A thread starts (or ends) waiting in rdma_get_cm_event on `fd`.
 void waiting(int fd, bool starts);
 // The scheduler found every thread waiting for good: a wait in
@@ -53,6 +53,6 @@ const Tracked* id_of_uid(Run& run, std::uint64_t uid);
 // cm_disconnect fired on a WR of a QP that id `key` (record::Object::
 // cm_id_handle) connected: the id hears that its peer is gone (lock not
 // held; the QP's flush is the post's).
-void peer_gone(const void* key);
+void peer_gone(Run& run, const void* key);
 
 }  // namespace verbfault::interposer::cm_faults

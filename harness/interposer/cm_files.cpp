@@ -1,6 +1,7 @@
 #include "cm_files.h"
 
 #include "cm_faults.h"
+#include "interposer.h"
 
 #include "connection_manager.h"
 #include "libc.h"
@@ -39,7 +40,7 @@ ssize_t write(int fd, const void* buffer, std::size_t length) {
         return -1;
       }
     }
-    const cm_faults::Executed executed = cm_faults::execute(fd, buffer, length);
+    const cm_faults::Executed executed = cm_faults::execute(process_run(), fd, buffer, length);
     // A relayed file (a kernel's) answers EAGAIN when it has nothing: a
     // blocking GET_EVENT waits for it as a read(2) of the kernel's file
     // would, and asks again.
@@ -58,7 +59,7 @@ ssize_t write(int fd, const void* buffer, std::size_t length) {
 
 int close(int fd, const void* caller) {
   if (!provider::cm_file(fd)) return libc::for_caller(caller).close(fd);
-  cm_faults::closed(fd);  // before the number can be another file's
+  cm_faults::closed(process_run(), fd);  // before the number can be another file's
   return provider::cm_close(fd);
 }
 

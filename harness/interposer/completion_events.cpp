@@ -207,8 +207,7 @@ bool may_hold(const Run& run) {
                                 engine::FaultEngine::kind_bit(FaultKind::delayed_completion));
 }
 
-bool holds_for_waiter(int fd) {
-  Run& run = Run::get();
+bool holds_for_waiter(Run& run, int fd) {
   if (!may_hold(run)) return false;
   std::lock_guard lock(run.mutex);
   const ibv_comp_channel* channel = channel_holding_for(run, fd);
@@ -220,8 +219,7 @@ bool holds_for_waiter(int fd) {
   return false;
 }
 
-void release_held_for_waiter(int fd) {
-  Run& run = Run::get();
+void release_held_for_waiter(Run& run, int fd) {
   if (!may_hold(run)) return;
   ibv_comp_channel* channel = nullptr;
   {
@@ -231,10 +229,9 @@ void release_held_for_waiter(int fd) {
   if (channel != nullptr) release_held_completions(run, channel);
 }
 
-int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+int calls::get_cq_event(Run& run, ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   bool injected = false;
-  if (!g_active) return next_wrapped_cq_event(Run::get(), channel, cq, cq_context, injected);
-  Run& run = Run::get();
+  if (!run.active()) return next_wrapped_cq_event(run, channel, cq, cq_context, injected);
   for (;;) {
     release_held_completions(run, channel);
     ObjectRef waited_on{ObjectKind::channel, 0};
@@ -272,7 +269,7 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
       const int error = errno;
       if (error == EAGAIN) hang::idle("ibv_get_cq_event", waited_on);
       const std::string name = errno_name(error);
-      traced(channel, "get_cq_event", {{"ret", -1}, {"errno", name}});
+      traced(run, channel, "get_cq_event", {{"ret", -1}, {"errno", name}});
       errno = error;
       return -1;
     }
@@ -337,22 +334,21 @@ int calls::get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_contex
   }
 }
 
-void calls::ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+void calls::ack_cq_events(Run& run, ibv_cq* cq, unsigned int nevents) {
   unsigned int provider_events = nevents;
   {
     // Injected events are acknowledged to the harness, not the provider
     // (whose destroy_cq waits for exactly its own count).
-    Run& run = Run::get();
     std::lock_guard lock(run.mutex);
     if (Tracked* tracked = run.registry.find(cq)) {
-      if (g_active) run.checkers.cq_events_acked(run, *tracked, nevents);
+      if (run.active()) run.checkers.cq_events_acked(run, *tracked, nevents);
       const unsigned int injected = std::min(nevents, tracked->faults->injected_cq_unacked);
       tracked->faults->injected_cq_unacked -= injected;
       provider_events -= injected;
     }
   }
   if (provider_events > 0) provider::ack_cq_events(cq, provider_events);
-  traced(cq, "ack_cq_events", {{"n", nevents}});
+  traced(run, cq, "ack_cq_events", {{"n", nevents}});
 }
 
 }  // namespace verbfault::interposer

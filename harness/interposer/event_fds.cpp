@@ -21,8 +21,7 @@ void wrap_fd(Tracked& tracked, int& fd) {
   }
 }
 
-void unwrap_fd(const void* handle) {
-  Run& run = Run::get();
+void unwrap_fd(Run& run, const void* handle) {
   std::lock_guard lock(run.mutex);
   Tracked* tracked = run.registry.find(handle);
   if (tracked == nullptr || !tracked->faults->events.wrapped()) return;
@@ -33,16 +32,16 @@ void unwrap_fd(const void* handle) {
     static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd = provider_fd;
 }
 
-FdLoan::FdLoan(ibv_comp_channel* channel) {
+FdLoan::FdLoan(Run& run, ibv_comp_channel* channel) : run_(run) {
   if (channel != nullptr) lend(channel, &channel->fd);
 }
 
-FdLoan::FdLoan(ibv_context* context) {
+FdLoan::FdLoan(Run& run, ibv_context* context) : run_(run) {
   if (context != nullptr) lend(context, &context->async_fd);
 }
 
 void FdLoan::lend(const void* handle, int* fd) {
-  Run& run = Run::get();
+  Run& run = run_;
   std::lock_guard lock(run.mutex);
   Tracked* tracked = run.registry.find(handle);
   if (tracked == nullptr || !tracked->faults->events.wrapped()) return;
@@ -53,7 +52,7 @@ void FdLoan::lend(const void* handle, int* fd) {
 
 FdLoan::~FdLoan() {
   if (handle_ == nullptr) return;
-  Run& run = Run::get();
+  Run& run = run_;
   std::lock_guard lock(run.mutex);
   Tracked* tracked = run.registry.find(handle_);
   if (tracked != nullptr && --tracked->fd_loans == 0)

@@ -91,10 +91,10 @@ int refuse(Run& run, Tracked& cq, const char* call, int error) {
 // ibv_start_poll (first) and ibv_next_poll: the next completion for the
 // application, held ones first once due.
 int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
-  Run& run = Run::get();
+  Run& run = process_run();
   ibv_cq* cq = ibv_cq_ex_to_cq(cq_ex);
   const char* call = first ? "start_poll" : "next_poll";
-  if (int error = before_call(std::nullopt, cq, OnDeadDevice::work)) return error;
+  if (int error = before_call(run, std::nullopt, cq, OnDeadDevice::work)) return error;
   ibv_cq_ex provider;
   bool provider_polling = false;
   {
@@ -180,7 +180,7 @@ int next_poll(ibv_cq_ex* cq_ex) {
 void end_poll(ibv_cq_ex* cq_ex) {
   decltype(ibv_cq_ex::end_poll) provider_end = nullptr;
   {
-    std::lock_guard lock(Run::get().mutex);
+    std::lock_guard lock(process_run().mutex);
     ExtendedCq* ex = find(cq_ex);
     if (ex == nullptr || !ex->provider_polling) return;  // served from held copies only
     ex->provider_polling = false;
@@ -193,7 +193,7 @@ void end_poll(ibv_cq_ex* cq_ex) {
 // interposer turned it into an error).
 template <auto Field, class Result>
 Result read(ibv_cq_ex* cq_ex) {
-  std::lock_guard lock(Run::get().mutex);
+  std::lock_guard lock(process_run().mutex);
   ExtendedCq* ex = find(cq_ex);
   if (ex == nullptr) return Result{};
   // An error completion's opcode is the poison (ibv_poll_cq(3)): passed on
@@ -229,8 +229,9 @@ void wrap(ibv_cq_ex* cq_ex) {
 }  // namespace
 
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  Run& run = process_run();
   const FastPathOps* ops = saved_ops(context);
-  if (int error = before_call(Verb::create_cq, context)) {
+  if (int error = before_call(run, Verb::create_cq, context)) {
     errno = error;
     return nullptr;
   }
@@ -238,24 +239,24 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   // for one more field changes nothing else. Without one the provider gets
   // the application's attributes untouched.
   ibv_cq_init_attr_ex own = *attr;
-  if (g_active) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
+  if (run.active()) own.wc_flags |= IBV_WC_EX_WITH_QP_NUM;
   ibv_cq_ex* cq_ex = nullptr;
   {
-    FdLoan channel_fd(attr->channel);
-    FdLoan async_fd(context);
+    FdLoan channel_fd(run, attr->channel);
+    FdLoan async_fd(run, context);
     cq_ex = ops->create_cq_ex(context, &own);
   }
   if (cq_ex == nullptr) {
     const int error = errno;
-    create_failed(context, "create_cq_ex", {{"cqe", attr->cqe}, {"wc_flags", attr->wc_flags}},
+    create_failed(run, context, "create_cq_ex", {{"cqe", attr->cqe}, {"wc_flags", attr->wc_flags}},
                   error);
     errno = error;
     return nullptr;
   }
-  created(ObjectKind::cq, ibv_cq_ex_to_cq(cq_ex), context, "create_cq_ex",
+  created(run, ObjectKind::cq, ibv_cq_ex_to_cq(cq_ex), context, "create_cq_ex",
           {{"cqe", attr->cqe}, {"wc_flags", attr->wc_flags}});
-  if (!g_active) return cq_ex;
-  std::lock_guard lock(Run::get().mutex);
+  if (!run.active()) return cq_ex;
+  std::lock_guard lock(run.mutex);
   wrap(cq_ex);
   return cq_ex;
 }

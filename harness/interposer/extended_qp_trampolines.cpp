@@ -51,7 +51,7 @@ ExtendedQp* find(ibv_qp_ex* qpx) {
 }
 
 void start(ibv_qp_ex* qpx) {
-  Run& run = Run::get();
+  Run& run = process_run();
   decltype(ibv_qp_ex::wr_start) original = nullptr;
   {
     std::lock_guard lock(run.mutex);
@@ -71,7 +71,7 @@ void start(ibv_qp_ex* qpx) {
 // signaled when doomed, then runs the provider's builder.
 template <auto Builder, Opcode kOpcode, class... Args>
 void build(ibv_qp_ex* qpx, Args... args) {
-  Run& run = Run::get();
+  Run& run = process_run();
   std::remove_cvref_t<decltype(ibv_qp_ex{}.*Builder)> original = nullptr;
   bool force_signaled = false;
   {
@@ -123,9 +123,9 @@ void trace_batch(Run& run, ibv_qp_ex* qpx, ExtendedQp& ex, const char* call, int
 }
 
 int complete(ibv_qp_ex* qpx) {
-  Run& run = Run::get();
+  Run& run = process_run();
   ibv_qp* qp = &qpx->qp_base;
-  int error = before_call(std::nullopt, qp);
+  int error = before_call(run, std::nullopt, qp);
   ExtendedQp snapshot;
   {
     std::lock_guard lock(run.mutex);
@@ -144,7 +144,7 @@ int complete(ibv_qp_ex* qpx) {
     return error;
   }
   if (snapshot.plan.flush) inject::qp_to_error(qp);  // the batch is posted in ERR: flushed
-  if (snapshot.plan.cm_disconnect != nullptr) cm_faults::peer_gone(snapshot.plan.cm_disconnect);
+  if (snapshot.plan.cm_disconnect != nullptr) cm_faults::peer_gone(run, snapshot.plan.cm_disconnect);
   const int result = snapshot.provider.wr_complete(qpx);
   std::lock_guard lock(run.mutex);
   if (result == 0) hang::progressed();
@@ -156,7 +156,7 @@ int complete(ibv_qp_ex* qpx) {
 }
 
 void abort(ibv_qp_ex* qpx) {
-  Run& run = Run::get();
+  Run& run = process_run();
   decltype(ibv_qp_ex::wr_abort) original = nullptr;
   {
     std::lock_guard lock(run.mutex);
@@ -194,9 +194,10 @@ void wrap(ibv_qp_ex* qpx) {
 }  // namespace
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  Run& run = process_run();
   const FastPathOps* ops = saved_ops(context);
   const void* parent = attr->pd != nullptr ? static_cast<const void*>(attr->pd) : context;
-  if (int error = before_call(Verb::create_qp, parent)) {
+  if (int error = before_call(run, Verb::create_qp, parent)) {
     errno = error;
     return nullptr;
   }
@@ -207,21 +208,21 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
                        {"sq_sig_all", attr->sq_sig_all}};
   ibv_qp* qp = nullptr;
   {
-    FdLoan async_fd(context);  // the QP's async event file (a real provider)
+    FdLoan async_fd(run, context);  // the QP's async event file (a real provider)
     qp = ops->create_qp_ex(context, attr);
   }
   if (qp == nullptr) {
     const int error = errno;
-    create_failed(parent, "create_qp_ex", args, error);
+    create_failed(run, parent, "create_qp_ex", args, error);
     errno = error;
     return nullptr;
   }
-  created(ObjectKind::qp, qp, parent, "create_qp_ex", args);
-  sge_limits(qp, attr->cap.max_send_sge, attr->cap.max_recv_sge);
-  if (!g_active || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) return qp;
+  created(run, ObjectKind::qp, qp, parent, "create_qp_ex", args);
+  sge_limits(run, qp, attr->cap.max_send_sge, attr->cap.max_recv_sge);
+  if (!run.active() || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) return qp;
   // ibv_qp_to_qp_ex(3) of the QP's provider.
   if (ibv_qp_ex* qpx = provider::qp_to_qp_ex(qp)) {
-    std::lock_guard lock(Run::get().mutex);
+    std::lock_guard lock(run.mutex);
     wrap(qpx);
   }
   return qp;

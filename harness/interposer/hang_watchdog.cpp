@@ -164,7 +164,7 @@ struct Seen {
                 "no verbs call made progress for %.1f s while every thread waited or spun in a "
                 "call the harness sees (a time limit: --hang-after S, VERBFAULT_HANG_AFTER)",
                 static_cast<double>(quiet_ns) / 1e9);
-  Run& run = Run::get();
+  Run& run = process_run();
   run.mutex.lock();
   // The finding is about what the threads wait on; else the first context.
   const Tracked* target = nullptr;

@@ -22,6 +22,20 @@
 
 namespace verbfault::interposer {
 
+// The run these hooks act on (run.h): every hook takes it from its caller.
+class Run;
+
+// The run of this process, for the entry points only: the front door's
+// exports, the trampolines the provider calls through a context's ops,
+// the libc wrappers (libc_files.cpp, system_files.cpp, cm_files.cpp), the
+// process hooks (exit, fatal signals, fork) and the scheduler's callbacks.
+// Each reads it here once and passes it on; every function below them
+// takes the Run as a parameter. Made by the library's constructor before
+// main, or at the first entry if another library's constructor calls in
+// first; never destroyed (threads may still call in while the process
+// exits).
+Run& process_run();
+
 // The arguments of a call as the trace shows them, in order.
 using Fields = std::initializer_list<record::Field>;
 
@@ -30,13 +44,13 @@ bool active();
 
 // ---- contexts ---------------------------------------------------------------
 // Registers the context and installs the trampolines into its ops table.
-void opened(ibv_context* context, const char* device_name);
+void opened(Run& run, ibv_context* context, const char* device_name);
 // Before the provider frees the context: restores nothing (the memory is
 // about to go) but forgets the saved ops.
-void closing(ibv_context* context, int result);
+void closing(Run& run, ibv_context* context, int result);
 // Before a real channel or context is destroyed: the provider's own fd goes
 // back in place (destroyed() wraps it again if the destroy fails).
-void unwrap_fd(const void* handle);
+void unwrap_fd(Run& run, const void* handle);
 // libibverbs hands file descriptors to the kernel when it creates objects:
 // a CQ's completion channel (channel->fd) and, for CQs, QPs, SRQs and WQs,
 // the context's async event file (context->async_fd), and the kernel knows
@@ -47,20 +61,21 @@ void unwrap_fd(const void* handle);
 // the provider's events. No-op for simulated objects and nullptr.
 class FdLoan {
  public:
-  explicit FdLoan(ibv_comp_channel* channel);
-  explicit FdLoan(ibv_context* context);
+  FdLoan(Run& run, ibv_comp_channel* channel);
+  FdLoan(Run& run, ibv_context* context);
   ~FdLoan();
   FdLoan(const FdLoan&) = delete;
   FdLoan& operator=(const FdLoan&) = delete;
 
  private:
   void lend(const void* handle, int* fd);
+  Run& run_;
   const void* handle_ = nullptr;
   int* fd_ = nullptr;  // channel->fd or context->async_fd
 };
 
 // A real port the interposer has taken down reads as down.
-void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* attr);
+void adjust_port_attr(Run& run, const ibv_context* context, uint8_t port, ibv_port_attr* attr);
 
 // ---- calls ------------------------------------------------------------------
 // Before a call on `object` (any verbs object, or a context): counts the
@@ -71,38 +86,38 @@ void adjust_port_attr(const ibv_context* context, uint8_t port, ibv_port_attr* a
 // injected DEVICE_FATAL on a real provider the call fails with EIO, unless
 // it still works on a dead device (OnDeadDevice::work: the polls).
 enum class OnDeadDevice : bool { fail, work };
-int before_call(std::optional<Verb> verb, const void* object,
+int before_call(Run& run, std::optional<Verb> verb, const void* object,
                 OnDeadDevice on_dead = OnDeadDevice::fail);
 
 // A modify of `qp` to RTR that cm_connect_error refuses (librdmacm's, as it
 // reads the CONNECT_RESPONSE the fault fired on): EINVAL, as a QP that
 // cannot take the REP's path or depths answers; else 0.
-int cm_refused_modify(const void* qp, const ibv_qp_attr& attr, int mask);
+int cm_refused_modify(Run& run, const void* qp, const ibv_qp_attr& attr, int mask);
 
 // A new object from a create call: names it ("qp#3") and traces the call.
-void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
+void created(Run& run, ObjectKind kind, const void* handle, const void* parent, std::string_view call,
              Fields args = {});
 // The SGE limits of a new QP or SRQ (what ibv_create_qp(3) left in cap):
 // the harness reads no more of a posted WR's sg_list than they allow.
-void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge);
+void sge_limits(Run& run, const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge);
 // A context or PD that the library which asked for it keeps until exit by
 // design (librdmacm's): `caller` is the return address of the exported
 // call; objects of any other caller are left alone.
-void kept_by_library(const void* handle, const void* caller);
+void kept_by_library(Run& run, const void* handle, const void* caller);
 // A creation that failed (handle nullptr) is traced against the parent.
-void create_failed(const void* parent, std::string_view call, Fields args, int error);
+void create_failed(Run& run, const void* parent, std::string_view call, Fields args, int error);
 // A destroy call; the name is forgotten when it succeeded.
-void destroyed(const void* handle, std::string_view call, int result);
+void destroyed(Run& run, const void* handle, std::string_view call, int result);
 // Before the provider's destroy of a CQ, QP, SRQ or channel (the runtime
 // checks look at what the application leaves unacknowledged, and at
 // threads still waiting on the channel).
-void destroying(const void* handle);
+void destroying(Run& run, const void* handle);
 // A thread of the program calls pthread_join (the checks' teardown window).
-void joining();
+void joining(Run& run);
 // After a successful ibv_modify_qp.
-void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask);
+void qp_modified(Run& run, ibv_qp* qp, const ibv_qp_attr& attr, int mask);
 // Any other call worth a trace record.
-void traced(const void* object, std::string_view call, Fields fields);
+void traced(Run& run, const void* object, std::string_view call, Fields fields);
 
 // ---- events -----------------------------------------------------------------
 // ibv_get_cq_event / ibv_ack_cq_events and the asynchronous events go
@@ -114,9 +129,9 @@ void traced(const void* object, std::string_view call, Fields fields);
 // holds back on the CQs of the channel whose fd it is (delayed_completion):
 // they become visible, as before ibv_get_cq_event. Nothing when `fd` is no
 // channel's.
-void release_held_for_waiter(int fd);
+void release_held_for_waiter(Run& run, int fd);
 // Whether such a wait on `fd` ends for held completions (the scheduler
 // asks, to know the waiter can run).
-bool holds_for_waiter(int fd);
+bool holds_for_waiter(Run& run, int fd);
 
 }  // namespace verbfault::interposer

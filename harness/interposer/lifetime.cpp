@@ -43,19 +43,18 @@ void say_checks_off(Run& run, const char* device_name) {
 
 }  // namespace
 
-void opened(ibv_context* context, const char* device_name) {
-  Run& run = Run::get();
+void opened(Run& run, ibv_context* context, const char* device_name) {
   const bool simulated = provider::simulated(context);
   {
     std::lock_guard lock(run.mutex);
     Tracked& tracked = run.add_object(ObjectKind::context, context, {}, simulated);
     if (!simulated) wrap_fd(tracked, context->async_fd);
-    if (g_active)
+    if (run.active())
       run.record(record::CallRecord(tracked.id())
                        .add("call", "open_device")
                        .add("device", device_name)
                        .add("provider", simulated ? "simulated" : "real"));
-    if (g_active && !simulated) say_checks_off(run, device_name);
+    if (run.active() && !simulated) say_checks_off(run, device_name);
   }
   if (!save_ops(context)) {
     std::fprintf(stderr, "verbfault: too many open contexts to interpose on; %s is not wrapped\n",
@@ -65,16 +64,15 @@ void opened(ibv_context* context, const char* device_name) {
   // Without a configuration the context keeps the provider's own fast
   // paths (nothing between the application and the provider); a Session
   // that switches the harness on installs the trampolines then.
-  if (g_active) install_trampolines(context);
+  if (run.active()) install_trampolines(context);
 }
 
-void closing(ibv_context* context, int result) {
+void closing(Run& run, ibv_context* context, int result) {
   if (result == 0) {
     forget_ops(context);
     // What the application left open goes with the context (the simulated
     // device frees it; a real provider leaks it): forgotten here, so that
     // no later object at the same address inherits its name.
-    Run& run = Run::get();
     std::lock_guard lock(run.mutex);
     std::vector<const void*> children;
     std::string names;
@@ -85,17 +83,16 @@ void closing(ibv_context* context, int result) {
           children.push_back(object->handle);
           names += (names.empty() ? "" : ", ") + object->name();
         }
-    if (g_active && !children.empty())
+    if (run.active() && !children.empty())
       if (Tracked* tracked = run.registry.find(context))
         run.checkers.closed_with_children(run, *tracked, names);
     for (const void* child : children) run.remove_object(*run.registry.find(child));
   }
-  destroyed(context, "close_device", result);
+  destroyed(run, context, "close_device", result);
 }
 
-void created(ObjectKind kind, const void* handle, const void* parent, std::string_view call,
+void created(Run& run, ObjectKind kind, const void* handle, const void* parent, std::string_view call,
              Fields args) {
-  Run& run = Run::get();
   std::lock_guard lock(run.mutex);
   const bool simulated = [&] {
     if (Tracked* p = run.registry.find(parent)) return p->simulated;
@@ -107,7 +104,7 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   Tracked& tracked = run.add_object(kind, handle, context_of(run, parent), simulated);
   if (kind == ObjectKind::channel && !simulated)
     wrap_fd(tracked, static_cast<ibv_comp_channel*>(const_cast<void*>(handle))->fd);
-  if (!g_active) return;
+  if (!run.active()) return;
   if (kind == ObjectKind::qp) {
     auto arg = [&](std::string_view key) -> std::uint64_t {
       for (const record::Field& field : args)
@@ -125,8 +122,7 @@ void created(ObjectKind kind, const void* handle, const void* parent, std::strin
   run.record(created.add("ret", "ok"));
 }
 
-void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge) {
-  Run& run = Run::get();
+void sge_limits(Run& run, const void* handle, std::uint32_t max_send_sge, std::uint32_t max_recv_sge) {
   std::lock_guard lock(run.mutex);
   if (Tracked* tracked = run.registry.find(handle)) {
     tracked->max_send_sge = max_send_sge;
@@ -134,16 +130,14 @@ void sge_limits(const void* handle, std::uint32_t max_send_sge, std::uint32_t ma
   }
 }
 
-void kept_by_library(const void* handle, const void* caller) {
+void kept_by_library(Run& run, const void* handle, const void* caller) {
   if (handle == nullptr || !called_from_connection_manager(caller)) return;
-  Run& run = Run::get();
   std::lock_guard lock(run.mutex);
   if (Tracked* tracked = run.registry.find(handle)) tracked->kept_by_library = true;
 }
 
-void create_failed(const void* parent, std::string_view call, Fields args, int error) {
-  if (!g_active) return;
-  Run& run = Run::get();
+void create_failed(Run& run, const void* parent, std::string_view call, Fields args, int error) {
+  if (!run.active()) return;
   std::lock_guard lock(run.mutex);
   Tracked* p = run.registry.find(parent);
   if (p == nullptr) return;
@@ -154,14 +148,13 @@ void create_failed(const void* parent, std::string_view call, Fields args, int e
   run.record(failed.add("ret", "error").add("errno", name));
 }
 
-void destroyed(const void* handle, std::string_view call, int result) {
-  Run& run = Run::get();
+void destroyed(Run& run, const void* handle, std::string_view call, int result) {
   std::lock_guard lock(run.mutex);
   Tracked* tracked = run.registry.find(handle);
   if (tracked == nullptr) return;
-  if (g_active)
+  if (run.active())
     run.record(record::CallRecord(tracked->id()).add("call", call).add("ret", result));
-  if (result != 0 && g_active) run.checkers.destroy_refused(run, *tracked, result);
+  if (result != 0 && run.active()) run.checkers.destroy_refused(run, *tracked, result);
   if (result == 0) {
     run.remove_object(*tracked);
   } else if (!tracked->simulated && !tracked->faults->events.wrapped()) {
@@ -173,31 +166,27 @@ void destroyed(const void* handle, std::string_view call, int result) {
   }
 }
 
-void destroying(const void* handle) {
-  if (!g_active) return;
-  Run& run = Run::get();
+void destroying(Run& run, const void* handle) {
+  if (!run.active()) return;
   std::lock_guard lock(run.mutex);
   if (Tracked* tracked = run.registry.find(handle)) run.checkers.destroying(run, *tracked);
 }
 
-void joining() {
-  if (!g_active) return;
-  Run& run = Run::get();
+void joining(Run& run) {
+  if (!run.active()) return;
   std::lock_guard lock(run.mutex);
   run.checkers.joining(run);
 }
 
-void qp_modified(ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
-  if (!g_active) return;
+void qp_modified(Run& run, ibv_qp* qp, const ibv_qp_attr& attr, int mask) {
+  if (!run.active()) return;
   hang::progressed();
-  Run& run = Run::get();
   std::lock_guard lock(run.mutex);
   if (Tracked* tracked = run.registry.find(qp)) run.checkers.qp_modified(*tracked, attr, mask);
 }
 
-void traced(const void* object, std::string_view call, Fields fields) {
-  if (!g_active) return;
-  Run& run = Run::get();
+void traced(Run& run, const void* object, std::string_view call, Fields fields) {
+  if (!run.active()) return;
   std::lock_guard lock(run.mutex);
   Tracked* tracked = run.registry.find(object);
   if (tracked == nullptr) return;

@@ -35,7 +35,7 @@ const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, 
 
 // Writes the trace and the summary, then dies of the same signal.
 void on_fatal_signal(int signal) {
-  Run::get().finish();
+  process_run().finish();
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
@@ -49,30 +49,38 @@ std::vector<std::string> command_words() {
 }
 
 void at_exit() {
-  Run::get().finish();
+  process_run().finish();
 }
 
 }  // namespace
 
-Run& Run::get() {
+Run& process_run() {
   // Never destroyed: calls may still arrive from other threads or from
   // other libraries' destructors after exit() began.
-  static Run* run = new Run();
+  static Run* run = [] {
+    announce_started();
+    Run* made = nullptr;
+    try {
+      made = new Run(config_from_environment());
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "verbfault: %s\n", error.what());
+      std::_Exit(exit_status::kUsage);
+    }
+    made->enter_process();
+    return made;
+  }();
   return *run;
 }
 
-Run::Run() {
-  announce_started();
-  try {
-    config = config_from_environment();
-    if (config.trace_path) trace.open(*config.trace_path);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "verbfault: %s\n", error.what());
-    std::_Exit(exit_status::kUsage);
-  }
+Run::Run(Config configuration) : config(std::move(configuration)) {
+  if (config.trace_path) trace.open(*config.trace_path);
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);
-  g_active = environment_active_ = config.active;
+  active_ = environment_active_ = config.active;
+}
+
+void Run::enter_process() {
+  g_active = active();
   provider::set_wait_permission(&Run::may_block_in_device);
   provider::set_ack_possible(&Run::others_may_ack);
   if (!g_active) return;
@@ -85,8 +93,8 @@ Run::Run() {
   // A forked child is a process of its own: its trace goes beside the
   // parent's (record::forked_trace_path, named by the parent's count of
   // forks), not over the parent's journal.
-  pthread_atfork([] { ++Run::get().forks_; }, nullptr,
-                 [] { Run::get().become_forked_child(); });
+  pthread_atfork([] { ++process_run().forks_; }, nullptr,
+                 [] { process_run().become_forked_child(); });
   // The hang watchdog (hang_watchdog.h) looks from the scheduler's
   // watchdog thread, or from one of its own without the scheduler.
   const bool watch_hangs = config.hang_after_ns != 0 && checkers.enabled("liveness.hang");
@@ -111,6 +119,7 @@ void Run::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms
   registry.restart_names();
   trace.start_capture();
   checkers.restart();
+  active_ = true;
   g_active = true;
   install_all_trampolines();  // contexts opened while the harness was off
 }
@@ -121,6 +130,7 @@ void Run::end_session() {
   std::lock_guard lock(mutex);
   trace.stop_capture();
   engine.configure(config.plan, config.seed, config.process);
+  active_ = environment_active_;
   g_active = environment_active_;
 }
 
@@ -246,7 +256,7 @@ record::Completions Run::completions(const ibv_wc* wc, std::size_t count) {
 
 void Run::finish(bool check_leaks) noexcept {
   // Not under the lock: a fatal signal may arrive while it is held.
-  if (!g_active || finished_.exchange(true)) return;
+  if (!active() || finished_.exchange(true)) return;
   {
     // What is still alive at the end (not when a signal interrupted a
     // holder of the lock).
@@ -317,10 +327,11 @@ void Run::write_summary() const noexcept {
   ::close(fd);
 }
 
+
 // Reads the configuration before main: a bad variable stops the process
 // before the application starts.
 [[gnu::constructor]] static void initialize() {
-  Run::get();
+  process_run();
 }
 
 }  // namespace verbfault::interposer

@@ -37,14 +37,35 @@ void wrap_fd(Tracked& tracked, int& fd);
 int call_site_faults(Run& run, std::unique_lock<record::RunLock>& lock, Tracked*& tracked,
                      std::optional<Verb> verb, OnDeadDevice on_dead);
 
-// Set once before main (library constructor), read without a lock.
+// Whether the process's run is active (process_run().active()), for the
+// trampolines' fast paths and the libc wrappers, which test it before they
+// reach for the run: set before main (the library's constructor) and by a
+// Session, read without a lock.
 extern std::atomic<bool> g_active;
 
+// One run of the harness: the configuration it was made with (a value),
+// and what it owns: the lock, the object registry, the fault engine and
+// the observers (the trace, the checks). The process has one, made by
+// process_run() (interposer.h) from the environment, which also hooks it
+// into the process (exit, fatal signals, fork, the thread scheduler); a
+// unit test makes its own from a Config and calls the interposer's
+// functions with it.
 class Run final : public checkers::Host, public engine::Recorder {
  public:
-  static Run& get();
+  // Opens the trace, configures the engine and the checks; throws
+  // std::runtime_error (one line) when the trace cannot be opened.
+  explicit Run(Config config);
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  // Whether the harness does anything beyond routing in this run: a plan,
+  // a seed or a trace was asked for, or a Session is open. Read without
+  // the lock (relaxed): set before the run's calls begin and by a Session.
+  bool active() const { return active_.load(std::memory_order_relaxed); }
 
   // The interposer lock (record/run_lock.h): guards everything below.
+  // Taken before the simulated device's Fabric::mutex, never after it; the
+  // provider's own locks are taken by the calls made under it.
   // Held across the provider's non-blocking fast-path ops only; never
   // across a call that may block (the simulated device's waits) or call
   // back into the front door (docs/architecture.md, "Locking").
@@ -100,7 +121,11 @@ class Run final : public checkers::Host, public engine::Recorder {
   void finish(bool check_leaks = true) noexcept;
 
  private:
-  Run();
+  friend Run& process_run();
+  // The process's run only: installs the process hooks (exit, fatal
+  // signals, fork, the thread scheduler, the hang watchdog) and makes the
+  // trampolines' g_active follow this run.
+  void enter_process();
   // The end-of-run line for verbfault run (VERBFAULT_SUMMARY).
   void write_summary() const noexcept;
   // In the child of a fork(2) (pthread_atfork): its own trace, its
@@ -116,7 +141,8 @@ class Run final : public checkers::Host, public engine::Recorder {
   // finish() ran: it runs once, whichever comes first of exit, a fatal
   // signal (on any thread, while another may be exiting) or end_run.
   std::atomic<bool> finished_{false};
-  bool environment_active_ = false;  // g_active as the environment set it
+  std::atomic<bool> active_{false};
+  bool environment_active_ = false;  // active_ as the configuration set it
 };
 
 }  // namespace verbfault::interposer

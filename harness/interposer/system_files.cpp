@@ -288,7 +288,7 @@ int open_node(const Resolved& found, int flags) {
       // The connection manager's node opens a CM file of the simulated
       // fabric (provider/connection_manager.h).
       if (found.node.connection_manager)
-        return provider::cm_open(flags, Run::get().config.cm_effect_level);
+        return provider::cm_open(flags, process_run().config.cm_effect_level);
       // No driver behind a uverbs node: what the kernel answers for a
       // device number nothing serves. Only libibverbs would talk to uverbs,
       // and it never opens a simulated device's.

@@ -78,7 +78,7 @@ class HarnessWorld final : public scheduler::World {
   bool fd_readable(int fd) override {
     // delayed_completion holds completions back until the application waits
     // on their CQ's channel (completion_events.cpp): such a wait ends.
-    return poll_readable(fd) || holds_for_waiter(fd);
+    return poll_readable(fd) || holds_for_waiter(process_run(), fd);
   }
   Outside wait_external(const std::vector<int>& fds, std::uint64_t timeout_ns,
                         bool interruptible) override {
@@ -133,7 +133,7 @@ class HarnessWorld final : public scheduler::World {
     }
   }
   std::string fd_name(int fd) override {
-    Run& run = Run::get();
+    Run& run = process_run();
     std::lock_guard lock(run.mutex);
     const Tracked* owner = owner_of(run, fd);
     if (owner == nullptr) return "fd " + std::to_string(fd);
@@ -145,12 +145,12 @@ class HarnessWorld final : public scheduler::World {
   bool holder_waits_in_device() override { return provider::waiting_for_another_process(); }
   bool real_time_device() override { return g_real_device_opened.load(std::memory_order_relaxed); }
   [[noreturn]] void deadlock(const std::string& report) override {
-    cm_faults::deadlocked(Run::get());  // a wait for a CM event: which id's
+    cm_faults::deadlocked(process_run());  // a wait for a CM event: which id's
     std::fprintf(stderr,
                  "verbfault: %s\nverbfault: the program can never make progress; "
                  "ending it with exit status %d\n",
                  report.c_str(), exit_status::kHang);
-    Run::get().end_run(exit_status::kHang);
+    process_run().end_run(exit_status::kHang);
   }
 
   static bool poll_readable(int fd) {
@@ -170,7 +170,7 @@ class HarnessWorld final : public scheduler::World {
   };
   EventFds event_fds(const int* fds, std::size_t count) {
     EventFds found;
-    Run& run = Run::get();
+    Run& run = process_run();
     std::lock_guard lock(run.mutex);
     for (std::size_t i = 0; i < count; ++i) {
       // A CM file of the simulated fabric: fed by this process's own calls
@@ -181,7 +181,7 @@ class HarnessWorld final : public scheduler::World {
         found.external |= provider::cm_relayed(fds[i]) || provider::shares_fabric();
         if (found.name[0] == '\0')
           std::snprintf(found.name, sizeof found.name, "%s",
-                        cm_faults::name_of_file(fds[i]).c_str());
+                        cm_faults::name_of_file(run, fds[i]).c_str());
         continue;
       }
       const Tracked* owner = owner_of(run, fds[i]);
@@ -224,7 +224,7 @@ __attribute__((tls_model("initial-exec"))) thread_local bool t_last_poll_empty =
 // A thread released by the watchdog: the trace and stderr say from where
 // the run is no longer a function of the seed.
 void note_escape(const scheduler::Escape& escape) {
-  Run& run = Run::get();
+  Run& run = process_run();
   std::uint64_t position = 0;
   {
     std::unique_lock lock(run.mutex);
@@ -598,7 +598,7 @@ int wait_on_fds(const FdList& watched, const FdList& waited, std::uint64_t timeo
     // ibv_get_cq_event, and become visible now. The yield moves the
     // virtual clock: a wait that keeps waking for nothing still ends at
     // its deadline.
-    for (std::size_t i = 0; i < wait.fd_count; ++i) release_held_for_waiter(wait.fds[i]);
+    for (std::size_t i = 0; i < wait.fd_count; ++i) release_held_for_waiter(process_run(), wait.fds[i]);
     sched().point(/*yielding=*/true);
   }
 }
@@ -900,7 +900,7 @@ int create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*
 int join(pthread_t thread, void** result, const void* caller) {
   const bool program = !called_from_sanitizer(caller) && !called_from_rdma_stack(caller);
   // A join while a thread waits on a channel: the teardown window.
-  if (program) interposer::joining();
+  if (program) interposer::joining(process_run());
   if (scheduled(caller)) {
     if (const std::optional<scheduler::ThreadId> id = sched().thread_of(thread)) {
       sched().point();
@@ -1375,7 +1375,7 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
   if (scheduled(caller) && !HarnessWorld::poll_readable(fd) && blocking(fd)) {
     if (world.event_fds(&fd, 1).any) {
       Readable readable;
-      while ((readable = wait_readable(fd, "read")) == Readable::held) release_held_for_waiter(fd);
+      while ((readable = wait_readable(fd, "read")) == Readable::held) release_held_for_waiter(process_run(), fd);
       if (readable == Readable::interrupted) {
         errno = EINTR;
         return -1;

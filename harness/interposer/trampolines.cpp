@@ -160,7 +160,7 @@ int execute_post(Wr* list, Wr** bad_wr, const PostPlan& plan, Post post, ibv_qp*
 template <class Object, class Wr, class Op>
 [[gnu::noinline]] int interpose_post(Verb verb, Object* object, ibv_qp* qp, Wr* list, Wr** bad_wr,
                                      Op op) {
-  Run& run = Run::get();
+  Run& run = process_run();
   std::unique_lock lock(run.mutex);
   int error = 0;
   Tracked* tracked = enter(run, lock, object, OnDeadDevice::fail, error);
@@ -200,7 +200,7 @@ template <class Object, class Wr, class Op>
       return op(object, first, bad);
     };
     result = execute_post(list, bad_wr, plan, post, qp, real);
-    if (plan.cm_disconnect != nullptr) cm_faults::peer_gone(plan.cm_disconnect);
+    if (plan.cm_disconnect != nullptr) cm_faults::peer_gone(run, plan.cm_disconnect);
     lock.lock();
     if ((tracked = run.registry.find(object)) == nullptr) return result;
   }
@@ -261,7 +261,7 @@ void record_poll(Run& run, Tracked& cq, int num_entries, int ret,
 // poll (which never blocks), the rewrites and the record happen under it.
 [[gnu::noinline]] int interposed_poll_cq(const FastPathOps* ops, ibv_cq* cq, int num_entries,
                                          ibv_wc* wc) {
-  Run& run = Run::get();
+  Run& run = process_run();
   std::unique_lock lock(run.mutex);
   int error = 0;
   Tracked* tracked = enter(run, lock, cq, OnDeadDevice::work, error);
@@ -373,7 +373,7 @@ void record_poll(Run& run, Tracked& cq, int num_entries, int ret,
 // One lock acquisition when no rule fires (the provider's arm never blocks).
 [[gnu::noinline]] int interposed_req_notify_cq(const FastPathOps* ops, ibv_cq* cq,
                                                int solicited_only) {
-  Run& run = Run::get();
+  Run& run = process_run();
   std::unique_lock lock(run.mutex);
   int error = 0;
   Tracked* tracked = enter(run, lock, cq, OnDeadDevice::fail, error);
@@ -445,7 +445,7 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
 int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr, size_t attr_len) {
   const FastPathOps* ops = saved_ops(context);
   const int result = ops->query_port(context, port, attr, attr_len);
-  if (result == 0 && g_active) adjust_port_attr(context, port, attr);
+  if (result == 0 && g_active) adjust_port_attr(process_run(), context, port, attr);
   return result;
 }
 
