@@ -3,6 +3,8 @@
 // signal.
 #include "run.h"
 
+#include "signal_safe_line.h"
+
 #include "thread_calls.h"
 
 #include "conditions.h"
@@ -33,9 +35,10 @@ namespace {
 
 const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
 
-// Writes the trace and the summary, then dies of the same signal.
+// Says the end of the run the async-signal-safe way (Run::finish_on_signal),
+// then dies of the same signal.
 void on_fatal_signal(int signal) {
-  process_run().finish();
+  process_run().finish_on_signal();
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
@@ -288,7 +291,7 @@ void Run::finish(bool check_leaks) noexcept {
   }
   // Under a multi-process `verbfault run` the line goes to it instead: it
   // prints each process's with the process's index and name.
-  if (!config.summary_file.empty()) return write_summary();
+  if (!config.summary_file.empty()) return write_summary(trace.records());
   std::fprintf(stderr, "verbfault: seed %llu, trace hash %016llx (%llu records)\n",
                static_cast<unsigned long long>(config.seed),
                static_cast<unsigned long long>(trace.hash()),
@@ -310,23 +313,56 @@ void Run::become_forked_child() noexcept {
     for (Tracked* tracked : registry.all(kind)) tracked->inherited_from_parent = true;
 }
 
-void Run::write_summary() const noexcept {
+void Run::write_summary(std::uint64_t records) const noexcept {
   // One write(2) of one line with O_APPEND: the lines of processes that
   // end together do not mix. No stdio: a fatal signal may have got here.
-  char line[128];
-  const int length = std::snprintf(
-      line, sizeof line, "pid=%d seed=%llu hash=%016llx records=%llu\n", static_cast<int>(getpid()),
-      static_cast<unsigned long long>(config.seed), static_cast<unsigned long long>(trace.hash()),
-      static_cast<unsigned long long>(trace.records()));
+  SignalSafeLine line;
+  line.text("pid=").decimal(static_cast<std::uint64_t>(getpid()));
+  line.text(" seed=").decimal(config.seed).text(" hash=").hex16(trace.hash());
+  line.text(" records=").decimal(records);
   const int fd =
       ::open(config.summary_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  if (length > 0 && ::write(fd, line, static_cast<std::size_t>(length)) < 0) {
-    // Nothing to do: verbfault run says the process left no line.
-  }
+  if (fd < 0) return;  // verbfault run says the process left no line
+  line.write_to(fd);
   ::close(fd);
 }
 
+// signal-safety(7): only what a handler may do, whatever the interrupted
+// thread held (the allocator's lock, stdio's, this run's mutex): reads of
+// what is already there and write(2)s of fixed buffers. The trace is not
+// rendered: its records are in the journal beside it (a shared mapping,
+// whole up to the last record appended), which `verbfault run` renders
+// once the process is gone and `verbfault trace` reads as it is; the empty
+// polls still being counted are not a record yet and are not in it, nor
+// in the hash and the count printed here.
+void Run::finish_on_signal() noexcept {
+  if (!active() || finished_.exchange(true)) return;
+  const auto& fired = engine.fired();
+  for (std::size_t i = 0; i < fired.size(); ++i) {
+    if (fired[i] != 0 || !engine::for_process(engine.plan().rules[i], config.process)) continue;
+    SignalSafeLine().text("verbfault: coverage: rule #").decimal(i).text(" never fired").write_to(2);
+  }
+  const std::uint64_t records = trace.journaled_records();
+  if (forked_from_ != 0) {
+    SignalSafeLine line;
+    line.text("verbfault: forked child ").decimal(static_cast<std::uint64_t>(getpid()));
+    line.text(" of ").decimal(static_cast<std::uint64_t>(forked_from_));
+    line.text(": trace hash ").hex16(trace.hash()).text(" (").decimal(records).text(" records)");
+    line.write_to(2);
+  } else if (!config.summary_file.empty()) {
+    write_summary(records);
+  } else {
+    SignalSafeLine line;
+    line.text("verbfault: seed ").decimal(config.seed).text(", trace hash ").hex16(trace.hash());
+    line.text(" (").decimal(records).text(" records)").write_to(2);
+  }
+  if (!trace.path().empty())
+    SignalSafeLine()
+        .text("verbfault: the trace is in its journal, ")
+        .text(trace.path())
+        .text(".journal (verbfault run renders it; verbfault trace reads it)")
+        .write_to(2);
+}
 
 // Reads the configuration before main: a bad variable stops the process
 // before the application starts.

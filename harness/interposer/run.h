@@ -119,6 +119,11 @@ class Run final : public checkers::Host, public engine::Recorder {
   // The end of the run: what is still alive (check_leaks: only when the
   // lock is free), coverage, trace hash; idempotent.
   void finish(bool check_leaks = true) noexcept;
+  // The end of the run from a fatal signal's handler, async-signal-safe
+  // (no stdio, no allocation, no lock): coverage, the end-of-run line
+  // written with write(2), the trace left in its journal; idempotent with
+  // finish().
+  void finish_on_signal() noexcept;
 
  private:
   friend Run& process_run();
@@ -126,8 +131,9 @@ class Run final : public checkers::Host, public engine::Recorder {
   // signals, fork, the thread scheduler, the hang watchdog) and makes the
   // trampolines' g_active follow this run.
   void enter_process();
-  // The end-of-run line for verbfault run (VERBFAULT_SUMMARY).
-  void write_summary() const noexcept;
+  // The end-of-run line for verbfault run (VERBFAULT_SUMMARY), with the
+  // trace's `records`; async-signal-safe.
+  void write_summary(std::uint64_t records) const noexcept;
   // In the child of a fork(2) (pthread_atfork): its own trace, its
   // inherited objects not its own to release.
   void become_forked_child() noexcept;

@@ -262,6 +262,10 @@ TEST(VerbfaultRun, TheTraceSurvivesAFatalSignal) {
   EXPECT_EQ(r.status, 128 + SIGABRT) << r.output;
   EXPECT_TRUE(contains(r.output, ", trace hash ")) << "the end-of-run line, even on a signal\n"
                                                    << r.output;
+  // The handler renders nothing (signal-safety(7): no stdio, no
+  // allocation): the records are in the journal, which verbfault run renders.
+  EXPECT_TRUE(contains(r.output, "2 records recovered from its journal")) << r.output;
+  EXPECT_FALSE(std::ifstream(trace + ".journal").good()) << "the journal is removed once rendered";
   const std::string records = read_file(trace);
   EXPECT_TRUE(contains(records, "\"call\":\"open_device\"")) << records;
   EXPECT_TRUE(contains(records, "\"call\":\"alloc_pd\"")) << records;

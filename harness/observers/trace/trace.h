@@ -17,8 +17,9 @@
 // exit_status::kUsage, whatever the program's own status would have been.
 //
 // Owner: the interposer, which calls every member under its lock, so
-// records are whole and in one order; close() may also run from a fatal
-// signal handler (best effort, the process is dying anyway).
+// records are whole and in one order. A fatal signal's handler only reads
+// hash(), journaled_records() and path(): the journal already holds every
+// record appended (interposer/run.cpp, Run::finish_on_signal).
 #pragma once
 
 #include "call_record.h"
@@ -67,7 +68,7 @@ class Trace {
   void flush_idle();
   // The end of the run: renders the journal into the trace file and
   // removes it; when it cannot, ends the process (exit_status::kUsage).
-  // Idempotent; safe enough from a signal handler.
+  // Idempotent. Not for a signal handler (it allocates).
   void close() noexcept;
   // In the child of a fork: the journal and the file are the parent's (a
   // shared mapping the child would write over), so the child lets go of
@@ -86,6 +87,9 @@ class Trace {
   // Records so far, the pending empty polls' one included: the position
   // of the next record.
   std::uint64_t records() const { return records_ + (idle_.times != 0 ? 1 : 0); }
+  // Records in the journal (and the hash) so far, without the pending
+  // empty polls: what a fatal signal's handler reports.
+  std::uint64_t journaled_records() const { return records_; }
   // Keeps the records in memory as JSON lines from now on (and restarts
   // the hash), for a Session; stop_capture() goes back to the file only.
   void start_capture();
