@@ -1,7 +1,8 @@
 // What each fault kind is, one row a kind (in the style of the kernel's
 // Soft-RoCE opcode table, rxe_opcode.c): its name in plans, its entry in
-// docs/fault-kinds.md's reference, where its opportunities arise, and whether a
-// rule of it is decided by its selector alone. Adding a kind is an
+// docs/fault-kinds.md's reference, where its opportunities arise, whether a
+// rule of it is decided by its selector alone, and the parameters it takes
+// (read by the plan parsers and plan_validate.cpp). Adding a kind is an
 // enumerator (verbfault/plan.h), a row here, its implementation at its
 // site, and its tests (docs/hacking.md).
 #pragma once
@@ -41,6 +42,14 @@ struct FaultKindInfo {
   bool selector_decides;
   std::string_view counts;    // docs/fault-kinds.md: what its nth= and p= count
   std::string_view observed;  // docs/fault-kinds.md: what the application observes
+  // The parameters a rule of it takes, in the order of the one-line form's
+  // parentheses (completion_error(status)); their names are the plan's keys
+  // (status: rem_access_err). Any other parameter in a rule is an error.
+  std::array<std::string_view, 2> parameters = {};
+  // Why a rule of it lacks what it needs, when a parameter is absent or
+  // has no effect (a success status, 0 polls): the plan error's text.
+  // Empty: its parameters may be left out (port_down's port: 1).
+  std::string_view missing = {};
 };
 
 inline constexpr std::size_t kFaultKindCount = 24;

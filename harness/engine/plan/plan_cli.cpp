@@ -1,5 +1,6 @@
 // The one-line form of a rule:
 //   completion_error(rem_access_err) qp#1 type=rc opcode=send proc=1 nth=3 count=1
+#include "fault_kinds.h"
 #include "plan_names.h"
 #include "rule_fields.h"
 
@@ -42,24 +43,13 @@ std::vector<std::string_view> tokens(std::string_view text) {
   return out;
 }
 
-// The parameters of each kind, in the order of the parentheses.
-std::vector<const char*> parameters(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::completion_error:
-      return {"status"};
-    case FaultKind::async_event:
-      return {"event"};
-    case FaultKind::verb_failure:
-      return {"verb", "error"};
-    case FaultKind::delayed_completion:
-      return {"polls"};
-    case FaultKind::port_down:
-      return {"port"};
-    case FaultKind::cm_delay:
-      return {"cm_event", "delay_ms"};
-    default:
-      return {};
-  }
+// The parameters of each kind, in the order of the parentheses
+// (fault_kinds.cpp).
+std::vector<std::string_view> parameters(FaultKind kind) {
+  std::vector<std::string_view> names;
+  for (std::string_view name : engine::info(kind).parameters)
+    if (!name.empty()) names.push_back(name);
+  return names;
 }
 
 [[noreturn]] void fail(std::string_view source, std::string_view token, const std::string& what) {

@@ -1,6 +1,9 @@
 // The parameters a fault kind takes, checked once for every way a rule is
 // made (files, the one-line form, Session, generators).
+#include "fault_kinds.h"
 #include "plan_names.h"
+
+#include <algorithm>
 #include "process_ref.h"
 
 namespace verbfault {
@@ -15,31 +18,37 @@ namespace {
 
 void validate(const Rule& rule, std::string_view source) {
   const FaultKind k = rule.kind;
-  auto only = [&](bool has, bool allowed, const char* parameter) {
-    if (has && !allowed)
-      reject(
-          source, rule,
-          std::string("parameter '") + parameter + "': expected no such parameter for this kind");
+  // Each parameter a rule can have: whether it is there, and whether its
+  // value does something (a success status or 0 polls does not).
+  struct Parameter {
+    std::string_view name;
+    bool given;
+    bool effective;
   };
-  only(rule.status.has_value(), k == FaultKind::completion_error, "status");
-  only(rule.event.has_value(), k == FaultKind::async_event, "event");
-  only(rule.verb.has_value(), k == FaultKind::verb_failure, "verb");
-  only(rule.error.has_value(), k == FaultKind::verb_failure, "error");
-  only(rule.polls.has_value(), k == FaultKind::delayed_completion, "polls");
-  only(rule.port.has_value(), k == FaultKind::port_down, "port");
-  only(rule.cm_event.has_value(), k == FaultKind::cm_delay, "cm_event");
-  only(rule.delay_ms.has_value(), k == FaultKind::cm_delay, "delay_ms");
-  if (k == FaultKind::cm_delay && (!rule.cm_event || !rule.delay_ms || *rule.delay_ms == 0))
-    reject(source, rule, "missing event or delay: expected e.g. cm_delay(established,50)");
-  if (k == FaultKind::completion_error && (!rule.status || *rule.status == IBV_WC_SUCCESS))
-    reject(source, rule,
-           "missing or success status: expected an error status such as rem_access_err");
-  if (k == FaultKind::async_event && !rule.event)
-    reject(source, rule, "missing event: expected an event type such as qp_fatal");
-  if (k == FaultKind::verb_failure && (!rule.verb || !rule.error || *rule.error <= 0))
-    reject(source, rule, "missing verb or error: expected e.g. verb_failure(post_send,ENOMEM)");
-  if (k == FaultKind::delayed_completion && (!rule.polls || *rule.polls == 0))
-    reject(source, rule, "missing polls: expected a number of polls >= 1");
+  const Parameter given[] = {
+      {"status", rule.status.has_value(), rule.status && *rule.status != IBV_WC_SUCCESS},
+      {"event", rule.event.has_value(), rule.event.has_value()},
+      {"verb", rule.verb.has_value(), rule.verb.has_value()},
+      {"error", rule.error.has_value(), rule.error && *rule.error > 0},
+      {"polls", rule.polls.has_value(), rule.polls && *rule.polls != 0},
+      {"port", rule.port.has_value(), rule.port.has_value()},
+      {"cm_event", rule.cm_event.has_value(), rule.cm_event.has_value()},
+      {"delay_ms", rule.delay_ms.has_value(), rule.delay_ms && *rule.delay_ms != 0},
+  };
+  const engine::FaultKindInfo& kind = engine::info(k);
+  auto takes = [&](std::string_view name) {
+    return std::find(kind.parameters.begin(), kind.parameters.end(), name) !=
+           kind.parameters.end();
+  };
+  for (const Parameter& parameter : given)
+    if (parameter.given && !takes(parameter.name))
+      reject(source, rule,
+             "parameter '" + std::string(parameter.name) +
+                 "': expected no such parameter for this kind");
+  if (!kind.missing.empty())
+    for (const Parameter& parameter : given)
+      if (takes(parameter.name) && !parameter.effective)
+        reject(source, rule, std::string(kind.missing));
   // The CM's faults act on CM ids, the others on verbs objects; a CM id has
   // no QP type, opcode, side or work request of its own to select by.
   const Selector& s = rule.selector;
