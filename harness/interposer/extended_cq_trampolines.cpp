@@ -88,6 +88,29 @@ int refuse(Run& run, Tracked& cq, const char* call, int error) {
   return error;
 }
 
+// An empty start_poll or next_poll (ENOENT, or the provider's error): the
+// refusal traced, and for a start_poll the held completions that empty
+// poll releases (held_completions.h). Their event, when the CQ was armed,
+// is raised after the lock is released (raise_released_event).
+struct EmptyPoll {
+  int status = 0;
+  bool event_for_released = false;
+  bool simulated = false;
+};
+
+EmptyPoll empty_poll(Run& run, Tracked& tracked, const char* call, bool first, int error) {
+  EmptyPoll empty{refuse(run, tracked, call, error)};
+  if (first) {
+    empty.event_for_released = release_after_empty_poll(run, tracked);
+    empty.simulated = tracked.simulated;
+  }
+  return empty;
+}
+
+void raise_released_event(Run& run, ibv_cq* cq, const EmptyPoll& empty) {
+  if (empty.event_for_released) (void)inject::spurious_cq_event(run.engine, cq, empty.simulated);
+}
+
 // ibv_start_poll (first) and ibv_next_poll: the next completion for the
 // application, held ones first once due.
 int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
@@ -110,13 +133,10 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
         // Still held: the CQ looks empty. An empty start_poll is an empty
         // poll (held_completions.h); a next_poll's ENOENT ends a poll that
         // returned some.
-        const int empty = refuse(run, *tracked, call, ENOENT);
-        if (first && release_after_empty_poll(run, *tracked)) {
-          const bool simulated = tracked->simulated;
-          lock.unlock();
-          (void)inject::spurious_cq_event(run.engine, cq, simulated);
-        }
-        return empty;
+        const EmptyPoll empty = empty_poll(run, *tracked, call, first, ENOENT);
+        lock.unlock();
+        raise_released_event(run, cq, empty);
+        return empty.status;
       }
       const ibv_wc wc = faults.held.front();
       faults.held.erase(faults.held.begin());
@@ -134,8 +154,7 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   if (result == 0) wc = copy_current(provider, cq_ex);
   ibv_qp* to_error = nullptr;
   bool close_provider = false;
-  bool event_for_released = false;
-  bool simulated = false;
+  EmptyPoll empty;
   int returned = result;
   {
     std::lock_guard lock(run.mutex);
@@ -153,9 +172,8 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
       // After ENOENT from start_poll the application does not call
       // end_poll: the provider's session is closed here.
       close_provider = first;
-      returned = refuse(run, *tracked, call, ENOENT);
-      if (first) event_for_released = release_after_empty_poll(run, *tracked);
-      simulated = tracked->simulated;
+      empty = empty_poll(run, *tracked, call, first, ENOENT);
+      returned = empty.status;
     } else {
       serve(run, *tracked, cq_ex, *ex, wc, call);
     }
@@ -164,7 +182,7 @@ int next(ibv_cq_ex* cq_ex, bool first, ibv_poll_cq_attr* attr) {
   }
   if (close_provider) provider.end_poll(cq_ex);
   if (to_error != nullptr) inject::qp_to_error(to_error);
-  if (event_for_released) (void)inject::spurious_cq_event(run.engine, cq, simulated);
+  raise_released_event(run, cq, empty);
   return returned;
 }
 
