@@ -1,5 +1,5 @@
 // A child made by fork(2) from a member of a local fabric is not that
-// member (sim/fabric.cpp, Fabric::leave_after_fork): it drops its copies of
+// member (sim/fabric/fabric.cpp, Fabric::leave_after_fork): it drops its copies of
 // the wire's descriptors, so the peers see the member gone when the member
 // goes, however long the child lives; once it opens a device of its own it
 // joins as a new member (Fabric::rejoin_after_fork), as rdma-core's tests'

@@ -1,6 +1,6 @@
 // A process whose application threads all wait outside the device (on a
 // socket, a pipe) counts as waiting for its peers' quiescence while nothing
-// they wait on is readable (sim/fabric.h, Fabric::begin_outside). A peer
+// they wait on is readable (sim/fabric/fabric.h, Fabric::begin_outside). A peer
 // that wrote to what they wait on before it waits must not take that mark
 // for quiescence: it asks the member to look again first, and the member,
 // finding the bytes there, is no longer counted waiting. Two members of a

@@ -1,4 +1,4 @@
-// Device profiles (fakes/sim/profile_file.h, profile_selection.h): the YAML
+// Device profiles (fakes/sim/profiles/profile_file.h, profile_selection.h): the YAML
 // reader's values and its one-line errors, the built-in profiles, and the
 // parsing of VERBFAULT_SIM_PROFILE. No device is made here; what a device
 // reports through the verbs is profile_device_tests.cpp.

@@ -1,5 +1,5 @@
 // The single-copy data path between processes of a local fabric
-// (sim/shared_memory.h, sim/remote_payload.h): RDMA WRITE payloads by
+// (sim/fabric/shared_memory.h, sim/fabric/remote_payload.h): RDMA WRITE payloads by
 // reference to the requester's memory, what falls back to bytes in the
 // frame, checks still made at the target, and the life of the mappings.
 // Each test runs two members of a fabric of its own in forked children
@@ -205,7 +205,7 @@ TEST(RemotePayload, TargetStillChecksRkeyAndBounds) {
       [](const uint8_t*) { return true; });
 }
 
-// A memory window across processes (sim/memory_window.h): the target
+// A memory window across processes (sim/objects/memory_window.h): the target
 // binds a type 2 window through its QP; the requester writes through the
 // window's rkey, invalidates it with SEND_WITH_INV (the rkey travels in the
 // request frame), and is refused afterwards.

@@ -1,5 +1,5 @@
 // The requester's window of RC requests in flight to another process
-// (sim/requester.cpp, kWindow) moves with the answers' arrival, as an
+// (sim/transport/requester.cpp, kWindow) moves with the answers' arrival, as an
 // HCA's send queue moves with the ACKs whether or not the application
 // polls: the answers wait in the CQ for a poll (delivery.h), their WQEs do
 // not hold the rest back.

@@ -19,7 +19,7 @@ namespace {
 constexpr uint32_t kQkey = 0x22222222;
 constexpr size_t kGrh = 40;
 
-// The address plan of fakes/sim/fabric_address.h: device d of member m of
+// The address plan of fakes/sim/fabric/fabric_address.h: device d of member m of
 // the local fabric has the IPv4 address 198.18.<m>.<d+1> (m is whatever
 // member index this test process got: ctest runs several at once).
 ibv_gid ipv4_gid(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {

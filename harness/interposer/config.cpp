@@ -122,7 +122,7 @@ Config config_from_environment() {
   config.process = process_identity(variable("VERBFAULT_PROC"));
   // A rank of a parallel launcher's job (`verbfault run -- mpirun -np N`):
   // process index VERBFAULT_PROC + 1 + rank, as its simulated device's
-  // member index (sim/fabric_membership.cpp: the launcher is VERBFAULT_PROC),
+  // member index (sim/fabric/fabric_membership.cpp: the launcher is VERBFAULT_PROC),
   // and a trace of its own beside the launcher's (record::process_trace_path
   // of that index), which `verbfault run` collects.
   std::string rank_error;

@@ -15,7 +15,7 @@ namespace verbfault::interposer::socket_addresses {
 
 namespace {
 
-// 198.18.0.0/16: the simulated ports (fakes/sim/fabric_address.h); their
+// 198.18.0.0/16: the simulated ports (fakes/sim/fabric/fabric_address.h); their
 // stand-ins on the loopback interface, 127.18.0.0/16.
 constexpr uint32_t kPortsNetwork = 198u << 24 | 18u << 16;
 constexpr uint32_t kStandInNetwork = 127u << 24 | 18u << 16;

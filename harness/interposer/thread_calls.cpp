@@ -89,7 +89,7 @@ class HarnessWorld final : public scheduler::World {
                          : static_cast<int>(std::min<std::uint64_t>(
                                (timeout_ns + 999'999) / 1'000'000, 1'000'000));
     // The simulated device of a process with peers acts at quiescence
-    // (sim/fabric_wait.h), which raises no fd: look again every ms.
+    // (sim/fabric/fabric_wait.h), which raises no fd: look again every ms.
     // Meanwhile no thread of the process can make a verbs call before
     // the world outside acts: to its peers the device waits (a peer
     // waiting for it sees quiescence, not a member outside verbs).
@@ -1163,7 +1163,7 @@ std::atomic<int> g_outside_waiters{0};
 std::atomic<bool> g_marked_idle_outside{false};
 // The fds those threads wait on, plus one (0: a free slot), and how many
 // found no slot: the mark stands for all of them, and the device looks at
-// them again after every frame (sim/fabric.h, Fabric::begin_outside), so
+// them again after every frame (sim/fabric/fabric.h, Fabric::begin_outside), so
 // with one unknown there is no mark.
 constexpr std::size_t kOutsideFdSlots = 64;
 std::array<std::atomic<int>, kOutsideFdSlots> g_outside_fds{};

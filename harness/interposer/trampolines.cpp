@@ -330,7 +330,7 @@ void record_poll(Run& run, Tracked& cq, int num_entries, int ret,
   int polled = 0;
   if (count < limit && may_poll) polled = ops->poll_cq(cq, limit - count, wc + count);
   // The simulated device may have waited for another process and given up
-  // (sim/fabric_wait.h): the trace says where the wall clock decided.
+  // (sim/fabric/fabric_wait.h): the trace says where the wall clock decided.
   if (provider::timing_notes_pending()) [[unlikely]]
     run.record_timing_notes(tracked->id());
   if (polled < 0) {

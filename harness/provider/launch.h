@@ -1,5 +1,5 @@
 // The process's place in a parallel launcher's job (mpirun, srun, PMI or
-// PMIx), as the simulated device reads it (sim/launcher_rank.h): the
+// PMIx), as the simulated device reads it (sim/fabric/launcher_rank.h): the
 // interposer gives a rank its own process index and trace, as the device
 // gives it its own member index.
 #pragma once

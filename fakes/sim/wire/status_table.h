@@ -92,7 +92,7 @@ class StatusTable {
   // all wait outside the device, on sockets (the mark held as of its last
   // look at them): a peer that wrote to one of them before it waits asks
   // the member to look again before it takes the fabric for quiescent
-  // (sim/fabric_wait.h). Set while waiting only.
+  // (sim/fabric/fabric_wait.h). Set while waiting only.
   void set_outside(bool outside);
   bool outside(uint32_t index) const;
   // Whether the member has work to do once the fabric is quiescent that

@@ -11,7 +11,7 @@ namespace {
 // of several commands, and leaves it out of their line).
 constexpr const char* kReplaySettings[] = {
     "VERBFAULT_FREEDOMS",           "VERBFAULT_CHECKS", "VERBFAULT_SIM_DEVICES",
-    "VERBFAULT_SIM_PROFILE",  // the kind of device (fakes/sim/profile_selection.h)
+    "VERBFAULT_SIM_PROFILE",  // the kind of device (fakes/sim/profiles/profile_selection.h)
     "VERBFAULT_DESTROY_CQ_UNACKED", "VERBFAULT_PROC"};
 
 std::string settings_prefix(const Replay& replay) {

@@ -167,7 +167,7 @@ class World {
   // once when one of them became readable since the scheduler looked.
   virtual bool advance_device(const std::vector<int>& fds) = 0;
   // Whether the running thread waits in the simulated device for another
-  // process: a wait with a grace period of its own (sim/fabric_wait.h),
+  // process: a wait with a grace period of its own (sim/fabric/fabric_wait.h),
   // which the watchdog does not cut short. Asked under the scheduler's
   // lock: must take no lock of the harness.
   virtual bool holder_waits_in_device() { return false; }

@@ -62,24 +62,24 @@ bool advance_clock(std::span<const int> fds = {});
 // this process acting (a frame arrives), as a real device's do.
 bool shares_fabric();
 // Whether a thread of this process waits in the device for another process
-// of the local fabric (sim/fabric_wait.h; a wait bounded by its own grace
+// of the local fabric (sim/fabric/fabric_wait.h; a wait bounded by its own grace
 // period): the thread scheduler's watchdog leaves it alone. Lock-free.
 bool waiting_for_another_process();
 // The harness's thread scheduler says every application thread waits, and
 // only for something from outside the process (a socket, a listening
 // socket in accept): `true` marks the process waiting in its device for
-// the other members' quiescence (sim/fabric_wait.h), as a thread waiting
+// the other members' quiescence (sim/fabric/fabric_wait.h), as a thread waiting
 // in the device does, until its next verbs call or frame or `false`. A
 // peer waiting for it then sees the fabric quiescent instead of giving up
 // after the grace period on the wall clock (a peer blocked in recv(2) on
 // the socket this process is about to write). Only while none of `fds`
 // (what those threads wait on) is readable, looked at again after every
-// frame (sim/fabric.h, Fabric::begin_outside): a peer that wrote to one
+// frame (sim/fabric/fabric.h, Fabric::begin_outside): a peer that wrote to one
 // before it waits asks for that look before it takes the fabric for
 // quiescent.
 void idle_outside(bool idle, std::span<const int> fds = {});
 // Whether the calling thread may block in the device waiting for another
-// process of the local fabric (sim/fabric_wait.h): the harness says no
+// process of the local fabric (sim/fabric/fabric_wait.h): the harness says no
 // while another application thread could run. Unset: yes.
 void set_wait_permission(bool (*may_wait)());
 // Whether another thread of the application could still acknowledge an
@@ -100,7 +100,7 @@ std::vector<std::string> take_timing_notes();
 std::span<ibv_device* const> devices();
 // In a child made by fork(2) of a fabric member: joins the fabric as a new
 // member now, before the child reads its devices' addresses (its device
-// list, GUIDs, sysfs files) or opens one (sim/fabric.h,
+// list, GUIDs, sysfs files) or opens one (sim/fabric/fabric.h,
 // Fabric::rejoin_after_fork); nothing otherwise. Not under the device lock.
 void rejoin_if_forked();
 bool owns(const ibv_device* device);
@@ -117,7 +117,7 @@ bool owns_sysfs_path(const char* dir, const char* file);
 
 // ---- the devices as the system shows them ----------------------------------
 // What the kernel would show of the simulated devices in sysfs and /dev
-// (sim/system_files.h): /sys/class/infiniband/<dev>/..., the uverbs class
+// (sim/system/system_files.h): /sys/class/infiniband/<dev>/..., the uverbs class
 // /sys/class/infiniband_verbs/..., their device directories under
 // /sys/devices/virtual/, and /dev/infiniband/uverbsN.
 enum class SystemNodeKind { kAbsent, kDirectory, kFile, kSymlink, kCharDevice };
@@ -138,7 +138,7 @@ struct SystemNode {
 // simulated devices add to the system.
 SystemNode system_node(std::string_view path);
 // Whether `path` (absolute, normalized) lies where the simulated devices
-// add to the system (one of sim/system_files.h's directories or below):
+// add to the system (one of sim/system/system_files.h's directories or below):
 // cheap, no lock; a path outside is never served.
 bool system_path_prefix(std::string_view path);
 

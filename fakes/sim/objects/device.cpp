@@ -20,7 +20,7 @@ Device::Device(int index, uint32_t member, DeviceProfile profile)
   d.transport_type = IBV_TRANSPORT_IB;
   std::snprintf(d.name, sizeof d.name, "%s", name_.c_str());
   // The uverbs character device and class directory the kernel would give
-  // it (sim/system_files.h serves both).
+  // it (sim/system/system_files.h serves both).
   std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs%d", uverbs_index(*this));
   std::snprintf(d.dev_path, sizeof d.dev_path, "/sys/class/infiniband_verbs/%s", d.dev_name);
   std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "/sys/class/infiniband/%s", name_.c_str());
