@@ -1,5 +1,5 @@
 // Exported thread, sleep and clock calls of the C library: each forwards
-// to the interposer (interposer/thread_calls.h) with its caller's address,
+// to the thread calls (threads/thread_calls.h) with its caller's address,
 // so that only the program's own calls are scheduling points. They carry
 // glibc's symbol versions (libibverbs.map.in): a program built against glibc
 // binds to them when libverbfault.so is preloaded or linked first. Where

@@ -37,7 +37,7 @@ bool called_from_sanitizer(const void* return_address);
 
 // Whether `return_address` lies in the AddressSanitizer runtime (libasan,
 // preloaded or linked; false when it is not loaded). ASan has no
-// interceptor for sched_yield or the sleeps (those of thread_calls.cpp that
+// interceptor for sched_yield or the sleeps (those of threads/clocks.cpp and synchronisation.cpp that
 // ask this), so such a call from libasan is
 // the runtime's own: LeakSanitizer's stop-the-world at exit spins on
 // sched_yield with the allocator locked, and a scheduling point there

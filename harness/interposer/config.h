@@ -21,7 +21,7 @@
 //   VERBFAULT_THREADS   "pct[:depth=D][:steps=K]" (unset: pct) or "random",
 //                    each with ":escape=MS": the program's threads run
 //                    one at a time, chosen from the seed, whenever the
-//                    harness is active (observers/scheduler); "free": as
+//                    harness is active (threads/scheduler); "free": as
 //                    the kernel schedules them
 //   VERBFAULT_STARTED   a file the harness creates once it has read this
 //                    configuration (verbfault run sets it, and fails a run

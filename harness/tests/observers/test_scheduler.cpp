@@ -330,7 +330,7 @@ TEST(Scheduler, TheClockOnlyMovesForward) {
 
 // A thread holding one of the harness's locks runs the harness's code:
 // the interposer lets its calls through instead of making them scheduling
-// points (thread_calls.cpp, scheduled()), which would wait for the lock.
+// points (threads/thread_world.cpp, scheduled()), which would wait for the lock.
 TEST(RunLock, MarksTheThreadsThatHoldOne) {
   record::RunLock one, two;
   EXPECT_FALSE(record::RunLock::held_by_this_thread());

@@ -1,6 +1,6 @@
 // The program's thread, sleep and clock calls (the front door's pthread_*,
 // sched_yield, sleeps and clocks forward here). While the scheduler runs
-// (observers/scheduler), a call of a scheduled thread from the program's
+// (threads/scheduler), a call of a scheduled thread from the program's
 // own code is a scheduling point, its waits are modelled there, and its
 // clocks read virtual time; every other call is the C library's own.
 #pragma once

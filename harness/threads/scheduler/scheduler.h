@@ -102,7 +102,7 @@ enum class WaitKind : std::uint8_t { mutex, cond, join, semaphore, rwlock, fd, s
 // The fds one wait may name: a poll(2), select(2) or epoll set of an event
 // loop (a channel, an async fd, sockets, the pipes of a launcher's
 // children: mpirun -np 4 polls about 14). A call with more passes through
-// to the C library (thread_calls.cpp), so a Wait stays a fixed size.
+// to the C library (threads/fd_waits.cpp), so a Wait stays a fixed size.
 inline constexpr std::size_t kMaxWaitFds = 64;
 
 struct Wait {
