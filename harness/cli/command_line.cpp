@@ -287,7 +287,6 @@ std::vector<std::pair<std::string, std::string>> CommandLineParser::reference() 
   for (const CLI::App* sub : options_->app.get_subcommands({})) {
     std::string usage = "    verbfault " + sub->get_name();
     std::string table = "| option | meaning |\n| --- | --- |\n";
-    bool takes_command = false;
     for (const CLI::Option* option : sub->get_options()) {
       if (option == sub->get_help_ptr()) continue;
       const bool positional = option->get_positional();
@@ -305,8 +304,8 @@ std::vector<std::pair<std::string, std::string>> CommandLineParser::reference() 
                (option->get_required() ? " (required)" : "") + " |\n";
     }
     const std::string& footer = sub->get_footer();
-    takes_command = footer.find("after --") != std::string::npos;
-    if (takes_command) usage += " -- CMD ARGS";
+    // The subcommands that run a program say so in their footer.
+    if (footer.find("after --") != std::string::npos) usage += " -- CMD ARGS";
     std::string description = cell(sub->get_description());
     if (!description.empty()) description[0] = static_cast<char>(std::toupper(description[0]));
     std::string section = description + ".\n\n" + usage + "\n\n" + table;

@@ -79,7 +79,7 @@ Run::Run(Config configuration) : config(std::move(configuration)) {
   if (config.trace_path) trace.open(*config.trace_path);
   engine.configure(config.plan, config.seed, config.process);
   checkers.configure(config.checks, config.findings_file);
-  active_ = environment_active_ = config.active;
+  active_ = config.active;
 }
 
 void Run::enter_process() {
@@ -129,12 +129,12 @@ void Run::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms
 
 void Run::end_session() {
   provider::set_freedom_seed(
-      environment_active_ && config.draw_freedoms ? std::optional(config.seed) : std::nullopt);
+      config.active && config.draw_freedoms ? std::optional(config.seed) : std::nullopt);
   std::lock_guard lock(mutex);
   trace.stop_capture();
   engine.configure(config.plan, config.seed, config.process);
-  active_ = environment_active_;
-  g_active = environment_active_;
+  active_ = config.active;
+  g_active = config.active;
 }
 
 Tracked& Run::add_object(ObjectKind kind, const void* handle, ObjectRef context, bool simulated) {
@@ -278,26 +278,28 @@ void Run::finish(bool check_leaks) noexcept {
                  to_cli(rule).c_str());
   }
   trace.close();
+  say_end(trace.records());
+}
+
+void Run::say_end(std::uint64_t records) const noexcept {
   if (forked_from_ != 0) {
     // Not the run's line: a sweep reads the last "seed S, trace hash H" as
     // the run's. `verbfault run` names the child's trace too.
-    std::fprintf(stderr,
-                 "verbfault: forked child %d of %d: trace hash %016llx (%llu records)%s%s\n",
-                 static_cast<int>(getpid()), static_cast<int>(forked_from_),
-                 static_cast<unsigned long long>(trace.hash()),
-                 static_cast<unsigned long long>(trace.records()),
-                 trace.path().empty() ? "" : ", trace ", trace.path().c_str());
+    SignalSafeLine line;
+    line.text("verbfault: forked child ").decimal(static_cast<std::uint64_t>(getpid()));
+    line.text(" of ").decimal(static_cast<std::uint64_t>(forked_from_));
+    line.text(": trace hash ").hex16(trace.hash()).text(" (").decimal(records).text(" records)");
+    if (!trace.path().empty()) line.text(", trace ").text(trace.path());
+    line.write_to(2);
     return;
   }
   // Under a multi-process `verbfault run` the line goes to it instead: it
   // prints each process's with the process's index and name.
-  if (!config.summary_file.empty()) return write_summary(trace.records());
-  std::fprintf(stderr, "verbfault: seed %llu, trace hash %016llx (%llu records)\n",
-               static_cast<unsigned long long>(config.seed),
-               static_cast<unsigned long long>(trace.hash()),
-               static_cast<unsigned long long>(trace.records()));
+  if (!config.summary_file.empty()) return write_summary(records);
+  SignalSafeLine line;
+  line.text("verbfault: seed ").decimal(config.seed).text(", trace hash ").hex16(trace.hash());
+  line.text(" (").decimal(records).text(" records)").write_to(2);
 }
-
 void Run::become_forked_child() noexcept {
   // The only thread now; the lock may have been held by another thread of
   // the parent at fork(2), so it is not taken (nor was it for the parent's
@@ -342,20 +344,7 @@ void Run::finish_on_signal() noexcept {
     if (fired[i] != 0 || !engine::for_process(engine.plan().rules[i], config.process)) continue;
     SignalSafeLine().text("verbfault: coverage: rule #").decimal(i).text(" never fired").write_to(2);
   }
-  const std::uint64_t records = trace.journaled_records();
-  if (forked_from_ != 0) {
-    SignalSafeLine line;
-    line.text("verbfault: forked child ").decimal(static_cast<std::uint64_t>(getpid()));
-    line.text(" of ").decimal(static_cast<std::uint64_t>(forked_from_));
-    line.text(": trace hash ").hex16(trace.hash()).text(" (").decimal(records).text(" records)");
-    line.write_to(2);
-  } else if (!config.summary_file.empty()) {
-    write_summary(records);
-  } else {
-    SignalSafeLine line;
-    line.text("verbfault: seed ").decimal(config.seed).text(", trace hash ").hex16(trace.hash());
-    line.text(" (").decimal(records).text(" records)").write_to(2);
-  }
+  say_end(trace.journaled_records());
   if (!trace.path().empty())
     SignalSafeLine()
         .text("verbfault: the trace is in its journal, ")

@@ -134,6 +134,10 @@ class Run final : public checkers::Host, public engine::Recorder {
   // The end-of-run line for verbfault run (VERBFAULT_SUMMARY), with the
   // trace's `records`; async-signal-safe.
   void write_summary(std::uint64_t records) const noexcept;
+  // The end-of-run line with the trace's `records` (finish() and
+  // finish_on_signal() alike): a forked child's, the summary file's, or
+  // the seed and trace hash; async-signal-safe.
+  void say_end(std::uint64_t records) const noexcept;
   // In the child of a fork(2) (pthread_atfork): its own trace, its
   // inherited objects not its own to release.
   void become_forked_child() noexcept;
@@ -147,8 +151,8 @@ class Run final : public checkers::Host, public engine::Recorder {
   // finish() ran: it runs once, whichever comes first of exit, a fatal
   // signal (on any thread, while another may be exiting) or end_run.
   std::atomic<bool> finished_{false};
+  // config.active, or true while a Session is open.
   std::atomic<bool> active_{false};
-  bool environment_active_ = false;  // active_ as the configuration set it
 };
 
 }  // namespace verbfault::interposer
