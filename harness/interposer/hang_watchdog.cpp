@@ -3,6 +3,7 @@
 #include "hang_watch.h"
 #include "scheduler.h"
 #include "run.h"
+#include "thread_world.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -275,7 +276,9 @@ void look(std::uint64_t wall_ns) {
   }
   // A wait the scheduler models: a join, a lock, a condition, a sleep, a
   // channel, a socket with a channel.
-  const std::size_t waiting = scheduler::scheduler().waiting_threads(modelled, kMaxThreads);
+  const std::size_t waiting = thread_calls::g_scheduler.load(std::memory_order_relaxed) != nullptr
+                                  ? thread_calls::sched().waiting_threads(modelled, kMaxThreads)
+                                  : 0;
   // In sight: every thread of the program is seen waiting or spinning.
   auto slot_of = [&](pid_t tid) -> std::size_t {
     for (std::size_t i = 0; i < kSlots; ++i)
@@ -297,8 +300,9 @@ void look(std::uint64_t wall_ns) {
   // number, then the others by kernel id. A verbs wait is said as the
   // interposer saw it; else the scheduler's words; else the spin.
   std::map<pid_t, scheduler::Scheduler::Seen> scheduled;
-  for (scheduler::Scheduler::Seen& thread : scheduler::scheduler().seen())
-    scheduled[thread.tid] = std::move(thread);
+  if (thread_calls::g_scheduler.load(std::memory_order_relaxed) != nullptr)
+    for (scheduler::Scheduler::Seen& thread : thread_calls::sched().seen())
+      scheduled[thread.tid] = std::move(thread);
   std::vector<std::pair<std::pair<int, pid_t>, Seen>> seen;
   for (std::size_t t = 0; t < threads; ++t) {
     const pid_t tid = tids[t];

@@ -12,6 +12,7 @@
 #include "observation.h"
 #include "replay.h"
 #include "scheduler.h"
+#include "thread_world.h"
 #include "trace_path.h"
 #include "trampolines.h"
 
@@ -103,7 +104,7 @@ void Run::enter_process() {
   const bool watch_hangs = config.hang_after_ns != 0 && checkers.enabled("liveness.hang");
   hang::configure(watch_hangs ? config.hang_after_ns : 0);
   if (config.threads)
-    thread_calls::start(*config.threads);
+    thread_calls::start(scheduler, *config.threads);
   else if (watch_hangs)
     thread_calls::start_watchdog();
   pthread_atfork(nullptr, nullptr, [] { thread_calls::after_fork_in_child(); });
@@ -128,8 +129,8 @@ void Run::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms
 }
 
 void Run::end_session() {
-  provider::set_freedom_seed(
-      config.active && config.draw_freedoms ? std::optional(config.seed) : std::nullopt);
+  provider::set_freedom_seed(config.active && config.draw_freedoms ? std::optional(config.seed)
+                                                                   : std::nullopt);
   std::lock_guard lock(mutex);
   trace.stop_capture();
   engine.configure(config.plan, config.seed, config.process);
@@ -199,7 +200,7 @@ int threads_not_waiting_outside() {
 }  // namespace
 
 bool Run::alone() const {
-  if (scheduler::scheduler().running()) return scheduler::scheduler().others_idle();
+  if (scheduler.running()) return scheduler.others_idle();
   // Without the scheduler: the process has one thread, and those the
   // simulated device runs itself.
   return thread_count() == 1 + provider::device_threads() + thread_calls::harness_threads();
@@ -208,8 +209,8 @@ bool Run::alone() const {
 bool Run::may_block_in_device() {
   // Bounded: the device asks under its own lock, which the scheduler takes
   // under the scheduler's (advance_device).
-  if (scheduler::scheduler().running())
-    return scheduler::scheduler().others_idle(/*bounded=*/true, /*outside_waits_idle=*/true);
+  if (thread_calls::scheduling())
+    return thread_calls::sched().others_idle(/*bounded=*/true, /*outside_waits_idle=*/true);
   // The device asks only once its service thread runs: the application's
   // one thread and that one; its threads blocked in a wait for fds or in
   // accept(2) make no verbs call until the world outside wakes them
@@ -225,7 +226,7 @@ bool Run::every_thread_waits_outside() {
 
 bool Run::others_may_ack() {
   // Asked by the device under its own lock, as may_block_in_device.
-  if (scheduler::scheduler().running()) return !scheduler::scheduler().others_idle(true);
+  if (thread_calls::scheduling()) return !thread_calls::sched().others_idle(true);
   // The application's threads besides the caller: all but the caller, the
   // device's service thread (a destroy comes after an open) and the
   // harness's own.
@@ -242,7 +243,7 @@ void Run::record_timing_notes(record::ObjectId object) {
 }
 
 std::string Run::threads_report(std::string_view doing) const {
-  return scheduler::scheduler().threads_report(doing);
+  return scheduler.threads_report(doing);
 }
 
 void Run::end_run(int status) {
@@ -342,7 +343,11 @@ void Run::finish_on_signal() noexcept {
   const auto& fired = engine.fired();
   for (std::size_t i = 0; i < fired.size(); ++i) {
     if (fired[i] != 0 || !engine::for_process(engine.plan().rules[i], config.process)) continue;
-    SignalSafeLine().text("verbfault: coverage: rule #").decimal(i).text(" never fired").write_to(2);
+    SignalSafeLine()
+        .text("verbfault: coverage: rule #")
+        .decimal(i)
+        .text(" never fired")
+        .write_to(2);
   }
   say_end(trace.journaled_records());
   if (!trace.path().empty())

@@ -7,6 +7,7 @@
 #include "fault_engine.h"
 #include "injections.h"
 #include "post_decisions.h"
+#include "scheduler.h"
 #include "interposer.h"
 #include "object_registry.h"
 #include "trace.h"
@@ -75,6 +76,13 @@ class Run final : public checkers::Host, public engine::Recorder {
   ObjectRegistry registry;
   observers::Trace trace;
   checkers::Checkers checkers;
+  // The thread scheduler (threads/scheduler): started by the process's
+  // run when VERBFAULT_THREADS asks (thread_calls::start), which hands the
+  // libc wrappers a pointer to it; guarded by its own lock, taken before
+  // this run's `mutex` when both are (docs/architecture.md, "Locking").
+  // Mutable as a mutex is: the const questions of checkers::Host (alone,
+  // threads_report) take its lock.
+  mutable scheduler::Scheduler scheduler;
 
   // Adds a new object to the registry and tells the engine and the
   // observers (lock held).

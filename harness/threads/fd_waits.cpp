@@ -109,7 +109,8 @@ int wait_on_fds(const FdList& watched, const FdList& waited, std::uint64_t timeo
     // ibv_get_cq_event, and become visible now. The yield moves the
     // virtual clock: a wait that keeps waking for nothing still ends at
     // its deadline.
-    for (std::size_t i = 0; i < wait.fd_count; ++i) release_held_for_waiter(process_run(), wait.fds[i]);
+    for (std::size_t i = 0; i < wait.fd_count; ++i)
+      release_held_for_waiter(process_run(), wait.fds[i]);
     sched().point(/*yielding=*/true);
   }
 }
@@ -215,7 +216,7 @@ Readable wait_readable(int fd, const char* call) {
 }
 
 Readable wait_readable_outside(int fd) {
-  if (scheduler::Scheduler::manages_this_thread() && sched().running()) return Readable::ready;
+  if (scheduler::Scheduler::manages_this_thread() && scheduling()) return Readable::ready;
   std::vector<pollfd> polled{{fd, POLLIN, 0}};
   return HarnessWorld::wait_interruptibly(polled, -1) == scheduler::World::Outside::interrupted
              ? Readable::interrupted
@@ -224,7 +225,7 @@ Readable wait_readable_outside(int fd) {
 
 bool wait_readable_for(int fd, std::uint64_t timeout_ns, const char* call, const char* what) {
   if (HarnessWorld::poll_readable(fd)) return true;
-  if (scheduler::Scheduler::manages_this_thread() && sched().running()) {
+  if (scheduler::Scheduler::manages_this_thread() && scheduling()) {
     Wait wait;
     wait.kind = WaitKind::fd;
     wait.add_fd(fd);
@@ -476,7 +477,8 @@ ssize_t read(int fd, void* buffer, size_t count, const void* caller) {
   if (scheduled(caller) && !HarnessWorld::poll_readable(fd) && blocking(fd)) {
     if (world.event_fds(&fd, 1).any) {
       Readable readable;
-      while ((readable = wait_readable(fd, "read")) == Readable::held) release_held_for_waiter(process_run(), fd);
+      while ((readable = wait_readable(fd, "read")) == Readable::held)
+        release_held_for_waiter(process_run(), fd);
       if (readable == Readable::interrupted) {
         errno = EINTR;
         return -1;

@@ -20,9 +20,10 @@
 
 namespace verbfault::interposer::thread_calls {
 
-// Starts the scheduler (the Run's constructor, when VERBFAULT_THREADS
-// asks for it): the calling thread is thread 0.
-void start(const scheduler::Options& options);
+// Starts the run's `scheduler` (the process's run, when VERBFAULT_THREADS
+// asks for it) and makes it the one the libc wrappers use: the calling
+// thread is thread 0.
+void start(scheduler::Scheduler& scheduler, const scheduler::Options& options);
 // Starts the process's watchdog thread, once (the scheduler's escapes,
 // the hang watchdog: hang_watchdog.h).
 void start_watchdog();

@@ -6,9 +6,7 @@ namespace verbfault::interposer::thread_calls {
 
 std::atomic<bool> g_real_device_opened{false};
 
-scheduler::Scheduler& sched() {
-  return scheduler::scheduler();
-}
+std::atomic<scheduler::Scheduler*> g_scheduler{nullptr};
 
 HarnessWorld world;
 // initial-exec: see scheduler.cpp (t_self).
@@ -50,7 +48,6 @@ bool clock_is_virtual(const void* caller) {
   return scheduler::Scheduler::manages_this_thread() && !called_from_rdma_stack(caller);
 }
 
-
 bool scheduled(const void* caller) {
   // A thread holding a lock of the harness runs the harness's code: what it
   // calls that reaches these calls (an allocation entering UCX's memory
@@ -59,7 +56,6 @@ bool scheduled(const void* caller) {
   return !record::RunLock::held_by_this_thread() && clock_is_virtual(caller);
 }
 
-
 // scheduled() for sched_yield and the sleeps, which ASan does not
 // intercept: a call of them from libasan is the runtime's own (callers.h),
 // never a scheduling point.
@@ -67,19 +63,19 @@ bool scheduled_pause(const void* caller) {
   return scheduled(caller) && !called_from_address_sanitizer(caller);
 }
 
-
 void real_device_opened() {
   g_real_device_opened.store(true, std::memory_order_relaxed);
 }
 
-void start(const scheduler::Options& options) {
-  sched().start(options, world);
+void start(scheduler::Scheduler& scheduler, const scheduler::Options& options) {
+  scheduler.start(options, world);
+  g_scheduler.store(&scheduler, std::memory_order_release);
   start_watchdog();
 }
 
 void verbs_point() {
   // Without a scheduler: one load of a global, no thread-local.
-  if (!sched().running()) [[likely]]
+  if (!scheduling()) [[likely]]
     return;
   // Only the call right after an empty poll yields: the thread's previous
   // call made no progress; later ones (an arm, a post) are progress.
@@ -89,7 +85,7 @@ void verbs_point() {
 }
 
 void polled(bool empty) {
-  if (sched().running()) t_last_poll_empty = empty;
+  if (scheduling()) t_last_poll_empty = empty;
 }
 
 }  // namespace verbfault::interposer::thread_calls

@@ -211,9 +211,21 @@ class HarnessWorld final : public scheduler::World {
   }
 };
 
-// The process's scheduler (observers of the scheduler.h World are this
-// harness's: `world`).
-scheduler::Scheduler& sched();
+// The scheduler of the process's run (Run::scheduler) once start() handed
+// it over: the one pointer through which the libc wrappers and the
+// watchdog reach it. Null while no run schedules threads.
+extern std::atomic<scheduler::Scheduler*> g_scheduler;
+// That scheduler. Only behind scheduled(), scheduled_pause(),
+// clock_is_virtual() or scheduling(): each is true only once start() ran.
+inline scheduler::Scheduler& sched() {
+  return *g_scheduler.load(std::memory_order_relaxed);
+}
+// Whether a scheduler was started and still schedules.
+inline bool scheduling() {
+  scheduler::Scheduler* scheduler = g_scheduler.load(std::memory_order_relaxed);
+  return scheduler != nullptr && scheduler->running();
+}
+// The scheduler.h World of this harness.
 extern HarnessWorld world;
 
 // The virtual deadline of an absolute timeout on `clock`.

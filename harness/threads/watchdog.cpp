@@ -18,8 +18,8 @@ void note_escape(const scheduler::Escape& escape) {
     std::unique_lock lock(run.mutex);
     position = run.trace.records();
     run.record(record::CallRecord({record::kNoSlot, {ObjectKind::thread, escape.thread}})
-                     .add("event", "escaped")
-                     .add("activity", escape.what));
+                   .add("event", "escaped")
+                   .add("activity", escape.what));
   }
   std::fprintf(stderr,
                "verbfault: not deterministic from trace record %llu: thread %u is %s outside "
@@ -38,12 +38,12 @@ std::atomic<bool> g_watchdog_running{false};
 void* watchdog(void*) {
   // The harness's threads are named "vf-..." (hang_watchdog.cpp).
   pthread_setname_np(pthread_self(), "vf-watchdog");
-  const bool scheduling = sched().running();
+  const bool scheduled = scheduling();
   const std::uint64_t escape_tick =
-      std::max<std::uint64_t>(sched().options().escape_ns / 8, 1'000'000);
+      scheduled ? std::max<std::uint64_t>(sched().options().escape_ns / 8, 1'000'000) : 0;
   const std::uint64_t hang_tick = hang::look_interval_ns();
-  std::uint64_t tick_ns = scheduling ? escape_tick : hang_tick;
-  if (scheduling && hang::enabled()) tick_ns = std::min(escape_tick, hang_tick);
+  std::uint64_t tick_ns = scheduled ? escape_tick : hang_tick;
+  if (scheduled && hang::enabled()) tick_ns = std::min(escape_tick, hang_tick);
   const timespec tick = timespec_of(tick_ns);
   std::uint64_t next_hang_look = 0;
   for (;;) {
@@ -51,7 +51,7 @@ void* watchdog(void*) {
     timespec wall{};
     libc::real().clock_gettime(CLOCK_MONOTONIC, &wall);
     const std::uint64_t now = ns_of(wall);
-    if (scheduling)
+    if (scheduled)
       if (const std::optional<scheduler::Escape> escape = sched().watch(now)) note_escape(*escape);
     if (hang::enabled() && now >= next_hang_look) {
       next_hang_look = now + hang_tick;
@@ -62,7 +62,6 @@ void* watchdog(void*) {
 }
 
 }  // namespace
-
 
 void start_watchdog() {
   if (g_watchdog_running.exchange(true)) return;
@@ -85,13 +84,12 @@ int harness_threads() {
   return g_watchdog_running.load(std::memory_order_relaxed) ? 1 : 0;
 }
 
-
 void after_fork_in_child() {
   // A forked child has one thread, the forking one: its own schedule (and
   // its own watchdog).
   g_watchdog_running = false;
-  sched().after_fork_in_child();
-  if (sched().running() || hang::enabled()) start_watchdog();
+  if (g_scheduler.load(std::memory_order_relaxed) != nullptr) sched().after_fork_in_child();
+  if (scheduling() || hang::enabled()) start_watchdog();
 }
 
 }  // namespace verbfault::interposer::thread_calls

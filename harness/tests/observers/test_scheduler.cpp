@@ -40,8 +40,7 @@ QuietWorld world;
 
 // Starts `bodies.size()` scheduled threads, each running its body, and
 // joins them through the scheduler (as pthread_join does).
-void run_threads(const std::vector<std::function<void()>>& bodies) {
-  Scheduler& s = scheduler();
+void run_threads(Scheduler& s, const std::vector<std::function<void()>>& bodies) {
   std::vector<std::thread> threads;
   std::vector<ThreadId> ids;
   threads.reserve(bodies.size());
@@ -71,7 +70,8 @@ void run_threads(const std::vector<std::function<void()>>& bodies) {
 // Which thread ran each step of `workers` threads doing `steps` points
 // each, under `options`; checks that no two ran at once.
 std::vector<int> interleaving(Options options, int workers, int steps) {
-  scheduler().start(options, world);
+  Scheduler scheduler;
+  scheduler.start(options, world);
   std::vector<int> log;
   std::atomic<int> inside{0};
   bool overlapped = false;
@@ -82,16 +82,26 @@ std::vector<int> interleaving(Options options, int workers, int steps) {
         overlapped |= inside.fetch_add(1) != 0;
         log.push_back(w);
         inside.fetch_sub(1);
-        scheduler().point();
+        scheduler.point();
       }
     });
-  run_threads(bodies);
-  scheduler().stop();
+  run_threads(scheduler, bodies);
+  scheduler.stop();
   EXPECT_FALSE(overlapped) << "two scheduled threads ran at once";
   return log;
 }
 
-TEST(Scheduler, TheSameSeedGivesTheSameInterleaving) {
+// Each test's own scheduler, as each run of the harness owns one
+// (Run::scheduler).
+class Scheduling : public ::testing::Test {
+ protected:
+  Scheduler& scheduler() { return scheduler_; }
+
+ private:
+  Scheduler scheduler_;
+};
+
+TEST_F(Scheduling, TheSameSeedGivesTheSameInterleaving) {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     Options options;
     options.seed = seed;
@@ -102,7 +112,7 @@ TEST(Scheduler, TheSameSeedGivesTheSameInterleaving) {
   }
 }
 
-TEST(Scheduler, SeedsGiveDifferentInterleavings) {
+TEST_F(Scheduling, SeedsGiveDifferentInterleavings) {
   std::set<std::vector<int>> seen;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     Options options;
@@ -113,7 +123,7 @@ TEST(Scheduler, SeedsGiveDifferentInterleavings) {
   EXPECT_GE(seen.size(), 10u);
 }
 
-TEST(Scheduler, ARandomWalkIsDeterministicToo) {
+TEST_F(Scheduling, ARandomWalkIsDeterministicToo) {
   std::set<std::vector<int>> seen;
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     Options options;
@@ -126,7 +136,7 @@ TEST(Scheduler, ARandomWalkIsDeterministicToo) {
   EXPECT_GE(seen.size(), 9u);
 }
 
-TEST(Scheduler, PctRunsTheHighestPriorityThreadUntilAChangePoint) {
+TEST_F(Scheduling, PctRunsTheHighestPriorityThreadUntilAChangePoint) {
   // Without change points (depth 1) one thread runs all its steps before
   // any other: the first worker to run is never interrupted.
   Options options;
@@ -137,7 +147,7 @@ TEST(Scheduler, PctRunsTheHighestPriorityThreadUntilAChangePoint) {
   for (int i = 1; i < 10; ++i) EXPECT_EQ(log[i], log[0]);
 }
 
-TEST(Scheduler, AYieldingThreadLetsAnotherRun) {
+TEST_F(Scheduling, AYieldingThreadLetsAnotherRun) {
   // A spinner of the highest priority that yields (an empty poll) cannot
   // starve the thread it waits for.
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
@@ -147,23 +157,23 @@ TEST(Scheduler, AYieldingThreadLetsAnotherRun) {
     scheduler().start(options, world);
     bool posted = false;
     int spins = 0;
-    run_threads({[&] {
-                   while (!posted) {
-                     ++spins;
-                     scheduler().point(/*yielding=*/true);
-                   }
-                 },
-                 [&] {
-                   for (int i = 0; i < 3; ++i) scheduler().point();
-                   posted = true;
-                 }});
+    run_threads(scheduler(), {[&] {
+                                while (!posted) {
+                                  ++spins;
+                                  scheduler().point(/*yielding=*/true);
+                                }
+                              },
+                              [&] {
+                                for (int i = 0; i < 3; ++i) scheduler().point();
+                                posted = true;
+                              }});
     scheduler().stop();
     EXPECT_TRUE(posted);
     EXPECT_LT(spins, 10) << "seed " << seed;
   }
 }
 
-TEST(Scheduler, WakeOneWakesTheEarliestWaiter) {
+TEST_F(Scheduling, WakeOneWakesTheEarliestWaiter) {
   Options options;
   options.seed = 3;
   scheduler().start(options, world);
@@ -181,26 +191,26 @@ TEST(Scheduler, WakeOneWakesTheEarliestWaiter) {
       woken.push_back(who);
     };
   };
-  run_threads({waiter(1), waiter(2), [&] {
-                 // The waiters may not wait yet: wake until both woke.
-                 while (woken.size() < 2) {
-                   scheduler().wake_one(WaitKind::cond, &condition);
-                   scheduler().point(/*yielding=*/true);
-                 }
-               }});
+  run_threads(scheduler(), {waiter(1), waiter(2), [&] {
+                              // The waiters may not wait yet: wake until both woke.
+                              while (woken.size() < 2) {
+                                scheduler().wake_one(WaitKind::cond, &condition);
+                                scheduler().point(/*yielding=*/true);
+                              }
+                            }});
   scheduler().stop();
   EXPECT_EQ(woken, waiting);
 }
 
-TEST(Scheduler, VirtualTimeJumpsToTheNextDeadlineWhenEveryThreadWaits) {
+TEST_F(Scheduling, VirtualTimeJumpsToTheNextDeadlineWhenEveryThreadWaits) {
   Options options;
   options.seed = 9;
   scheduler().start(options, world);
   std::uint64_t woke_at = 0;
-  run_threads({[&] {
-    scheduler().sleep_until(5'000'000, "nanosleep");  // 5 ms of virtual time
-    woke_at = scheduler().now_ns();
-  }});
+  run_threads(scheduler(), {[&] {
+                scheduler().sleep_until(5'000'000, "nanosleep");  // 5 ms of virtual time
+                woke_at = scheduler().now_ns();
+              }});
   scheduler().stop();
   EXPECT_GE(woke_at, 5'000'000u);
   EXPECT_LT(woke_at, 5'100'000u);
@@ -234,30 +244,30 @@ struct Pipe {
   }
 };
 
-TEST(Scheduler, AWaitOnSeveralFdsEndsWhenAnyIsReadable) {
+TEST_F(Scheduling, AWaitOnSeveralFdsEndsWhenAnyIsReadable) {
   PipeWorld pipes;
   Pipe first, second;
   Options options;
   options.seed = 4;
   scheduler().start(options, pipes);
   bool woken = false;
-  run_threads({[&] {
-                 Wait wait;
-                 wait.kind = WaitKind::fd;
-                 wait.add_fd(first.fds[0]);
-                 wait.add_fd(second.fds[0]);
-                 wait.call = "poll";
-                 woken = scheduler().block(wait);
-               },
-               [&] {
-                 for (int i = 0; i < 3; ++i) scheduler().point();
-                 EXPECT_EQ(write(second.fds[1], "x", 1), 1);  // the second fd only
-               }});
+  run_threads(scheduler(), {[&] {
+                              Wait wait;
+                              wait.kind = WaitKind::fd;
+                              wait.add_fd(first.fds[0]);
+                              wait.add_fd(second.fds[0]);
+                              wait.call = "poll";
+                              woken = scheduler().block(wait);
+                            },
+                            [&] {
+                              for (int i = 0; i < 3; ++i) scheduler().point();
+                              EXPECT_EQ(write(second.fds[1], "x", 1), 1);  // the second fd only
+                            }});
   scheduler().stop();
   EXPECT_TRUE(woken);
 }
 
-TEST(Scheduler, AnFdWaitWithADeadlineEndsOnTheVirtualClock) {
+TEST_F(Scheduling, AnFdWaitWithADeadlineEndsOnTheVirtualClock) {
   PipeWorld pipes;
   Pipe quiet;
   Options options;
@@ -265,15 +275,15 @@ TEST(Scheduler, AnFdWaitWithADeadlineEndsOnTheVirtualClock) {
   scheduler().start(options, pipes);
   bool woken = true;
   std::uint64_t ended_at = 0;
-  run_threads({[&] {
-    Wait wait;
-    wait.kind = WaitKind::fd;
-    wait.add_fd(quiet.fds[0]);
-    wait.deadline_ns = scheduler().now_ns() + 3'000'000;
-    wait.call = "poll";
-    woken = scheduler().block(wait);
-    ended_at = scheduler().now_ns();
-  }});
+  run_threads(scheduler(), {[&] {
+                Wait wait;
+                wait.kind = WaitKind::fd;
+                wait.add_fd(quiet.fds[0]);
+                wait.deadline_ns = scheduler().now_ns() + 3'000'000;
+                wait.call = "poll";
+                woken = scheduler().block(wait);
+                ended_at = scheduler().now_ns();
+              }});
   scheduler().stop();
   EXPECT_FALSE(woken);
   EXPECT_GE(ended_at, 3'000'000u);
@@ -287,34 +297,38 @@ TEST(Scheduler, AnFdWaitWithADeadlineEndsOnTheVirtualClock) {
 // deadlock (issue 32): here the world reads it from inside the scheduler.
 class ClockReadingWorld : public PipeWorld {
  public:
+  explicit ClockReadingWorld(Scheduler& scheduler) : scheduler_(scheduler) {}
   bool fd_readable(int fd) override {
-    clock_seen = scheduler().now_ns();
+    clock_seen = scheduler_.now_ns();
     return PipeWorld::fd_readable(fd);
   }
   std::uint64_t clock_seen = 0;
+
+ private:
+  Scheduler& scheduler_;
 };
 
-TEST(Scheduler, TheClockIsReadWithoutTheSchedulersLock) {
-  ClockReadingWorld world_reading;
+TEST_F(Scheduling, TheClockIsReadWithoutTheSchedulersLock) {
+  ClockReadingWorld world_reading(scheduler());
   Pipe quiet;
   Options options;
   options.seed = 3;
   scheduler().start(options, world_reading);
   bool woken = true;
-  run_threads({[&] {
-    Wait wait;
-    wait.kind = WaitKind::fd;
-    wait.add_fd(quiet.fds[0]);
-    wait.deadline_ns = scheduler().now_ns() + 1'000'000;
-    wait.call = "poll";
-    woken = scheduler().block(wait);
-  }});
+  run_threads(scheduler(), {[&] {
+                Wait wait;
+                wait.kind = WaitKind::fd;
+                wait.add_fd(quiet.fds[0]);
+                wait.deadline_ns = scheduler().now_ns() + 1'000'000;
+                wait.call = "poll";
+                woken = scheduler().block(wait);
+              }});
   scheduler().stop();
   EXPECT_FALSE(woken);
   EXPECT_GT(world_reading.clock_seen, 0u) << "the world was asked about the fd";
 }
 
-TEST(Scheduler, TheClockOnlyMovesForward) {
+TEST_F(Scheduling, TheClockOnlyMovesForward) {
   Options options;
   options.seed = 5;
   scheduler().start(options, world);
@@ -353,7 +367,7 @@ TEST(RunLock, MarksTheThreadsThatHoldOne) {
 // A wait on an fd fed from outside is no deadlock: the scheduler waits in
 // real time, without a limit when nothing is due on the virtual clock, at
 // most the escape time while a sleeper is (then the sleeper wakes first).
-TEST(Scheduler, AnExternalFdWaitsInRealTimeAndLetsASleeperWake) {
+TEST_F(Scheduling, AnExternalFdWaitsInRealTimeAndLetsASleeperWake) {
   PipeWorld pipes;
   Pipe socket;
   pipes.outside_fd = socket.fds[1];
@@ -362,19 +376,19 @@ TEST(Scheduler, AnExternalFdWaitsInRealTimeAndLetsASleeperWake) {
   options.escape_ns = 2'000'000;
   scheduler().start(options, pipes);
   std::vector<int> order;
-  run_threads({[&] {
-                 Wait wait;
-                 wait.kind = WaitKind::fd;
-                 wait.add_fd(socket.fds[0]);
-                 wait.external = true;
-                 wait.call = "poll";
-                 EXPECT_TRUE(scheduler().block(wait));
-                 order.push_back(1);
-               },
-               [&] {
-                 scheduler().sleep_until(scheduler().now_ns() + 1'000'000, "usleep");
-                 order.push_back(2);
-               }});
+  run_threads(scheduler(), {[&] {
+                              Wait wait;
+                              wait.kind = WaitKind::fd;
+                              wait.add_fd(socket.fds[0]);
+                              wait.external = true;
+                              wait.call = "poll";
+                              EXPECT_TRUE(scheduler().block(wait));
+                              order.push_back(1);
+                            },
+                            [&] {
+                              scheduler().sleep_until(scheduler().now_ns() + 1'000'000, "usleep");
+                              order.push_back(2);
+                            }});
   scheduler().stop();
   EXPECT_EQ(order, (std::vector<int>{2, 1}));
   ASSERT_GE(pipes.timeouts.size(), 2u);
@@ -385,7 +399,7 @@ TEST(Scheduler, AnExternalFdWaitsInRealTimeAndLetsASleeperWake) {
   EXPECT_EQ(pipes.timeouts.back(), kNoDeadline) << "unbounded once only the fd is left";
 }
 
-TEST(Scheduler, AnExternalFdWaitLastsInRealTimeUntilTheNextDeadlineHoweverFar) {
+TEST_F(Scheduling, AnExternalFdWaitLastsInRealTimeUntilTheNextDeadlineHoweverFar) {
   PipeWorld pipes;
   Pipe socket;
   pipes.outside_fd = socket.fds[1];
@@ -393,7 +407,8 @@ TEST(Scheduler, AnExternalFdWaitLastsInRealTimeUntilTheNextDeadlineHoweverFar) {
   options.seed = 6;
   options.escape_ns = 2'000'000;
   scheduler().start(options, pipes);
-  run_threads({[&] {
+  run_threads(scheduler(),
+              {[&] {
                  Wait wait;
                  wait.kind = WaitKind::fd;
                  wait.add_fd(socket.fds[0]);
@@ -412,7 +427,7 @@ TEST(Scheduler, AnExternalFdWaitLastsInRealTimeUntilTheNextDeadlineHoweverFar) {
 // a thread the scheduler does not manage) wakes the scheduled thread
 // blocked on it; one released between its try and its block ends the
 // block at once. Neither is taken for a deadlock meanwhile.
-TEST(Scheduler, ALockReleasedOutsideTheScheduleWakesItsWaiter) {
+TEST_F(Scheduling, ALockReleasedOutsideTheScheduleWakesItsWaiter) {
   Options options;
   options.seed = 2;
   scheduler().start(options, world);
@@ -420,51 +435,52 @@ TEST(Scheduler, ALockReleasedOutsideTheScheduleWakesItsWaiter) {
   std::atomic<bool> released{false};
   bool woken = false;
   std::thread outside;
-  run_threads({[&] {
-    Wait wait;
-    wait.kind = WaitKind::rwlock;
-    wait.object = &lock;
-    wait.call = "pthread_rwlock_wrlock";
-    scheduler().begin_lock_wait();  // as the front door's wrlock does before its try
-    wait.outside_releases = scheduler().outside_releases();
-    outside = std::thread([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      released = true;
-      Scheduler::note_release_outside(&lock);
-    });
-    woken = scheduler().block(wait);
-    scheduler().end_lock_wait();
-  }});
+  run_threads(scheduler(), {[&] {
+                Wait wait;
+                wait.kind = WaitKind::rwlock;
+                wait.object = &lock;
+                wait.call = "pthread_rwlock_wrlock";
+                scheduler().begin_lock_wait();  // as the front door's wrlock does before its try
+                wait.outside_releases = scheduler().outside_releases();
+                outside = std::thread([&] {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                  released = true;
+                  Scheduler::note_release_outside(&lock);
+                });
+                woken = scheduler().block(wait);
+                scheduler().end_lock_wait();
+              }});
   scheduler().stop();
   outside.join();
   EXPECT_TRUE(released);
   EXPECT_TRUE(woken);
 }
 
-TEST(Scheduler, ALockReleasedOutsideBeforeTheBlockEndsItAtOnce) {
+TEST_F(Scheduling, ALockReleasedOutsideBeforeTheBlockEndsItAtOnce) {
   Options options;
   options.seed = 3;
   scheduler().start(options, world);
   int lock = 0;
   bool woken = false;
-  run_threads({[&] {
-    Wait wait;
-    wait.kind = WaitKind::mutex;
-    wait.object = &lock;
-    wait.call = "pthread_mutex_lock";
-    scheduler().begin_lock_wait();
-    wait.outside_releases = scheduler().outside_releases();
-    std::thread([&] { Scheduler::note_release_outside(&lock); }).join();
-    woken = scheduler().block(wait);  // nobody else could wake it: a deadlock if it blocked
-    scheduler().end_lock_wait();
-  }});
+  run_threads(scheduler(), {[&] {
+                Wait wait;
+                wait.kind = WaitKind::mutex;
+                wait.object = &lock;
+                wait.call = "pthread_mutex_lock";
+                scheduler().begin_lock_wait();
+                wait.outside_releases = scheduler().outside_releases();
+                std::thread([&] { Scheduler::note_release_outside(&lock); }).join();
+                woken =
+                    scheduler().block(wait);  // nobody else could wake it: a deadlock if it blocked
+                scheduler().end_lock_wait();
+              }});
   scheduler().stop();
   EXPECT_TRUE(woken);
 }
 
 // A wait on outside fds only (a socket, a pipe) is not idle for the checks,
 // and not among the waits they judge.
-TEST(Scheduler, AWaitOnOutsideFdsOnlyIsNeitherIdleNorJudged) {
+TEST_F(Scheduling, AWaitOnOutsideFdsOnlyIsNeitherIdleNorJudged) {
   PipeWorld pipes;
   Pipe socket;
   pipes.outside_fd = socket.fds[1];  // speaks once nothing else can move
@@ -474,28 +490,30 @@ TEST(Scheduler, AWaitOnOutsideFdsOnlyIsNeitherIdleNorJudged) {
   std::atomic<bool> blocked{false};
   bool idle = true;
   std::size_t judged = 99;
-  run_threads({[&] {
-                 Wait wait;
-                 wait.kind = WaitKind::fd;
-                 wait.add_fd(socket.fds[0]);
-                 wait.external = true;
-                 wait.outside_only = true;
-                 wait.call = "poll";
-                 blocked = true;
-                 scheduler().block(wait);
-               },
-               [&] {
-                 while (!blocked) scheduler().point(/*yielding=*/true);
-                 idle = scheduler().others_idle();
-                 pid_t tids[4];
-                 judged = scheduler().waiting_threads(tids, 4);
-               }});
+  run_threads(scheduler(), {[&] {
+                              Wait wait;
+                              wait.kind = WaitKind::fd;
+                              wait.add_fd(socket.fds[0]);
+                              wait.external = true;
+                              wait.outside_only = true;
+                              wait.call = "poll";
+                              blocked = true;
+                              scheduler().block(wait);
+                            },
+                            [&] {
+                              while (!blocked) scheduler().point(/*yielding=*/true);
+                              idle = scheduler().others_idle();
+                              pid_t tids[4];
+                              judged = scheduler().waiting_threads(tids, 4);
+                            }});
   scheduler().stop();
   EXPECT_FALSE(idle);
   EXPECT_EQ(judged, 1u) << "only run_threads' join of the main thread";
 }
 
-TEST(SchedulerDeathTest, ADeadlockIsReportedWithWhatEachThreadWaitsFor) {
+using SchedulingDeathTest = Scheduling;
+
+TEST_F(SchedulingDeathTest, ADeadlockIsReportedWithWhatEachThreadWaitsFor) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
@@ -506,20 +524,20 @@ TEST(SchedulerDeathTest, ADeadlockIsReportedWithWhatEachThreadWaitsFor) {
         // past its end: AddressSanitizer, stack-buffer-overflow).
         pthread_mutex_t mutex;
         pthread_mutex_init(&mutex, nullptr);
-        run_threads({[&] {
-          Wait wait;
-          wait.kind = WaitKind::mutex;
-          wait.object = &mutex;
-          wait.call = "pthread_mutex_lock";
-          scheduler().block(wait);
-        }});
+        run_threads(scheduler(), {[&] {
+                      Wait wait;
+                      wait.kind = WaitKind::mutex;
+                      wait.object = &mutex;
+                      wait.call = "pthread_mutex_lock";
+                      scheduler().block(wait);
+                    }});
       },
       testing::ExitedWithCode(122),
       "deadlock: every thread waits.*\n  thread 0: pthread_join of thread 1, which never "
       "ends\n  thread 1: pthread_mutex_lock of mutex 0x");
 }
 
-TEST(Scheduler, TheWatchdogReleasesAThreadThatReachesNoPointWhileAnotherWaitsItsTurn) {
+TEST_F(Scheduling, TheWatchdogReleasesAThreadThatReachesNoPointWhileAnotherWaitsItsTurn) {
   Options options;
   options.escape_ns = 1'000'000;
   scheduler().start(options, world);
@@ -574,7 +592,7 @@ TEST(Scheduler, TheWatchdogReleasesAThreadThatReachesNoPointWhileAnotherWaitsIts
   EXPECT_EQ(after_release, 1);
 }
 
-TEST(Scheduler, AThreadThatNeverWaitsCannotStarveTheOthers) {
+TEST_F(Scheduling, AThreadThatNeverWaitsCannotStarveTheOthers) {
   // A worker loops until main, asleep for 5 ms of virtual time, tells it to
   // stop. With the higher priority and no change point left, PCT alone
   // would run the worker forever; the fairness bound moves it below main.
@@ -585,23 +603,23 @@ TEST(Scheduler, AThreadThatNeverWaitsCannotStarveTheOthers) {
     scheduler().start(options, world);
     bool stop = false;
     std::uint64_t loops = 0;
-    run_threads({[&] {
-                   while (!stop) {
-                     ++loops;
-                     scheduler().point();
-                   }
-                 },
-                 [&] {
-                   scheduler().sleep_until(scheduler().now_ns() + 5'000'000, "usleep");
-                   stop = true;
-                 }});
+    run_threads(scheduler(), {[&] {
+                                while (!stop) {
+                                  ++loops;
+                                  scheduler().point();
+                                }
+                              },
+                              [&] {
+                                scheduler().sleep_until(scheduler().now_ns() + 5'000'000, "usleep");
+                                stop = true;
+                              }});
     scheduler().stop();
     EXPECT_TRUE(stop) << "seed " << seed;
     EXPECT_LE(loops, 5000u + 2 * options.fairness_steps) << "seed " << seed;
   }
 }
 
-TEST(Scheduler, ThreadsOptionsParse) {
+TEST_F(Scheduling, ThreadsOptionsParse) {
   EXPECT_FALSE(parse_threads("free").has_value());
   EXPECT_EQ(describe(*parse_threads("pct")), "pct:depth=3:steps=20000:preempt=10");
   EXPECT_EQ(describe(*parse_threads("pct:depth=5")), "pct:depth=5:steps=20000:preempt=10");
@@ -612,10 +630,10 @@ TEST(Scheduler, ThreadsOptionsParse) {
   EXPECT_EQ(parse_threads("pct:escape=40")->escape_ns, 40'000'000u);
   EXPECT_EQ(parse_threads("random:escape=7")->escape_ns, 7'000'000u);
   EXPECT_EQ(describe(*parse_threads("random:escape=7")), "random:preempt=10");
-  for (const char* bad : {"", "fair", "pct:", "pct:depth", "pct:depth=0", "pct:depth=65",
-                          "pct:depth=x", "pct:steps=0", "pct:width=3", "pctx", "random:depth=2",
-                          "randomx", "pct:escape=0", "pct:escape=", "pct:preempt=101",
-                          "pct:preempt=", "random:preempt=x"})
+  for (const char* bad :
+       {"", "fair", "pct:", "pct:depth", "pct:depth=0", "pct:depth=65", "pct:depth=x",
+        "pct:steps=0", "pct:width=3", "pctx", "random:depth=2", "randomx", "pct:escape=0",
+        "pct:escape=", "pct:preempt=101", "pct:preempt=", "random:preempt=x"})
     EXPECT_THROW(parse_threads(bad), std::invalid_argument) << bad;
 }
 

@@ -132,8 +132,8 @@ std::uint64_t parse_number(const std::string& text, const std::string& what) {
 std::string describe(const Options& options) {
   const std::string preempt = ":preempt=" + std::to_string(options.preempt_percent);
   if (options.strategy == Strategy::random_walk) return "random" + preempt;
-  return "pct:depth=" + std::to_string(options.depth) + ":steps=" +
-         std::to_string(options.steps) + preempt;
+  return "pct:depth=" + std::to_string(options.depth) + ":steps=" + std::to_string(options.steps) +
+         preempt;
 }
 
 std::optional<Options> parse_threads(const std::string& text) {
@@ -190,9 +190,10 @@ namespace {
 std::atomic<Scheduler*> g_started{nullptr};
 }  // namespace
 
-Scheduler& scheduler() {
-  static Scheduler* instance = new Scheduler();  // never destroyed: threads outlive exit
-  return *instance;
+Scheduler::~Scheduler() {
+  Scheduler* self = this;
+  g_started.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+  if (kick_fd_ >= 0) close(kick_fd_);
 }
 
 void Scheduler::note_release_outside(const void* object) {
@@ -262,7 +263,8 @@ void Scheduler::start(const Options& options, World& world) {
 bool Scheduler::manages_this_thread() {
   // t_self is set by start() (or for a thread the scheduler started): the
   // scheduler exists once it is.
-  return t_self != nullptr && !t_inside && scheduler().running();
+  Scheduler* started = g_started.load(std::memory_order_acquire);
+  return t_self != nullptr && !t_inside && started != nullptr && started->running();
 }
 
 bool Scheduler::inside() {
@@ -643,10 +645,10 @@ std::uint64_t Scheduler::preemption_hold() const {
   // Log-uniform between the bounds: as likely 0.1-1 ms as 1-10 ms.
   const double unit = static_cast<double>(draw(options_.seed, step, kPreemptLengthStream) >> 11) /
                       static_cast<double>(std::uint64_t{1} << 53);
-  const double ratio = static_cast<double>(kLongestPreemptionNs) /
-                       static_cast<double>(kShortestPreemptionNs);
+  const double ratio =
+      static_cast<double>(kLongestPreemptionNs) / static_cast<double>(kShortestPreemptionNs);
   const auto held = static_cast<std::uint64_t>(static_cast<double>(kShortestPreemptionNs) *
-                                                std::pow(ratio, unit));
+                                               std::pow(ratio, unit));
   // On a real provider a hold passes in real time (the others wait for
   // the device's fds in real time, or busy-poll it): there it is at most
   // 1 ms, longer than the think times the races need, and a threaded

@@ -188,6 +188,12 @@ struct Escape {
 
 class Scheduler {
  public:
+  Scheduler() = default;
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+  // Only for a scheduler whose threads have all ended (a unit test's): the
+  // process's run, which owns the process's, is never destroyed.
+  ~Scheduler();
   // Starts scheduling: the calling thread becomes thread 0.
   void start(const Options& options, World& world);
   bool running() const { return running_.load(std::memory_order_relaxed); }
@@ -460,8 +466,5 @@ class Scheduler {
   std::uint64_t watched_steps_ = 0;
   std::uint64_t watched_since_ns_ = 0;
 };
-
-// The one scheduler of the process.
-Scheduler& scheduler();
 
 }  // namespace verbfault::scheduler
