@@ -23,7 +23,7 @@ namespace {
 
 // Unaffiliated events go to every open context of the device.
 void raise_on_device(Device& device, ibv_event_type type, int port) {
-  for (Context* context : Fabric::get().contexts()) {
+  for (Context* context : device.fabric().contexts()) {
     if (&context->device() != &device) continue;
     ibv_async_event event{};
     event.event_type = type;
@@ -53,7 +53,7 @@ std::vector<QueuePair*> qps_where(Context& context, auto predicate) {
 int set_port_state(ibv_context* verbs, uint8_t port, ibv_port_state state) {
   if (!owns(verbs)) return ENODEV;
   if (port != 1 || state < IBV_PORT_DOWN || state > IBV_PORT_ACTIVE_DEFER) return EINVAL;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   Device& device = Context::from(verbs)->device();
   ibv_port_attr& attr = device.port();
   const bool was_active = attr.state == IBV_PORT_ACTIVE;
@@ -68,7 +68,7 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
   if (!owns(verbs)) return ENODEV;
   // IBA 4.1.3: unicast LIDs are 0x0001..0xbfff.
   if (port != 1 || lid == 0 || lid >= 0xc000) return EINVAL;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   Device& device = Context::from(verbs)->device();
   // IBTA A17.3: a RoCE port has no LID to change.
   if (device.ethernet()) return EINVAL;
@@ -80,7 +80,7 @@ int set_port_lid(ibv_context* verbs, uint8_t port, uint16_t lid) {
 
 int set_gid(ibv_context* verbs, uint8_t port, int index, const ibv_gid& gid) {
   if (!owns(verbs)) return ENODEV;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   Device& device = Context::from(verbs)->device();
   if (port != 1 || index < 0 || index >= device.port().gid_tbl_len) return EINVAL;
   device.set_gid(index, gid);
@@ -90,14 +90,14 @@ int set_gid(ibv_context* verbs, uint8_t port, int index, const ibv_gid& gid) {
 
 int device_fatal(ibv_context* verbs) {
   if (!owns(verbs)) return ENODEV;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   Device& device = Context::from(verbs)->device();
   if (device.fatal()) return 0;
   device.set_fatal();
   raise_on_device(device, IBV_EVENT_DEVICE_FATAL, 0);
   // The provider flushes every QP so that no application waits forever for
   // a completion the dead device will never produce.
-  for (Context* context : Fabric::get().contexts()) {
+  for (Context* context : device.fabric().contexts()) {
     if (&context->device() != &device) continue;
     for (QueuePair* qp : qps_where(*context, [](QueuePair& qp) {
            return qp.state() != IBV_QPS_RESET && qp.state() != IBV_QPS_ERR;
@@ -109,7 +109,7 @@ int device_fatal(ibv_context* verbs) {
 
 int raise_qp_event(ibv_qp* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   QueuePair* qp = QueuePair::from(verbs);
   switch (type) {
     case IBV_EVENT_QP_FATAL:
@@ -133,7 +133,7 @@ int raise_qp_event(ibv_qp* verbs, ibv_event_type type) {
 
 int raise_srq_event(ibv_srq* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   Context& context = srq->pd().context();
   switch (type) {
@@ -156,7 +156,7 @@ int raise_srq_event(ibv_srq* verbs, ibv_event_type type) {
 int raise_cq_event(ibv_cq* verbs, ibv_event_type type) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
   if (type != IBV_EVENT_CQ_ERR) return EINVAL;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (!cq->in_error()) completer::cq_error(*cq);
   return 0;
@@ -166,7 +166,7 @@ int post_send_with_failures(ibv_qp* verbs, ibv_send_wr* wr, ibv_send_wr** bad_wr
                             const std::vector<SendFailure>& failures) {
   // Nothing posted: *bad_wr names the first WR (ibv_post_send(3)).
   if (verbs == nullptr || !owns(verbs->context)) return *bad_wr = wr, ENODEV;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   if (Context::from(verbs->context)->device().fatal()) return *bad_wr = wr, EIO;
   std::vector<SendWqe::Forced> forced;
   forced.reserve(failures.size());
@@ -179,7 +179,7 @@ int post_send_with_failures(ibv_qp* verbs, ibv_send_wr* wr, ibv_send_wr** bad_wr
 
 int notify_cq(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return ENODEV;
-  auto guard = Fabric::enter();
+  auto guard = enter_device();
   return CompletionQueue::from(verbs)->fire_spurious_event() ? 0 : EAGAIN;
 }
 

@@ -47,9 +47,6 @@ namespace verbfault::sim {
 namespace {
 
 using Lock = std::unique_lock<std::mutex>;
-Lock lock() {
-  return Fabric::enter();
-}
 
 template <class T>
 T* fail(int err) {
@@ -82,14 +79,15 @@ int failed_at(Wr* wr, Wr** bad_wr, int err) {
 // spinning on empty polls does nothing a peer's wait could wait for.
 int op_poll_cq(ibv_cq* verbs_cq, int n, ibv_wc* wc) {
   if (n < 0) return -EINVAL;
-  Lock guard = Fabric::enter(Fabric::Call::uncounted);
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter(Fabric::Call::uncounted);
   const int polled = poll_from_fabric(guard, *CompletionQueue::from(verbs_cq), n, wc);
-  if (polled != 0) Fabric::get().count_call();
+  if (polled != 0) fabric.count_call();
   return polled;
 }
 
 int op_req_notify_cq(ibv_cq* verbs_cq, int solicited_only) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs_cq->context)) return EIO;
   CompletionQueue* cq = CompletionQueue::from(verbs_cq);
   if (cq->in_error()) return EIO;
@@ -98,7 +96,7 @@ int op_req_notify_cq(ibv_cq* verbs_cq, int solicited_only) {
 }
 
 int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(qp->context)) return failed_at(wr, bad_wr, EIO);
   return QueuePair::from(qp)->post_send(wr, bad_wr);
 }
@@ -106,18 +104,20 @@ int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 // A receive WR posted: requests of another process that waited for one
 // take it now (remote::retry_held), in the order they arrived.
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(qp->context)) return failed_at(wr, bad_wr, EIO);
-  const int result = QueuePair::from(qp)->post_recv(wr, bad_wr);
-  remote::retry_held();
+  QueuePair* sim_qp = QueuePair::from(qp);
+  const int result = sim_qp->post_recv(wr, bad_wr);
+  remote::retry_held(sim_qp->fabric());
   return result;
 }
 
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(srq->context)) return failed_at(wr, bad_wr, EIO);
-  const int result = SharedReceiveQueue::from(srq)->post(wr, bad_wr);
-  remote::retry_held();
+  SharedReceiveQueue* sim_srq = SharedReceiveQueue::from(srq);
+  const int result = sim_srq->post(wr, bad_wr);
+  remote::retry_held(sim_srq->pd().context().fabric());
   return result;
 }
 
@@ -225,12 +225,13 @@ bool others_may_ack() {
 }
 
 template <class Settled, class Describe>
-int check_unacked_events(Lock& guard, const char* kind, Settled settled, Describe describe) {
+int check_unacked_events(Fabric& fabric, Lock& guard, const char* kind, Settled settled,
+                         Describe describe) {
   if (settled()) return 0;
   if (unacked_destroy_policy() == UnackedDestroy::kWait) {
     const Described d = describe();
     diagnose(kind, d.object, d.counts + "; libibverbs would wait forever; waiting");
-    Fabric::get().wakeup.wait(guard, settled);
+    fabric.wakeup.wait(guard, settled);
     return 0;
   }
   // libibverbs waits here: while another thread of the program may still
@@ -260,44 +261,46 @@ void set_ack_possible(bool (*others_may_ack)()) {
 
 std::size_t cq_depth(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return 0;
-  std::lock_guard guard(Fabric::get().mutex);
+  std::lock_guard guard(process_fabric().mutex);
   return CompletionQueue::from(verbs)->size();
 }
 
 bool cq_event_pending(ibv_cq* verbs) {
   if (verbs == nullptr || !owns(verbs->context)) return false;
-  std::lock_guard guard(Fabric::get().mutex);
+  std::lock_guard guard(process_fabric().mutex);
   CompletionQueue* cq = CompletionQueue::from(verbs);
   return cq->channel() != nullptr && cq->channel()->has_event_of(cq);
 }
 
 bool work_pending() {
-  std::lock_guard guard(Fabric::get().mutex);
-  return Fabric::get().deadline_pending() || remote_work_possible();
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return fabric.deadline_pending() || remote_work_possible(fabric);
 }
 
 int device_threads() {
-  // Not Fabric::get(): a process on a real provider must not join a fabric
-  // by asking.
+  // Not process_fabric() before it exists: a process on a real provider
+  // must not join a fabric by asking.
   if (!Fabric::exists()) return 0;
-  std::lock_guard guard(Fabric::get().mutex);
-  return Fabric::get().service_started() ? 1 : 0;
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return fabric.service_started() ? 1 : 0;
 }
 
-// Not lock(): the thread scheduler's housekeeping is no verbs call of the
+// Not enter_device(): the thread scheduler's housekeeping is no verbs call of the
 // application (it must not unmark a waiting process, count a call, or
 // take a step).
 bool advance_clock(std::span<const int> fds) {
-  // Not Fabric::get() before the fabric exists: a process that waits before
+  // Not process_fabric() before it exists: a process that waits before
   // it opens a device (a server in accept(2) that forks a child per
   // client, as qperf's) must not join the fabric by asking, or its
   // children would be born outside it (Fabric::leave_after_fork).
   if (!Fabric::exists()) return false;
-  Lock guard(Fabric::get().mutex);
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = process_fabric();
+  Lock guard(fabric.mutex);
   // Not FabricWaiter::applies(): the thread scheduler calls this under its
   // own lock, and every application thread waits (that is why it asks).
-  if (FabricWaiter::on_shared_fabric() && remote_work_possible()) {
+  if (FabricWaiter::on_shared_fabric(fabric) && remote_work_possible(fabric)) {
     // With
     // another process on the fabric, virtual time moves only at quiescence
     // (fabric_wait.h). The process stays marked waiting until its next
@@ -307,7 +310,7 @@ bool advance_clock(std::span<const int> fds) {
     // the mark would stand for a wait that is over, and a peer would take
     // the fabric for quiescent.
     if (!fds.empty() && !fabric.begin_outside(fds)) return true;
-    FabricWaiter waiter;
+    FabricWaiter waiter(fabric);
     const FabricWaiter::Look look = waiter.look();
     fabric.forget_outside_fds();
     if (look == FabricWaiter::Look::kActed) {
@@ -328,8 +331,8 @@ bool waiting_for_another_process() {
 
 void idle_outside(bool idle, std::span<const int> fds) {
   if (!Fabric::exists()) return;
-  Lock guard(Fabric::get().mutex);
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = process_fabric();
+  Lock guard(fabric.mutex);
   if (idle) {
     fabric.begin_outside(fds);
   } else {
@@ -341,22 +344,24 @@ void idle_outside(bool idle, std::span<const int> fds) {
 
 bool shares_fabric() {
   if (!Fabric::exists()) return false;
-  Lock guard(Fabric::get().mutex);
-  return FabricWaiter::on_shared_fabric() && remote_work_possible();
+  Fabric& fabric = process_fabric();
+  Lock guard(fabric.mutex);
+  return FabricWaiter::on_shared_fabric(fabric) && remote_work_possible(fabric);
 }
 
 void set_freedom_seed(std::optional<std::uint64_t> seed) {
-  // Not Fabric::get() before the fabric exists: making it joins the local
+  // Not process_fabric() before it exists: making it joins the local
   // fabric, and a process that never opens a device (a shell or `timeout`
   // started under LD_PRELOAD before the program) must not take a member
   // index. The fabric takes the seed when it is made.
   if (Fabric::set_initial_freedom_seed(seed)) return;
-  Lock guard = lock();
-  Fabric::get().freedoms().set_seed(seed);
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
+  fabric.freedoms().set_seed(seed);
 }
 
 std::vector<Diagnostic> diagnostics() {
-  Lock guard = lock();
+  Lock guard = enter_device();
   return diagnostic_log();
 }
 
@@ -366,7 +371,7 @@ std::span<ibv_device* const> devices() {
   static const std::vector<ibv_device*> list = [] {
     unacked_destroy_policy();  // a malformed setting is reported up front
     std::vector<ibv_device*> out;
-    for (auto& device : Fabric::get().devices()) out.push_back(device->verbs());
+    for (auto& device : process_fabric().devices()) out.push_back(device->verbs());
     return out;
   }();
   return list;
@@ -374,9 +379,9 @@ std::span<ibv_device* const> devices() {
 
 void rejoin_if_forked() {
   if (!Fabric::exists()) return;  // a fabric is made fresh in the child
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = process_fabric();
   if (!fabric.rejoin_pending()) return;
-  Lock guard = lock();
+  Lock guard = fabric.enter();
   fabric.rejoin_after_fork();
 }
 
@@ -444,10 +449,11 @@ int read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
 }
 
 ibv_context* open_device(ibv_device* device) {
-  Lock guard = lock();
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
   // The device answers other processes of the local fabric from now on,
   // whatever this process's threads do (its service thread).
-  Fabric::get().endpoint();
+  fabric.endpoint();
   auto* context = new Context(*Device::from(device));
   install_ops(context->verbs());
   return context->verbs();
@@ -455,15 +461,17 @@ ibv_context* open_device(ibv_device* device) {
 
 bool owns_cmd_fd(int cmd_fd) {
   if (cmd_fd < 0) return false;
-  Lock guard = lock();
-  for (Context* context : Fabric::get().contexts())
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
+  for (Context* context : fabric.contexts())
     if (context->has_cmd_fd(cmd_fd)) return true;
   return false;
 }
 
 ibv_context* import_device(int cmd_fd) {
-  Lock guard = lock();
-  for (Context* context : Fabric::get().contexts()) {
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
+  for (Context* context : fabric.contexts()) {
     if (!context->has_cmd_fd(cmd_fd)) continue;
     ibv_context* imported = context->add_import(cmd_fd);
     install_ops(imported);
@@ -473,7 +481,7 @@ ibv_context* import_device(int cmd_fd) {
 }
 
 int close_device(ibv_context* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Device& device = Context::from(verbs)->device();
   // One of several ibv_contexts of the context (ibv_import_device(3)): the
   // objects stay for the others.
@@ -483,7 +491,7 @@ int close_device(ibv_context* verbs) {
   // ones; like a driver resetting the HCA, the device works again once the
   // last context of the dead instance is gone.
   bool still_open = false;
-  for (Context* context : Fabric::get().contexts())
+  for (Context* context : device.fabric().contexts())
     if (&context->device() == &device) still_open = true;
   if (!still_open) device.recover();
   return 0;
@@ -491,20 +499,20 @@ int close_device(ibv_context* verbs) {
 
 int query_device(ibv_context* context, ibv_device_attr* attr) {
   if (attr == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   *attr = Context::from(context)->device().profile().device;
   return 0;
 }
 
 int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   if (!port_ok(port) || attr == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   *attr = Context::from(context)->device().port();
   return 0;
 }
 
 int query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Device& device = Context::from(context)->device();
   // ibv_query_gid(3): "returns 0 on success, and -1 on error" (not an errno).
   if (!port_ok(port) || index < 0 || index >= device.port().gid_tbl_len)
@@ -528,7 +536,7 @@ void fill_gid_entry(const Device& device, uint32_t index, ibv_gid_entry* entry) 
 int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry,
                  uint32_t flags, size_t entry_size) {
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   Device& device = Context::from(context)->device();
   if (port != 1 || index >= static_cast<uint32_t>(device.port().gid_tbl_len))
     return fail_int(EINVAL);
@@ -541,7 +549,7 @@ int query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_en
 ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
                         uint32_t flags, size_t entry_size) {
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-  Lock guard = lock();
+  Lock guard = enter_device();
   Device& device = Context::from(context)->device();
   size_t n = 0;
   for (int i = 0; i < device.port().gid_tbl_len; ++i) {
@@ -556,7 +564,7 @@ ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max
 }
 
 int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Device& device = Context::from(context)->device();
   if (!port_ok(port) || index >= static_cast<unsigned>(device.port().gid_tbl_len))
     return fail_int(EINVAL);
@@ -568,7 +576,7 @@ int query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* 
 }
 
 int query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Device& device = Context::from(context)->device();
   // ibv_query_pkey(3): "returns 0 on success, and -1 on error" (not an errno).
   if (!port_ok(port) || index < 0 || index >= device.port().pkey_tbl_len)
@@ -588,17 +596,17 @@ int get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
 // ---- PD, MR, AH ------------------------------------------------------------
 
 ibv_pd* alloc_pd(ibv_context* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs)) return fail<ibv_pd>(EIO);
   Context* context = Context::from(verbs);
   auto pd = std::make_unique<ProtectionDomain>(*context);
   pd->verbs()->context = verbs;
-  pd->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kPd);
+  pd->verbs()->handle = context->fabric().next_index(Fabric::Kind::kPd);
   return adopt(context->pds, std::move(pd))->verbs();
 }
 
 int dealloc_pd(ibv_pd* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   if (pd->children > 0) return fail_int(EBUSY);
   pd->context().pds.erase(pd);
@@ -642,7 +650,7 @@ Verbs* add_import(std::vector<std::unique_ptr<Handle<Verbs, Owner>>>& imported, 
 }  // namespace
 
 ibv_pd* import_pd(ibv_context* verbs, uint32_t handle) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Context* context = Context::from(verbs);
   for (auto& [pd, owned] : context->pds) {
     if (pd->verbs()->handle != handle) continue;
@@ -655,13 +663,13 @@ ibv_pd* import_pd(ibv_context* verbs, uint32_t handle) {
 }
 
 void unimport_pd(ibv_pd* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (auto taken = take_import(Context::from(verbs->context)->imported_pds, verbs))
     --taken->owner->children;
 }
 
 ibv_mr* import_mr(ibv_pd* verbs, uint32_t handle) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Context* context = Context::from(verbs->context);
   for (auto& [mr, owned] : context->mrs) {
     if (mr->verbs()->handle != handle) continue;
@@ -675,7 +683,7 @@ ibv_mr* import_mr(ibv_pd* verbs, uint32_t handle) {
 }
 
 void unimport_mr(ibv_mr* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   take_import(Context::from(verbs->context)->imported_mrs, verbs);
 }
 
@@ -700,11 +708,11 @@ ibv_mr* reg_mr(ibv_pd* verbs, void* addr, size_t length, uint64_t iova, unsigned
   // for a writable region) is EFAULT (registration.h).
   if (int error = check_registration(addr, length, access)) return fail<ibv_mr>(error);
   fault_guard::install();
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail<ibv_mr>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   if (length > pd->context().device().profile().device.max_mr_size) return fail<ibv_mr>(EINVAL);
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = pd->context().fabric();
   const uint32_t handle = fabric.next_index(Fabric::Kind::kMr);
   const uint32_t key = fabric.reserve_mr_key();
   auto mr = std::make_unique<MemoryRegion>(
@@ -742,7 +750,7 @@ int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length
                                        new_access))
       return fail_int(error), IBV_REREG_MR_ERR_CMD;
   }
-  Lock guard = lock();
+  Lock guard = enter_device();
   MemoryRegion* mr = MemoryRegion::from(verbs);
   ProtectionDomain* pd = nullptr;
   if (flags & IBV_REREG_MR_CHANGE_PD) {
@@ -758,7 +766,7 @@ int rereg_mr(ibv_mr* verbs, int flags, ibv_pd* new_pd, void* addr, size_t length
 }
 
 int dereg_mr(ibv_mr* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   MemoryRegion* mr = MemoryRegion::from(verbs);
   const auto& imported = mr->pd().context().imported_mrs;
   if (std::any_of(imported.begin(), imported.end(), [&](auto& i) { return i->owner == mr; }))
@@ -766,7 +774,7 @@ int dereg_mr(ibv_mr* verbs) {
   // ibv_reg_mr(3): "ibv_dereg_mr() fails if any memory window is still
   // bound to this MR"; EINVAL as rxe (rxe_dereg_mr).
   if (memory_window::bound_to(*mr)) return fail_int(EINVAL);
-  Fabric::get().unregister_mr(mr->key());
+  mr->pd().context().fabric().unregister_mr(mr->key());
   --mr->pd().children;
   mr->pd().context().mrs.erase(mr);
   return 0;
@@ -774,20 +782,20 @@ int dereg_mr(ibv_mr* verbs) {
 
 ibv_ah* create_ah(ibv_pd* verbs, ibv_ah_attr* attr) {
   if (attr == nullptr) return fail<ibv_ah>(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail<ibv_ah>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   if (!pd->context().device().valid_address(*attr)) return fail<ibv_ah>(EINVAL);
   auto ah = std::make_unique<AddressHandle>(*pd, *attr);
   ah->verbs()->context = pd->verbs()->context;
   ah->verbs()->pd = verbs;
-  ah->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kAh);
+  ah->verbs()->handle = pd->context().fabric().next_index(Fabric::Kind::kAh);
   ++pd->children;
   return adopt(pd->context().ahs, std::move(ah))->verbs();
 }
 
 int destroy_ah(ibv_ah* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   AddressHandle* ah = AddressHandle::from(verbs);
   --ah->pd().children;
   ah->pd().context().ahs.erase(ah);
@@ -797,7 +805,7 @@ int destroy_ah(ibv_ah* verbs) {
 int init_ah_from_wc(ibv_context* context, uint8_t port, const ibv_wc* wc, const ibv_grh* grh,
                     ibv_ah_attr* attr) {
   if (!port_ok(port) || wc == nullptr || attr == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   const Device& device = Context::from(context)->device();
   *attr = ibv_ah_attr{};
   attr->dlid = wc->slid;
@@ -834,7 +842,7 @@ int init_ah_from_wc(ibv_context* context, uint8_t port, const ibv_wc* wc, const 
 // ---- completion channels and CQs -------------------------------------------
 
 ibv_comp_channel* create_comp_channel(ibv_context* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs)) return fail<ibv_comp_channel>(EIO);
   Context* context = Context::from(verbs);
   auto channel = std::make_unique<CompletionChannel>(*context);
@@ -844,7 +852,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* verbs) {
 }
 
 int destroy_comp_channel(ibv_comp_channel* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   CompletionChannel* channel = CompletionChannel::from(verbs);
   if (channel->attached_cqs > 0) return fail_int(EBUSY);
   channel->context().channels.erase(channel);
@@ -853,7 +861,7 @@ int destroy_comp_channel(ibv_comp_channel* verbs) {
 
 ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs)) return fail<ibv_cq>(EIO);
   Context* context = Context::from(verbs);
   const int max_cqe = context->device().profile().device.max_cqe;
@@ -866,7 +874,7 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
   }
   auto cq = std::make_unique<CompletionQueue>(*context, actual_cq_size(context->device(), cqe),
                                               cq_context, sim_channel);
-  cq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kCq);
+  cq->verbs()->handle = context->fabric().next_index(Fabric::Kind::kCq);
   cq->verbs()->context = verbs;  // the import it was made on, if one
   if (sim_channel != nullptr) {
     ++sim_channel->attached_cqs;
@@ -876,7 +884,7 @@ ibv_cq* create_cq(ibv_context* verbs, int cqe, void* cq_context, ibv_comp_channe
 }
 
 int resize_cq(ibv_cq* verbs, int cqe) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail_int(EIO);
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cqe < 1 || cqe > cq->context().device().profile().device.max_cqe) return fail_int(EINVAL);
@@ -886,7 +894,7 @@ int resize_cq(ibv_cq* verbs, int cqe) {
 }
 
 int destroy_cq(ibv_cq* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   if (cq->attached_queues > 0) return fail_int(EBUSY);
 #ifdef VERBFAULT_BROKEN_DEVICE
@@ -905,7 +913,8 @@ int destroy_cq(ibv_cq* verbs) {
                                    verbs->handle, cq->events_reported, cq->events_acked,
                                    cq->async_events_reported, cq->async_events_acked)};
   };
-  if (int err = check_unacked_events(guard, "destroy_cq.unacked_events", settled, describe))
+  if (int err = check_unacked_events(cq->context().fabric(), guard, "destroy_cq.unacked_events",
+                                     settled, describe))
     return fail_int(err);
   Context& context = cq->context();
   if (CompletionChannel* channel = cq->channel()) {
@@ -919,9 +928,10 @@ int destroy_cq(ibv_cq* verbs) {
 }
 
 int get_cq_event(ibv_comp_channel* verbs, ibv_cq** cq_out, void** cq_context) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   CompletionChannel* channel = CompletionChannel::from(verbs);
-  if (int err = wait_for(guard, channel->nonblocking(), [&] { return channel->has_event(); })) {
+  if (int err = wait_for(channel->context().fabric(), guard, channel->nonblocking(),
+                         [&] { return channel->has_event(); })) {
     errno = err;
     return -1;
   }
@@ -933,7 +943,7 @@ int get_cq_event(ibv_comp_channel* verbs, ibv_cq** cq_out, void** cq_context) {
 }
 
 void ack_cq_events(ibv_cq* verbs, unsigned int nevents) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   CompletionQueue* cq = CompletionQueue::from(verbs);
   cq->events_acked += nevents;
   // Mirror libibverbs, which keeps the count in the ibv_cq itself.
@@ -947,7 +957,7 @@ void ack_cq_events(ibv_cq* verbs, unsigned int nevents) {
 
 ibv_srq* create_srq(ibv_pd* verbs, ibv_srq_init_attr* init) {
   if (init == nullptr) return fail<ibv_srq>(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail<ibv_srq>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   const ibv_device_attr& limits = pd->context().device().profile().device;
@@ -963,14 +973,14 @@ ibv_srq* create_srq(ibv_pd* verbs, ibv_srq_init_attr* init) {
   attr.max_wr = static_cast<uint32_t>(granted);
   auto srq = std::make_unique<SharedReceiveQueue>(*pd, attr);
   srq->verbs()->srq_context = init->srq_context;
-  srq->verbs()->handle = Fabric::get().next_index(Fabric::Kind::kSrq);
+  srq->verbs()->handle = pd->context().fabric().next_index(Fabric::Kind::kSrq);
   ++pd->children;
   return adopt(pd->context().srqs, std::move(srq))->verbs();
 }
 
 int modify_srq(ibv_srq* verbs, ibv_srq_attr* attr, int mask) {
   if (attr == nullptr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail_int(EIO);
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   const ibv_device_attr& limits = srq->pd().context().device().profile().device;
@@ -992,13 +1002,13 @@ int modify_srq(ibv_srq* verbs, ibv_srq_attr* attr, int mask) {
 }
 
 int query_srq(ibv_srq* verbs, ibv_srq_attr* attr) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   *attr = SharedReceiveQueue::from(verbs)->attr();
   return 0;
 }
 
 int destroy_srq(ibv_srq* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   SharedReceiveQueue* srq = SharedReceiveQueue::from(verbs);
   if (srq->attached_qps > 0) return fail_int(EBUSY);
   // libibverbs counts the acks in the ibv_srq (ibv_ack_async_event(3)).
@@ -1009,7 +1019,8 @@ int destroy_srq(ibv_srq* verbs) {
         printf_string("ibv_destroy_srq(srq#%u): %u async events reported, %u acknowledged",
                       verbs->handle, srq->events_reported, verbs->events_completed)};
   };
-  if (int err = check_unacked_events(guard, "destroy_srq.unacked_events", settled, describe))
+  if (int err = check_unacked_events(srq->pd().context().fabric(), guard,
+                                     "destroy_srq.unacked_events", settled, describe))
     return fail_int(err);
   Context& context = srq->pd().context();
   for (auto& [cq, owned] : context.cqs) cq->forget(srq);
@@ -1023,7 +1034,7 @@ int destroy_srq(ibv_srq* verbs) {
 
 ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
   if (init == nullptr) return fail<ibv_qp>(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail<ibv_qp>(EIO);
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   Context& context = pd->context();
@@ -1068,7 +1079,7 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
   cap.max_send_wr = static_cast<uint32_t>(send_wr);
   cap.max_recv_wr = static_cast<uint32_t>(recv_wr);
 
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = pd->context().fabric();
   const uint32_t qpn = fabric.reserve_qpn();
   auto qp = std::make_unique<QueuePair>(*pd, *init, qpn);
   fabric.bind_qp(qpn, qp.get());
@@ -1082,7 +1093,7 @@ ibv_qp* create_qp(ibv_pd* verbs, ibv_qp_init_attr* init) {
 
 int modify_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask) {
   if (attr == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (dead(verbs->context)) return fail_int(EIO);
   if (int err = QueuePair::from(verbs)->modify(*attr, mask)) return fail_int(err);
   // libibverbs keeps the last state set through modify in the ibv_qp.
@@ -1091,7 +1102,7 @@ int modify_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask) {
     // A QP that can receive now (RTR) or no longer (ERR) changes what the
     // requests of other processes that wait for it (a group's messages
     // among them) wait for.
-    remote::retry_held();
+    remote::retry_held(QueuePair::from(verbs)->fabric());
   }
   return 0;
 }
@@ -1099,7 +1110,7 @@ int modify_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask) {
 int query_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
   (void)mask;  // ibv_query_qp(3): the provider may return more than asked
   if (attr == nullptr || init == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   QueuePair* qp = QueuePair::from(verbs);
   *attr = qp->attr();
   *init = qp->init_attr();
@@ -1108,7 +1119,7 @@ int query_qp(ibv_qp* verbs, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init)
 }
 
 int destroy_qp(ibv_qp* verbs) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   QueuePair* qp = QueuePair::from(verbs);
   Context& context = qp->context();
   // libibverbs counts the acks in the ibv_qp (ibv_ack_async_event(3)).
@@ -1126,9 +1137,9 @@ int destroy_qp(ibv_qp* verbs) {
   // so before libibverbs waits for the acknowledgements (ibv_cmd_destroy_qp
   // waits after a destroy that succeeded).
   if (!qp->multicast_groups.empty()) return fail_int(EBUSY);
-  if (int err = check_unacked_events(guard, "destroy_qp.unacked_events", settled, describe))
+  Fabric& fabric = qp->fabric();
+  if (int err = check_unacked_events(fabric, guard, "destroy_qp.unacked_events", settled, describe))
     return fail_int(err);
-  Fabric& fabric = Fabric::get();
   fabric.unregister_qp(qp->qpn());
   fabric.unschedule(qp);
   memory_window::forget_qp(*qp);
@@ -1146,34 +1157,34 @@ int destroy_qp(ibv_qp* verbs) {
 ibv_qp_ex* qp_to_qp_ex(ibv_qp* verbs) {
   // The extended post API (ibv_wr_*) exists only for QPs created with
   // ibv_create_qp_ex and send_ops_flags; for any other, like libibverbs, NULL.
-  Lock guard = lock();
+  Lock guard = enter_device();
   QueuePair* qp = QueuePair::from(verbs);
   return qp->send_ops_flags != 0 ? qp->verbs_ex() : nullptr;
 }
 
 int attach_mcast(ibv_qp* verbs, const ibv_gid* gid, uint16_t lid) {
   if (gid == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (int err = multicast::attach(*QueuePair::from(verbs), *gid, lid)) return fail_int(err);
   // Messages of another process to the group that waited for a receiver.
-  remote::retry_held();
+  remote::retry_held(QueuePair::from(verbs)->fabric());
   return 0;
 }
 int detach_mcast(ibv_qp* verbs, const ibv_gid* gid, uint16_t lid) {
   if (gid == nullptr) return fail_int(EINVAL);
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (int err = multicast::detach(*QueuePair::from(verbs), *gid, lid)) return fail_int(err);
   // A group's message that waited for this QP's receive WR waits no more.
-  remote::retry_held();
+  remote::retry_held(QueuePair::from(verbs)->fabric());
   return 0;
 }
 
 // ---- async events ----------------------------------------------------------
 
 int get_async_event(ibv_context* verbs, ibv_async_event* event) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   Context* context = Context::from(verbs);
-  if (int err = wait_for(guard, context->async_nonblocking(),
+  if (int err = wait_for(context->fabric(), guard, context->async_nonblocking(),
                          [&] { return context->has_async_event(); })) {
     errno = err;
     return -1;
@@ -1204,7 +1215,8 @@ int get_async_event(ibv_context* verbs, ibv_async_event* event) {
 }
 
 void ack_async_event(ibv_async_event* event) {
-  Lock guard = lock();
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
   // libibverbs counts acks in the object's own struct, under its mutex.
   auto count = [](pthread_mutex_t* m, pthread_cond_t* c, uint32_t* counter) {
     pthread_mutex_lock(m);
@@ -1240,7 +1252,7 @@ void ack_async_event(ibv_async_event* event) {
       break;
     }
   }
-  Fabric::get().notify_waiters();
+  fabric.notify_waiters();
 }
 
 }  // namespace verbfault::sim

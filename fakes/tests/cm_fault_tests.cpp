@@ -127,8 +127,8 @@ TEST_F(CmFaultTest, ADelayedEventComesBehindWhatCameMeanwhileAfterItsDelay) {
   ASSERT_EQ(next_event()->id, first);
   EXPECT_FALSE(event_was_delayed(fd_));
   const uint64_t held_at = [] {
-    std::lock_guard guard(Fabric::get().mutex);
-    return Fabric::get().clock().now();
+    std::lock_guard guard(process_fabric().mutex);
+    return process_fabric().clock().now();
   }();
   ASSERT_TRUE(delay_event(fd_, 5'000'000));
   EXPECT_FALSE(delay_event(fd_, 5'000'000)) << "nothing read since";
@@ -143,8 +143,8 @@ TEST_F(CmFaultTest, ADelayedEventComesBehindWhatCameMeanwhileAfterItsDelay) {
   EXPECT_EQ(event->event, 0u);  // ADDR_RESOLVED
   EXPECT_TRUE(event_was_delayed(fd_));
   {
-    std::lock_guard guard(Fabric::get().mutex);
-    EXPECT_GE(Fabric::get().clock().now(), held_at + 5'000'000);
+    std::lock_guard guard(process_fabric().mutex);
+    EXPECT_GE(process_fabric().clock().now(), held_at + 5'000'000);
   }
   EXPECT_FALSE(delay_event(fd_, 5'000'000)) << "never delayed twice";
   uint32_t reported = 99;

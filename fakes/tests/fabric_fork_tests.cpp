@@ -40,11 +40,11 @@ TEST(FabricFork, ChildOfAMemberLeavesTheFabric) {
     setenv("VERBFAULT_PROC", "0", 1);
     CHILD_CHECK(!sim::devices().empty());
     ibv_context* context = sim::open_device(sim::devices()[0]);  // starts the service thread
-    CHILD_CHECK(context != nullptr && Fabric::get().started_endpoint() != nullptr);
+    CHILD_CHECK(context != nullptr && process_fabric().started_endpoint() != nullptr);
     const pid_t grandchild = fork();
     CHILD_CHECK(grandchild >= 0);
     if (grandchild == 0) {
-      Report report{getpid(), Fabric::get().started_endpoint() == nullptr};
+      Report report{getpid(), process_fabric().started_endpoint() == nullptr};
       if (write(report_pipe[1], &report, sizeof report) != sizeof report) _exit(3);
       sleep(30);  // outlives the member; killed by the test
       _exit(0);
@@ -80,13 +80,13 @@ TEST(FabricFork, ChildThatOpensADeviceJoinsAsANewMember) {
     setenv("VERBFAULT_PROC", "0", 1);
     CHILD_CHECK(!sim::devices().empty());
     ibv_context* context = sim::open_device(sim::devices()[0]);
-    CHILD_CHECK(context != nullptr && Fabric::get().member() == 0);
+    CHILD_CHECK(context != nullptr && process_fabric().member() == 0);
     Child grandchild = spawn([&] {
-      CHILD_CHECK(Fabric::get().started_endpoint() == nullptr);  // left, not yet joined
+      CHILD_CHECK(process_fabric().started_endpoint() == nullptr);  // left, not yet joined
       ibv_context* own = sim::open_device(sim::devices()[0]);
       CHILD_CHECK(own != nullptr);
-      CHILD_CHECK(Fabric::get().started_endpoint() != nullptr);
-      CHILD_CHECK(Fabric::get().member() == 1);
+      CHILD_CHECK(process_fabric().started_endpoint() != nullptr);
+      CHILD_CHECK(process_fabric().member() == 1);
       const Device& device = *Device::from(sim::devices()[0]);
       CHILD_CHECK(device.ethernet() ? device.lid() == 0 : device.lid() == lid_of(1, 0));
       CHILD_CHECK(device.profile().device.node_guid !=
@@ -94,7 +94,7 @@ TEST(FabricFork, ChildThatOpensADeviceJoinsAsANewMember) {
       return 0;
     });
     CHILD_CHECK(grandchild.wait() == 0);
-    CHILD_CHECK(Fabric::get().member() == 0);  // the parent is still member 0
+    CHILD_CHECK(process_fabric().member() == 0);  // the parent is still member 0
     return 0;
   });
   EXPECT_EQ(member.wait(), 0);

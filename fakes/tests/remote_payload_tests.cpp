@@ -51,7 +51,7 @@ constexpr std::size_t kTarget = 1 << 20;
 
 // The mapping cache's size, read under the lock that guards it.
 std::size_t mapped() {
-  std::lock_guard guard(Fabric::get().mutex);
+  std::lock_guard guard(process_fabric().mutex);
   return shared_memory::mapped_count();
 }
 

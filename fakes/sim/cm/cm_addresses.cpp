@@ -124,7 +124,7 @@ ibv_gid source_gid(const Device& device, const sockaddr_storage& address) {
   return device.gid(0);
 }
 
-std::optional<Binding> local_binding(const sockaddr* address) {
+std::optional<Binding> local_binding(Fabric& fabric, const sockaddr* address) {
   const std::size_t size = address_size(address);
   if (size == 0) return std::nullopt;
   Binding binding;
@@ -138,7 +138,6 @@ std::optional<Binding> local_binding(const sockaddr* address) {
   // both bind the address their parent read from `ip addr`.
   const std::optional<FabricNode> node = node_of_address(binding.address);
   if (!node) return std::nullopt;
-  Fabric& fabric = Fabric::get();
   if (node->device >= static_cast<int>(fabric.devices().size())) return std::nullopt;
   binding.device = node->device;
   binding.port = 1;

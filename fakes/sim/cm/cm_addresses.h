@@ -17,6 +17,7 @@
 
 namespace verbfault::sim {
 class Device;
+class Fabric;
 }
 
 namespace verbfault::sim::cm {
@@ -56,7 +57,7 @@ bool same_address(const sockaddr_storage& a, const sockaddr_storage& b);
 // process's device d;
 // a loopback address binds no device, as the wildcard (the kernel's
 // cma_any_addr); anything else is nobody's here (nullopt: EADDRNOTAVAIL).
-std::optional<Binding> local_binding(const sockaddr* address);
+std::optional<Binding> local_binding(Fabric& fabric, const sockaddr* address);
 // The GID of `device`'s port that stands for `address` (RoCE: the entry of
 // the address, IBTA A17.4.5, found in the table; InfiniBand: GID 0, the
 // port GUID's).

@@ -351,7 +351,7 @@ void ConnectionManager::enter_timewait(CmId& id) {
   // 2 s on RoCE with this fabric's packet lifetimes.
   const uint8_t timeout = id.path ? id.path->ack_timeout() : 14;
   const uint64_t ms = uint64_t{1} << std::max(0, timeout - 8);
-  timewait_[id.handle] = Fabric::get().clock().now() + ms * 1000 * 1000;
+  timewait_[id.handle] = fabric_.clock().now() + ms * 1000 * 1000;
 }
 
 std::optional<uint64_t> ConnectionManager::next_deadline() const {
@@ -463,7 +463,7 @@ CmId* ConnectionManager::listener_for(uint16_t port_space, uint16_t port,
 }
 
 void ConnectionManager::on_request(const Message& message) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = fabric_;
   const int device = message.target.device;
   Message answer;
   answer.remote_id = message.local_id;
@@ -514,7 +514,7 @@ void ConnectionManager::on_request(const Message& message) {
 }
 
 void ConnectionManager::on_sidr_request(const Message& message) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = fabric_;
   const int device = message.target.device;
   Message answer;
   answer.kind = MessageKind::kSidrRep;
@@ -562,7 +562,7 @@ CmId& ConnectionManager::make_child(const CmId& listener, const Message& message
   child.source.device = device;
   child.source.port = 1;
   child.destination = message.source;
-  child.seq_num = seq_num_for(Fabric::get().member(), child.handle);
+  child.seq_num = seq_num_for(fabric_.member(), child.handle);
   child.cm_id = true;
   child.connection = ConnectionState::kReqReceived;
   child.listener = listener.handle;

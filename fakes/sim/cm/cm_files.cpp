@@ -39,12 +39,13 @@ bool real_device_present() {
 }
 
 int open_file(int flags) {
-  std::lock_guard guard(Fabric::get().mutex);
-  Fabric::get().rejoin_after_fork();  // a forked child's first CM file
-  const int fd = ConnectionManager::get().open_file(flags);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  fabric.rejoin_after_fork();  // a forked child's first CM file
+  const int fd = fabric.connection_manager().open_file(flags);
   if (fd < 0) return -1;
   if (fd >= kTracked) {
-    ConnectionManager::get().close_file(fd);
+    fabric.connection_manager().close_file(fd);
     ::close(fd);
     errno = EMFILE;
     return -1;
@@ -60,14 +61,15 @@ bool is_file(int fd) {
 }
 
 ssize_t write(int fd, const void* buffer, std::size_t length, Fault fault) {
-  std::unique_lock guard(Fabric::get().mutex);
+  Fabric& fabric = process_fabric();
+  std::unique_lock guard(fabric.mutex);
   if (!is_file(fd)) {  // closed by another thread meanwhile
     errno = EBADF;
     return -1;
   }
-  Fabric::get().next_step();
-  const int error = ConnectionManager::get().execute(fd, static_cast<const uint8_t*>(buffer),
-                                                     length, guard, fault);
+  fabric.next_step();
+  const int error = fabric.connection_manager().execute(fd, static_cast<const uint8_t*>(buffer),
+                                                        length, guard, fault);
   if (error != 0) {
     errno = error;
     return -1;
@@ -76,52 +78,61 @@ ssize_t write(int fd, const void* buffer, std::size_t length, Fault fault) {
 }
 
 bool withdraw_event(int fd, unsigned handle) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().withdraw_event(fd, handle);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().withdraw_event(fd, handle);
 }
 
 bool delay_event(int fd, unsigned long long delay_ns) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().delay_event(fd, delay_ns);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().delay_event(fd, delay_ns);
 }
 
 bool peer_gone(int fd, unsigned handle) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().peer_gone(fd, handle);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().peer_gone(fd, handle);
 }
 
 bool on_ethernet(int fd, unsigned handle) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().on_ethernet(fd, handle);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().on_ethernet(fd, handle);
 }
 
 bool neighbour_changed(int fd, unsigned handle) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().neighbour_changed(fd, handle);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().neighbour_changed(fd, handle);
 }
 
 bool device_removed(int fd, unsigned handle) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().device_removed(fd, handle);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().device_removed(fd, handle);
 }
 
 std::vector<std::pair<unsigned, std::string>> id_states(int fd) {
-  std::lock_guard guard(Fabric::get().mutex);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
   if (!is_file(fd)) return {};
-  return ConnectionManager::get().id_states(fd);
+  return fabric.connection_manager().id_states(fd);
 }
 
 bool event_was_delayed(int fd) {
-  std::lock_guard guard(Fabric::get().mutex);
-  return is_file(fd) && ConnectionManager::get().event_was_delayed(fd);
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().event_was_delayed(fd);
 }
 
 int close_file(int fd) {
   {
-    std::lock_guard guard(Fabric::get().mutex);
+    Fabric& fabric = process_fabric();
+    std::lock_guard guard(fabric.mutex);
     mark(fd, false);
-    ConnectionManager::get().close_file(fd);
-    Fabric::get().notify_waiters();  // its ids' peers may have heard of it
+    fabric.connection_manager().close_file(fd);
+    fabric.notify_waiters();  // its ids' peers may have heard of it
   }
   return ::close(fd);
 }

@@ -32,8 +32,8 @@ void copy_address(void* to, std::size_t room, const sockaddr_storage& address) {
 
 }  // namespace
 
-const Device& ConnectionManager::device_at(int index) {
-  return *Fabric::get().devices()[static_cast<std::size_t>(index)];
+const Device& ConnectionManager::device_at(int index) const {
+  return *fabric_.devices()[static_cast<std::size_t>(index)];
 }
 
 Path ConnectionManager::path_to(const Device& port, const CmId& id, const FabricNode& target,
@@ -55,7 +55,7 @@ Path ConnectionManager::path_to(const Device& port, const CmId& id, const Fabric
 }
 
 MessageNode ConnectionManager::own_node(int device_index) const {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = fabric_;
   const Device& device = device_at(device_index);
   MessageNode node;
   node.member = fabric.member();
@@ -86,7 +86,7 @@ int ConnectionManager::resolve(int fd, uint32_t handle, const sockaddr* source,
   }
   if (id->source.address.ss_family != target_address.ss_family) return EINVAL;
 
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = fabric_;
   if (fabric.devices().empty()) return ENODEV;
   std::optional<FabricNode> target;
   if (binds_no_device(target_address)) {
@@ -212,7 +212,7 @@ void ConnectionManager::retarget_to_listener(CmId& id) {
   const std::optional<uint32_t> member =
       listening_member(id.port_space, port_of(id.destination), id.destination);
   if (!member || *member == id.target->member) return;
-  const int device = *member == Fabric::get().member() ? *id.source.device : id.target->device;
+  const int device = *member == fabric_.member() ? *id.source.device : id.target->device;
   id.target = FabricNode{*member, device};
   const Device& port = device_at(*id.source.device);
   id.path = path_to(port, id, *id.target, port.ethernet() ? 0 : lid_of(member.value(), device),

@@ -9,8 +9,8 @@
 
 namespace verbfault::sim::cm {
 
-bool send_to_member(const Message& message) {
-  wire::Endpoint* endpoint = Fabric::get().endpoint();
+bool send_to_member(Fabric& fabric, const Message& message) {
+  wire::Endpoint* endpoint = fabric.endpoint();
   if (endpoint == nullptr) return false;
   const auto kind = remote::FrameKind::kConnectionManager;
   const std::array<std::span<const uint8_t>, 2> parts = {

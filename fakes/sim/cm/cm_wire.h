@@ -9,12 +9,16 @@
 #include <cstdint>
 #include <span>
 
+namespace verbfault::sim {
+class Fabric;
+}  // namespace verbfault::sim
+
 namespace verbfault::sim::cm {
 
 // Queues `message` for `message.target.member`. False when no live member
 // holds that index (or this process is on no fabric): nobody will answer.
 // Called under Fabric::mutex.
-bool send_to_member(const Message& message);
+bool send_to_member(Fabric& fabric, const Message& message);
 
 // A frame's body as it came from member `from`: false unless it is a
 // message whose sender is `from`.

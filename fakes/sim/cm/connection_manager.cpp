@@ -95,23 +95,6 @@ uint32_t ConnectionManager::seq_num_for(uint32_t member, uint32_t handle) {
   return x & 0xffffff;
 }
 
-namespace {
-std::atomic<ConnectionManager*> g_manager{nullptr};
-}  // namespace
-
-ConnectionManager& ConnectionManager::get() {
-  static ConnectionManager* manager = [] {
-    auto* made = new ConnectionManager;  // lives to _exit
-    g_manager.store(made, std::memory_order_release);
-    return made;
-  }();
-  return *manager;
-}
-
-ConnectionManager* ConnectionManager::existing() {
-  return g_manager.load(std::memory_order_acquire);
-}
-
 int ConnectionManager::open_file(int flags) {
   auto file = std::make_unique<CmFile>();
   const int fd = file->readiness.fd();
@@ -204,7 +187,7 @@ bool ConnectionManager::delay_event(int fd, uint64_t delay_ns) {
     }
   }
   event.delayed = true;
-  delayed_.emplace(Fabric::get().clock().now() + delay_ns, DelayedEvent{fd, event});
+  delayed_.emplace(fabric_.clock().now() + delay_ns, DelayedEvent{fd, event});
   return true;
 }
 
@@ -529,7 +512,7 @@ int ConnectionManager::create_id(int fd, const rdma_ucm_create_id& command, uint
   id.file = fd;
   id.port_space = command.ps;
   id.qp_type = *qp_type;
-  id.seq_num = seq_num_for(Fabric::get().member(), id.handle);
+  id.seq_num = seq_num_for(fabric_.member(), id.handle);
   rdma_ucm_create_id_resp response{};
   response.id = id.handle;
   // The response first: a fault there creates nothing (ucma_create_id).
@@ -600,7 +583,7 @@ int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage
   }
   // The other members' listeners: one host, one port space (the fabric's
   // addresses are all this host's, local_binding), cma_check_port's rules.
-  if (wire::Endpoint* endpoint = Fabric::get().endpoint())
+  if (wire::Endpoint* endpoint = fabric_.endpoint())
     for (const auto& [member, entry] : endpoint->others_listeners()) {
       if (static_cast<uint16_t>(entry >> 32) != binding.port_space ||
           static_cast<uint16_t>(entry) != port)
@@ -618,7 +601,7 @@ int ConnectionManager::port_conflict(const CmId& binding, const sockaddr_storage
 
 std::optional<uint32_t> ConnectionManager::listening_member(uint16_t port_space, uint16_t port,
                                                             const sockaddr_storage& destination) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = fabric_;
   for (const auto& device : fabric.devices())
     if (listener_for(port_space, port, destination, device->index()) != nullptr)
       return fabric.member();
@@ -642,7 +625,7 @@ void ConnectionManager::publish_listener(CmId& id, bool listening) {
     listening_.emplace(id.handle, ListeningSocket(id.handle));
   else
     listening_.erase(id.handle);
-  wire::Endpoint* endpoint = Fabric::get().endpoint();
+  wire::Endpoint* endpoint = fabric_.endpoint();
   if (endpoint == nullptr) return;
   const uint64_t entry =
       listener_entry(id.port_space, port_of(id.source.address), af_only(id, id.source.address),
@@ -682,7 +665,7 @@ int ConnectionManager::bind(int fd, uint32_t handle, const sockaddr* address, st
   if (size == 0) return EAFNOSUPPORT;
   // rdma_bind_addr: only an idle id binds.
   if (id->state != IdState::kIdle) return EINVAL;
-  std::optional<Binding> binding = local_binding(address);
+  std::optional<Binding> binding = local_binding(fabric_, address);
   if (!binding) return EADDRNOTAVAIL;  // rdma_translate_ip: no device has it
   if (port_of(binding->address) == 0) {
     const uint16_t port = ephemeral_port(id->port_space);
@@ -785,11 +768,11 @@ void ConnectionManager::report(CmId& id, CmEvent event, int status, const rdma_u
 void ConnectionManager::push_event(CmFile& file, const PendingEvent& event) {
   file.events.push_back(event);
   file.update_readiness();
-  Fabric::get().notify_waiters();
+  fabric_.notify_waiters();
 }
 
 bool ConnectionManager::expects_messages() const {
-  const uint32_t own = Fabric::get().member();
+  const uint32_t own = fabric_.member();
   for (const auto& [handle, id] : ids_)
     if (id.cm_id && id.peer.member != own && id.connection != ConnectionState::kNone &&
         id.connection != ConnectionState::kTimewait)
@@ -807,7 +790,7 @@ int ConnectionManager::get_event(int fd, const rdma_ucm_get_event& command, uint
   // and no events, so the wait never ends (rping's CM thread, blocked in
   // rdma_get_cm_event when the main thread destroys the channel, stays
   // blocked until the process exits).
-  if (int error = wait_for(guard, waited_on->readiness.nonblocking(), [&] {
+  if (int error = wait_for(fabric_, guard, waited_on->readiness.nonblocking(), [&] {
         const auto found = files_.find(fd);
         return found != files_.end() && found->second.get() == waited_on &&
                !found->second->events.empty();
@@ -834,11 +817,11 @@ int ConnectionManager::get_event(int fd, const rdma_ucm_get_event& command, uint
 }
 
 void ConnectionManager::send(const Message& message) {
-  if (message.target.member == Fabric::get().member()) {
+  if (message.target.member == fabric_.member()) {
     local_.push_back(message);
     return;
   }
-  if (!send_to_member(message) && message.kind == MessageKind::kReq) {
+  if (!send_to_member(fabric_, message) && message.kind == MessageKind::kReq) {
     // No member holds that index: nobody answers the REQ, and its retries
     // run out (IBA 12.6.5: after max_cm_retries, UNREACHABLE).
     Message unreachable = message;

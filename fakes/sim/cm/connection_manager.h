@@ -28,6 +28,7 @@
 
 namespace verbfault::sim {
 class Device;
+class Fabric;
 }
 
 namespace verbfault::sim::cm {
@@ -176,12 +177,13 @@ struct CmFile {
   void update_readiness() { readiness.set_ready(!events.empty()); }
 };
 
+// The rdma_cm of one fabric (Fabric::connection_manager, which owns it):
+// everything here runs under the fabric's mutex.
 class ConnectionManager {
  public:
-  static ConnectionManager& get();
-  // The manager if a CM file was ever opened (nullptr before): asked on
-  // the device's paths, which must not make it.
-  static ConnectionManager* existing();
+  explicit ConnectionManager(Fabric& fabric) : fabric_(fabric) {}
+  ConnectionManager(const ConnectionManager&) = delete;
+  ConnectionManager& operator=(const ConnectionManager&) = delete;
 
   int open_file(int flags);
   bool close_file(int fd);
@@ -220,6 +222,7 @@ class ConnectionManager {
   void expire(uint64_t now);
 
  private:
+  Fabric& fabric_;
   int execute_command(int fd, const uint8_t* buffer, std::size_t length,
                       std::unique_lock<std::mutex>& guard);
   // Commands (cm_*.cpp), each after ucma.c's handler of the same name.
@@ -270,7 +273,7 @@ class ConnectionManager {
   static uint32_t seq_num_for(uint32_t member, uint32_t handle);
 
   // This member's device `index` (an id's source.device).
-  static const Device& device_at(int index);
+  const Device& device_at(int index) const;
   // The path from `id`'s port on `port` to `target` (its LID and GID),
   // at most `mtu`: the hop limit and packet lifetime of this fabric's
   // routes (cm_resolution.cpp).

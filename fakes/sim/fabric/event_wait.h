@@ -30,18 +30,17 @@ namespace verbfault::sim {
 // nothing left to do goes on waiting (the peers may end, or a watchdog
 // end the run).
 template <class Ready>
-int wait_for(std::unique_lock<std::mutex>& guard, bool nonblocking, Ready ready) {
+int wait_for(Fabric& fabric, std::unique_lock<std::mutex>& guard, bool nonblocking, Ready ready) {
   // One deadline per step, as an empty poll: retries stay in step with the
   // application instead of racing ahead of a thread about to post.
-  Fabric& fabric = Fabric::get();
-  const bool with_peers = remote_work_possible() && FabricWaiter::applies();
+  const bool with_peers = remote_work_possible(fabric) && FabricWaiter::applies(fabric);
   if (!with_peers && !ready()) fabric.advance_clock();
   if (ready()) return 0;
   if (nonblocking) return EAGAIN;
   // A signal handler without SA_RESTART ends the wait with EINTR, as it
   // ends the read(2) of a real channel's fd (device_nap.h).
-  while (with_peers && FabricWaiter::applies()) {
-    const FabricWait how = wait_in_fabric(guard, ready, /*interruptible=*/true);
+  while (with_peers && FabricWaiter::applies(fabric)) {
+    const FabricWait how = wait_in_fabric(fabric, guard, ready, /*interruptible=*/true);
     if (how == FabricWait::kReady) return 0;
     if (how == FabricWait::kInterrupted) return EINTR;
     if (how == FabricWait::kGaveUp) break;

@@ -49,10 +49,16 @@ void Fabric::notify_waiters() {
   wake_napping_threads();
 }
 
-Fabric& Fabric::get() {
-  // Never destroyed: verbs calls from atexit handlers and other static
-  // destructors must still find the fabric.
-  static Fabric* fabric = new Fabric();
+cm::ConnectionManager& Fabric::connection_manager() {
+  if (cm::ConnectionManager* made = connection_manager_.load(std::memory_order_relaxed))
+    return *made;
+  auto* made = new cm::ConnectionManager(*this);  // never destroyed, as the fabric
+  connection_manager_.store(made, std::memory_order_release);
+  return *made;
+}
+
+Fabric& process_fabric() {
+  static Fabric* fabric = new Fabric();  // never destroyed (fabric.h)
   return *fabric;
 }
 
@@ -86,7 +92,7 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   }
   for (int i = 0; i < n; ++i)
     devices_.push_back(std::make_unique<Device>(
-        i, membership_.member, std::move(selection.profiles[static_cast<size_t>(i)])));
+        *this, i, membership_.member, std::move(selection.profiles[static_cast<size_t>(i)])));
   // Until its first verbs call (enter() clears it) the process does nothing
   // on the fabric, and counts as waiting in its device: a process that
   // joined only to show its devices (mpirun, whose hwloc reads the served
@@ -106,9 +112,9 @@ Fabric::Fabric() : membership_(FabricMembership::from_environment()) {
   // segments' handlers first, so that fork(2) takes Fabric::mutex before
   // theirs, as ibv_reg_mr does (shared_memory::install_fork_handlers).
   shared_memory::install_fork_handlers();
-  pthread_atfork([] { Fabric::get().mutex.lock(); }, [] { Fabric::get().mutex.unlock(); },
+  pthread_atfork([] { process_fabric().mutex.lock(); }, [] { process_fabric().mutex.unlock(); },
                  [] {
-                   Fabric& fabric = Fabric::get();
+                   Fabric& fabric = process_fabric();
                    fabric.mutex.unlock();
                    fabric.leave_after_fork();
                  });
@@ -155,8 +161,10 @@ wire::Endpoint* Fabric::endpoint() {
   wire::Endpoint* endpoint = membership_.endpoint.get();
   if (endpoint != nullptr && !service_started_) {
     service_started_ = true;
-    endpoint->start(remote::on_frame, remote::on_peer_gone);
-    // The endpoint is never destroyed (Fabric::get), so what it still
+    endpoint->start(
+        [this](uint32_t from, std::span<const uint8_t> frame) { remote::on_frame(*this, from, frame); },
+        [this](uint32_t member) { remote::on_peer_gone(*this, member); });
+    // The endpoint is never destroyed (process_fabric()), so what it still
     // queues at exit(3) would be lost: an answer whose request the
     // application has already seen complete (a receive taken by a poll
     // just before return from main) must reach the requester, as a NIC's
@@ -165,7 +173,7 @@ wire::Endpoint* Fabric::endpoint() {
     // of ours. A child made by fork(2) has no endpoint and drains nothing.
     static const bool registered = [] {
       std::atexit([] {
-        if (wire::Endpoint* wire = Fabric::get().membership_.endpoint.get())
+        if (wire::Endpoint* wire = process_fabric().membership_.endpoint.get())
           wire->drain(std::chrono::seconds(2));
       });
       return true;
@@ -254,12 +262,12 @@ bool Fabric::deadline_pending() const {
         qp->send_queue().front().not_before_ns != std::numeric_limits<uint64_t>::max())
       return true;
   // An id in the connection manager's timewait: TIMEWAIT_EXIT will come.
-  const cm::ConnectionManager* manager = cm::ConnectionManager::existing();
+  const cm::ConnectionManager* manager = existing_connection_manager();
   return manager != nullptr && manager->next_deadline().has_value();
 }
 
 bool Fabric::advance_clock() {
-  cm::ConnectionManager* manager = cm::ConnectionManager::existing();
+  cm::ConnectionManager* manager = existing_connection_manager();
   const std::optional<uint64_t> cm_next = manager ? manager->next_deadline() : std::nullopt;
   if (waiting_.empty() && !cm_next) return false;
   uint64_t next = cm_next.value_or(std::numeric_limits<uint64_t>::max());

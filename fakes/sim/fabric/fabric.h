@@ -21,6 +21,9 @@
 
 namespace verbfault::sim {
 
+namespace cm {
+class ConnectionManager;
+}
 class Context;
 class MemoryRegion;
 class QueuePair;
@@ -34,8 +37,10 @@ class QueuePair;
 // ibv_get_async_event in blocking mode) sleep on `wakeup` without it.
 class Fabric {
  public:
-  static Fabric& get();
-  // Whether get() was ever called (the fabric is made on first use).
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  // Whether the process's fabric was made (process_fabric(), at first use).
   static bool exists() { return created_.load(std::memory_order_acquire); }
   // Before the fabric exists: keeps `seed` for its Freedoms and returns
   // true. Once it exists: false (set it through freedoms()).
@@ -54,22 +59,28 @@ class Fabric {
   // if it turns out to do something (a poll that returns a completion);
   // the caller counts it then.
   enum class Call { counted, uncounted };
-  static std::unique_lock<std::mutex> enter(Call call = Call::counted) {
-    std::unique_lock guard(get().mutex);
-    Fabric& fabric = get();
-    fabric.next_step();
-    fabric.end_outside();
-    if (call == Call::counted) fabric.count_call();
+  std::unique_lock<std::mutex> enter(Call call = Call::counted) {
+    std::unique_lock guard(mutex);
+    next_step();
+    end_outside();
+    if (call == Call::counted) count_call();
     return guard;
   }
   // The service thread handling a frame (remote.cpp): not a verbs call.
-  static std::unique_lock<std::mutex> enter_from_wire() {
-    std::unique_lock guard(get().mutex);
-    get().stop_waiting();
+  std::unique_lock<std::mutex> enter_from_wire() {
+    std::unique_lock guard(mutex);
+    stop_waiting();
     return guard;
   }
 
   std::vector<std::unique_ptr<Device>>& devices() { return devices_; }
+  // Its rdma_cm, made at the first CM file (cm_files.cpp), under `mutex`.
+  cm::ConnectionManager& connection_manager();
+  // The rdma_cm if a CM file was ever opened (nullptr before): asked on
+  // the device's paths, which must not make it; read without `mutex`.
+  cm::ConnectionManager* existing_connection_manager() const {
+    return connection_manager_.load(std::memory_order_acquire);
+  }
   // Open contexts, in the order they were opened (async events of a device
   // go to each of them).
   std::vector<Context*>& contexts() { return contexts_; }
@@ -224,9 +235,14 @@ class Fabric {
   bool deadline_pending() const;
 
  private:
+  // One per process (its fork handlers, the wire's membership, its
+  // devices' addresses are the process's): process_fabric() makes it.
+  friend Fabric& process_fabric();
   Fabric();
 
   std::vector<std::unique_ptr<Device>> devices_;
+  // Never destroyed, as the fabric: made under `mutex`, read without it.
+  std::atomic<cm::ConnectionManager*> connection_manager_{nullptr};
   std::vector<Context*> contexts_;
   std::unordered_map<uint32_t, QueuePair*> qps_;
   std::unordered_map<uint32_t, MemoryRegion*> mrs_;
@@ -261,5 +277,20 @@ class Fabric {
   static inline std::mutex initial_seed_mutex_;
   static inline std::optional<std::uint64_t> initial_freedom_seed_;
 };
+
+// The process's fabric, made at its first use and never destroyed (verbs
+// calls from atexit handlers and static destructors must still find it).
+// Only the device's entry points call it: the verbs of provider.cpp that
+// name no object, the connection manager's files (cm_files.cpp), the
+// served system files, the wire's service thread (remote.cpp) and the
+// harness's conditions. Everything below them is handed the fabric, or
+// reaches it through the object it acts on (Device::fabric()).
+Fabric& process_fabric();
+
+// A verbs call entering the process's device: what its entry points begin
+// with (Fabric::enter).
+inline std::unique_lock<std::mutex> enter_device(Fabric::Call call = Fabric::Call::counted) {
+  return process_fabric().enter(call);
+}
 
 }  // namespace verbfault::sim

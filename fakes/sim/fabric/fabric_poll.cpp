@@ -1,6 +1,7 @@
 #include "fabric_poll.h"
 
 #include "completion_queue.h"
+#include "context.h"
 #include "fabric.h"
 #include "fabric_wait.h"
 #include "remote.h"
@@ -42,6 +43,7 @@ constexpr std::uint64_t kPolledBeforeReveal = 64;
 // Reveals deliveries behind the CQ's visible completions, waiting for each
 // while one may come.
 void reveal_behind(std::unique_lock<std::mutex>& guard, CompletionQueue& cq) {
+  Fabric& fabric = cq.context().fabric();
   std::uint64_t owed = cq.deliveries_streaming ? cq.polled_without_reveal : 1;
   cq.polled_without_reveal = 0;
   for (; owed > 0 && !cq.in_error(); --owed) {
@@ -55,9 +57,10 @@ void reveal_behind(std::unique_lock<std::mutex>& guard, CompletionQueue& cq) {
     // uc_bi_bw, polling its sends while its receive queue ran dry, then
     // lost nearly every message the other side sent.
     if (!cq.has_held() && (!expects_deliveries(cq) || remote::holds_requests() ||
-                           !FabricWaiter::applies() || wait_in_fabric(guard, [&] {
-                                                         return cq.has_held() || cq.in_error();
-                                                       }) != FabricWait::kReady)) {
+                           !FabricWaiter::applies(fabric) ||
+                           wait_in_fabric(fabric, guard, [&] {
+                             return cq.has_held() || cq.in_error();
+                           }) != FabricWait::kReady)) {
       cq.deliveries_streaming = false;
       return;
     }
@@ -77,20 +80,21 @@ int poll_from_fabric(std::unique_lock<std::mutex>& guard, CompletionQueue& cq, i
   if (polled != 0 || n == 0) return polled;
   cq.polled_without_reveal = 0;
   cq.deliveries_streaming = false;
+  Fabric& fabric = cq.context().fabric();
   for (;;) {
     if (reveal(cq) || cq.in_error()) return cq.poll(n, wc);
     if (!expects_deliveries(cq)) break;
-    if (!FabricWaiter::applies()) {
-      FabricWaiter::idle_after_giving_up();
+    if (!FabricWaiter::applies(fabric)) {
+      FabricWaiter::idle_after_giving_up(fabric);
       break;
     }
-    const FabricWait how = wait_in_fabric(guard, [&] { return revealable(cq); });
+    const FabricWait how = wait_in_fabric(fabric, guard, [&] { return revealable(cq); });
     if (how == FabricWait::kReady) continue;
     if (how == FabricWait::kNothingCan) return cq.poll(n, wc);
-    FabricWaiter::idle_after_giving_up();
+    FabricWaiter::idle_after_giving_up(fabric);
     break;  // gave up: the wall clock decides, as with no peer
   }
-  if (Fabric::get().advance_clock()) polled = cq.poll(n, wc);
+  if (fabric.advance_clock()) polled = cq.poll(n, wc);
   return polled;
 }
 

@@ -37,7 +37,7 @@ void set_wait_permission(bool (*may_wait)()) {
   wait_permission.store(may_wait, std::memory_order_release);
 }
 
-FabricWaiter::FabricWaiter() {
+FabricWaiter::FabricWaiter(Fabric& fabric) : fabric_(fabric) {
   waits_in_progress.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -49,35 +49,33 @@ bool FabricWaiter::in_progress() {
   return waits_in_progress.load(std::memory_order_relaxed) > 0;
 }
 
-bool FabricWaiter::on_shared_fabric() {
-  Fabric& fabric = Fabric::get();
+bool FabricWaiter::on_shared_fabric(Fabric& fabric) {
   wire::Endpoint* endpoint = fabric.started_endpoint();
   if (endpoint == nullptr) return false;
   // Alone, with nobody still to join: nothing can come.
   return endpoint->joins() < fabric.expected_members() || endpoint->others_live();
 }
 
-bool FabricWaiter::applies() {
-  if (!on_shared_fabric()) return false;
+bool FabricWaiter::applies(Fabric& fabric) {
+  if (!on_shared_fabric(fabric)) return false;
   bool (*may_wait)() = wait_permission.load(std::memory_order_acquire);
   if (may_wait != nullptr && !may_wait()) return false;
   // After a wait gave up, no wait blocks until a peer is back in verbs.
-  Fabric& fabric = Fabric::get();
   std::optional<uint64_t>& gave_up = fabric.gave_up_at_calls();
   if (gave_up && *gave_up == fabric.started_endpoint()->others_calls()) return false;
   gave_up.reset();
   return true;
 }
 
-void FabricWaiter::idle_after_giving_up() {
-  Fabric& fabric = Fabric::get();
+void FabricWaiter::idle_after_giving_up(Fabric& fabric) {
   wire::Endpoint* endpoint = fabric.started_endpoint();
   if (endpoint == nullptr) return;
   const std::optional<uint64_t>& gave_up = fabric.gave_up_at_calls();
   if (gave_up && *gave_up == endpoint->others_calls()) fabric.mark_waiting();
 }
 
-bool FabricWaiter::ask_outside_members_to_look(Fabric& fabric, wire::Endpoint& endpoint) {
+bool FabricWaiter::ask_outside_members_to_look(wire::Endpoint& endpoint) {
+  Fabric& fabric = fabric_;
   bool asked = false;
   for (uint32_t member : endpoint.members()) {
     if (member == fabric.member() || !endpoint.outside(member)) continue;
@@ -87,14 +85,14 @@ bool FabricWaiter::ask_outside_members_to_look(Fabric& fabric, wire::Endpoint& e
     uint64_t& asked_at = fabric.asked_to_look_at(member);
     if (asked_at == fabric.step() && !endpoint.settling(member)) continue;
     asked_at = fabric.step();
-    remote::ask_to_look(member);
+    remote::ask_to_look(fabric, member);
     asked = true;
   }
   return asked;
 }
 
 FabricWaiter::Look FabricWaiter::look() {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = fabric_;
   wire::Endpoint* endpoint = fabric.started_endpoint();
   endpoint->set_waiting(true);
   fabric.set_marked_waiting(true);
@@ -104,10 +102,10 @@ FabricWaiter::Look FabricWaiter::look() {
     // mark may predate the bytes. It looks again first (the frame it
     // answers counts as sent until handled, so the fabric is not quiescent
     // before), once per verbs call of this process.
-    if (ask_outside_members_to_look(fabric, *endpoint)) return Look::kWait;
+    if (ask_outside_members_to_look(*endpoint)) return Look::kWait;
     // Requests held for a receive WR first (nobody will post one now),
     // then the virtual clock, once no member holds any.
-    if (remote::settle_held() || (!endpoint->another_settling() && fabric.advance_clock())) {
+    if (remote::settle_held(fabric) || (!endpoint->another_settling() && fabric.advance_clock())) {
       fabric.count_activity();
       return Look::kActed;
     }
@@ -125,7 +123,7 @@ FabricWaiter::Look FabricWaiter::look() {
   std::string waited_for;
   for (uint32_t member : endpoint->members()) {
     if (member == fabric.member()) continue;
-    remote::give_up_on(member);
+    remote::give_up_on(fabric, member);
     if (!waited_for.empty()) waited_for += ',';
     waited_for += std::to_string(member);
   }
@@ -148,18 +146,18 @@ bool FabricWaiter::sleep(std::unique_lock<std::mutex>& guard, bool interruptible
   // condition waits with pthread_cond_clockwait(CLOCK_MONOTONIC) until
   // it, while steady_clock::now() itself is the program's virtual clock
   // under the harness (wire/real_clock.h).
-  Fabric::get().wakeup.wait_until(guard, std::chrono::steady_clock::time_point(
-                                             wire::RealClock::now().time_since_epoch() + nap));
+  fabric_.wakeup.wait_until(guard, std::chrono::steady_clock::time_point(
+                                       wire::RealClock::now().time_since_epoch() + nap));
   return false;
 }
 
 FabricWait FabricWaiter::finish(FabricWait how) {
-  Fabric::get().stop_waiting();
+  fabric_.stop_waiting();
   return how;
 }
 
 bool expects_deliveries(CompletionQueue& cq) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = cq.context().fabric();
   // A process on no fabric (or before its wire runs) hears from nobody:
   // an empty poll of a lone process walks no QPs.
   if (fabric.started_endpoint() == nullptr) return false;
@@ -175,15 +173,14 @@ bool expects_deliveries(CompletionQueue& cq) {
   return false;
 }
 
-bool remote_work_possible() {
-  Fabric& fabric = Fabric::get();
+bool remote_work_possible(Fabric& fabric) {
   if (fabric.peers_may_send()) return true;
-  // Not get(): asked on the poll path, which must not make the manager.
-  if (const cm::ConnectionManager* manager = cm::ConnectionManager::existing();
+  // Not connection_manager(): asked on the poll path, which must not make it.
+  if (const cm::ConnectionManager* manager = fabric.existing_connection_manager();
       manager != nullptr && manager->expects_messages())
     return true;
   wire::Endpoint* endpoint = fabric.started_endpoint();
-  if (endpoint == nullptr || !FabricWaiter::on_shared_fabric()) return false;
+  if (endpoint == nullptr || !FabricWaiter::on_shared_fabric(fabric)) return false;
   if (fabric.expected_members() > 1) return true;  // a group run: the others are peers
   for (Context* context : fabric.contexts())
     for (auto& [qp, owned] : context->qps) {

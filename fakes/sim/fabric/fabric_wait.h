@@ -53,8 +53,9 @@ enum class FabricWait { kReady, kNothingCan, kGaveUp, kInterrupted };
 // One wait's state; see wait_in_fabric.
 class FabricWaiter {
  public:
-  // Counts the waits in progress (in_progress()).
-  FabricWaiter();
+  // A wait on `fabric` (under its mutex); counts the waits in progress
+  // (in_progress()).
+  explicit FabricWaiter(Fabric& fabric);
   ~FabricWaiter();
   FabricWaiter(const FabricWaiter&) = delete;
   FabricWaiter& operator=(const FabricWaiter&) = delete;
@@ -63,9 +64,9 @@ class FabricWaiter {
   // Whether a wait applies at all: this process is on a fabric with its
   // service thread running, another member is or is expected to be there,
   // and the calling thread may wait.
-  static bool applies();
+  static bool applies(Fabric& fabric);
   // Whether another member is on the fabric, or is still to join it.
-  static bool on_shared_fabric();
+  static bool on_shared_fabric(Fabric& fabric);
   // A poll that found nothing and did not wait because this process gave
   // up on its peers: the process counts as waiting in its device until its
   // next verbs call. Its empty polls are no progress a peer could wait for:
@@ -73,7 +74,7 @@ class FabricWaiter {
   // quiescence (else the two wait on each other, one in its device and the
   // other spinning on empty polls until it hears from the first outside
   // verbs, on a socket).
-  static void idle_after_giving_up();
+  static void idle_after_giving_up(Fabric& fabric);
 
   enum class Look { kActed, kNothingCan, kGaveUp, kWait };
   // Marks the process waiting and looks at the fabric: quiescent (acts,
@@ -89,7 +90,9 @@ class FabricWaiter {
  private:
   // Asks members marked waiting outside the device to look again (once per
   // verbs call); whether any was asked.
-  static bool ask_outside_members_to_look(Fabric& fabric, wire::Endpoint& endpoint);
+  bool ask_outside_members_to_look(wire::Endpoint& endpoint);
+
+  Fabric& fabric_;
 
   wire::RealClock::time_point since_ = wire::RealClock::now();
   uint64_t activity_seen_ = ~uint64_t{0};
@@ -102,9 +105,9 @@ class FabricWaiter {
 // FabricWaiter::applies(). `interruptible`: a signal ends the wait
 // (kInterrupted), as it ends read(2) of a channel's fd; a poll is not.
 template <class Ready>
-FabricWait wait_in_fabric(std::unique_lock<std::mutex>& guard, Ready ready,
+FabricWait wait_in_fabric(Fabric& fabric, std::unique_lock<std::mutex>& guard, Ready ready,
                           bool interruptible = false) {
-  FabricWaiter waiter;
+  FabricWaiter waiter(fabric);
   for (;;) {
     if (ready()) return waiter.finish(FabricWait::kReady);
     switch (waiter.look()) {
@@ -132,6 +135,6 @@ bool expects_deliveries(CompletionQueue& cq);
 // then does the virtual clock wait for quiescence: a process whose QPs
 // all talk to each other keeps its own time however many others share the
 // fabric.
-bool remote_work_possible();
+bool remote_work_possible(Fabric& fabric);
 
 }  // namespace verbfault::sim

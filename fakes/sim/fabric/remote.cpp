@@ -37,7 +37,7 @@ Bytes bytes_of(const T& value) {
   return {reinterpret_cast<const uint8_t*>(&value), sizeof value};
 }
 
-void answer(uint32_t member, const RequestFrame& request, const ResponderResult& result,
+void answer(Fabric& fabric, uint32_t member, const RequestFrame& request, const ResponderResult& result,
             uint8_t min_rnr_timer, uint8_t flags = 0) {
   ResponseFrame f;
   f.flags = flags;
@@ -51,7 +51,7 @@ void answer(uint32_t member, const RequestFrame& request, const ResponderResult&
   // Sent under the mutex, so the READ data is read before anything of this
   // process can change it; a member that is gone no longer needs it.
   // No wire (a child made by fork(2) left the fabric): nobody to answer.
-  if (wire::Endpoint* endpoint = Fabric::get().started_endpoint()) endpoint->send(member, parts);
+  if (wire::Endpoint* endpoint = fabric.started_endpoint()) endpoint->send(member, parts);
 }
 
 bool needs_receive(ibv_wr_opcode opcode) {
@@ -85,15 +85,14 @@ bool to_group(const RequestFrame& f) {
          multicast::addressed(f.request.sgid_type != IBV_GID_TYPE_IB, f.request.ah, f.dst_qpn);
 }
 
-std::vector<QueuePair*> group_receivers(const RequestFrame& f) {
-  return multicast::receivers(f.request.sgid_type != IBV_GID_TYPE_IB, f.request.ah, f.dlid);
+std::vector<QueuePair*> group_receivers(Fabric& fabric, const RequestFrame& f) {
+  return multicast::receivers(fabric, f.request.sgid_type != IBV_GID_TYPE_IB, f.request.ah, f.dlid);
 }
 
-QueuePair* destination_of(const RequestFrame& f) {
+QueuePair* destination_of(Fabric& fabric, const RequestFrame& f) {
   // A RoCE requester (its source GID of a RoCE type: a profile gives an
   // Ethernet port no other) addressed the DGID of its GRH, an InfiniBand
   // one the DLID; a port of the other link layer is not on the same network.
-  Fabric& fabric = Fabric::get();
   const bool by_gid = f.request.sgid_type != IBV_GID_TYPE_IB;
   Device* device =
       by_gid ? fabric.device_with_gid(f.request.ah.grh.dgid) : fabric.device_with_lid(f.dlid);
@@ -103,8 +102,7 @@ QueuePair* destination_of(const RequestFrame& f) {
 
 // Executes a request against its destination (nullptr: nothing answers)
 // and answers it. What it completes into a CQ is held there (delivery.h).
-void execute(uint32_t from, const RequestFrame& f, Bytes rest, QueuePair* qp) {
-  Fabric& fabric = Fabric::get();
+void execute(Fabric& fabric, uint32_t from, const RequestFrame& f, Bytes rest, QueuePair* qp) {
   const bool reliable = f.request.qp_type == IBV_QPT_RC;
   ResponderResult result;
   // The payload where it lies: the frame, or the requester's memory
@@ -136,7 +134,7 @@ void execute(uint32_t from, const RequestFrame& f, Bytes rest, QueuePair* qp) {
       qp->expected_psn = (qp->expected_psn + 1) & 0xffffff;
   }
   if (reliable)
-    answer(from, f, result, qp != nullptr ? qp->attr().min_rnr_timer : 0,
+    answer(fabric, from, f, result, qp != nullptr ? qp->attr().min_rnr_timer : 0,
            status == remote_payload::Incoming::Status::kUnresolved ? kPayloadUnresolved : 0);
 }
 
@@ -144,7 +142,8 @@ void execute(uint32_t from, const RequestFrame& f, Bytes rest, QueuePair* qp) {
 // end) must wait: an earlier one from the same QP still waits (a QP's
 // requests are executed in order, IBA 9.5), or it needs a receive WR the
 // QP does not have.
-bool must_wait(uint32_t from, const RequestFrame& f, QueuePair* qp, std::size_t index) {
+bool must_wait(Fabric& fabric, uint32_t from, const RequestFrame& f, QueuePair* qp,
+               std::size_t index) {
   const auto& held = held_requests();
   for (std::size_t i = 0; i < index && i < held.size(); ++i)
     if (held[i].from == from && held[i].frame.request.src_qpn == f.request.src_qpn) return true;
@@ -153,42 +152,42 @@ bool must_wait(uint32_t from, const RequestFrame& f, QueuePair* qp, std::size_t 
     // fabric is quiescent and none will join) and each such QP has a
     // receive WR: whether a receiver attached a moment before the message
     // came is a race of the wall clock, as for a receive WR.
-    if (Fabric::get().not_holding_for() & (uint64_t{1} << from)) return false;
-    const std::vector<QueuePair*> receivers = group_receivers(f);
+    if (fabric.not_holding_for() & (uint64_t{1} << from)) return false;
+    const std::vector<QueuePair*> receivers = group_receivers(fabric, f);
     return receivers.empty() || std::any_of(receivers.begin(), receivers.end(), [](QueuePair* r) {
              return !responder::has_receive(*r);
            });
   }
   if (qp == nullptr || !needs_receive(f.request.opcode)) return false;
-  if (Fabric::get().not_holding_for() & (uint64_t{1} << from)) return false;
+  if (fabric.not_holding_for() & (uint64_t{1} << from)) return false;
   if (f.request.qp_type == IBV_QPT_RC && f.psn != qp->expected_psn) return false;
   return !responder::has_receive(*qp);
 }
 
 // Executes a request: against each QP of this member in its group (a
 // multicast message), or against its one destination.
-void execute_request(uint32_t from, const RequestFrame& f, Bytes rest) {
+void execute_request(Fabric& fabric, uint32_t from, const RequestFrame& f, Bytes rest) {
   if (!to_group(f)) {
-    execute(from, f, rest, destination_of(f));
+    execute(fabric, from, f, rest, destination_of(fabric, f));
     return;
   }
-  for (QueuePair* receiver : group_receivers(f)) execute(from, f, rest, receiver);
+  for (QueuePair* receiver : group_receivers(fabric, f)) execute(fabric, from, f, rest, receiver);
 }
 
-void update_settling() {
-  if (wire::Endpoint* endpoint = Fabric::get().started_endpoint())
+void update_settling(Fabric& fabric) {
+  if (wire::Endpoint* endpoint = fabric.started_endpoint())
     endpoint->set_settling(!held_requests().empty());
 }
 
-void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
-  QueuePair* qp = destination_of(f);
+void on_request(Fabric& fabric, uint32_t from, const RequestFrame& f, Bytes payload) {
+  QueuePair* qp = destination_of(fabric, f);
   auto& held = held_requests();
-  if (must_wait(from, f, qp, held.size())) {
+  if (must_wait(fabric, from, f, qp, held.size())) {
     held.push_back({from, f, std::vector<uint8_t>(payload.begin(), payload.end())});
-    update_settling();
+    update_settling(fabric);
     return;
   }
-  execute_request(from, f, payload);
+  execute_request(fabric, from, f, payload);
 }
 
 // An answer that completes a WR is held in the QP's send CQ until a poll
@@ -197,7 +196,7 @@ void on_request(uint32_t from, const RequestFrame& f, Bytes payload) {
 // virtual clock, the next request), which nothing of the application
 // sees, so it applies at once, unless an answer before it is held.
 void deliver_answer(QueuePair& qp, Delivery delivery) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = qp.fabric();
   if (delivery.completes || qp.held_answers > 0) {
     if (qp.send_cq().hold(std::move(delivery))) ++qp.held_answers;
     // The answer frees its place in the window of requests in flight now,
@@ -219,9 +218,9 @@ void deliver_answer(QueuePair& qp, Delivery delivery) {
 }
 
 // Another process's answer to a request of this one.
-void on_response(uint32_t from, const ResponseFrame& f, Bytes data) {
+void on_response(Fabric& fabric, uint32_t from, const ResponseFrame& f, Bytes data) {
   if (f.flags & kPayloadUnresolved) remote_payload::stop_describing_to(from);
-  QueuePair* qp = Fabric::get().find_qp(f.qpn);
+  QueuePair* qp = fabric.find_qp(f.qpn);
   if (qp == nullptr) return;  // destroyed meanwhile
   Delivery delivery;
   delivery.kind = Delivery::Kind::kAnswer;
@@ -255,22 +254,22 @@ void on_response(uint32_t from, const ResponseFrame& f, Bytes data) {
 // Executes the held requests (from `only_from`, or all) that `settle`
 // says may go now, in order; true when any went.
 template <class MayGo>
-bool release_held(std::optional<uint32_t> only_from, MayGo may_go) {
+bool release_held(Fabric& fabric, std::optional<uint32_t> only_from, MayGo may_go) {
   auto& held = held_requests();
   bool released = false;
   for (std::size_t i = 0; i < held.size();) {
     HeldRequest& h = held[i];
-    QueuePair* qp = destination_of(h.frame);
+    QueuePair* qp = destination_of(fabric, h.frame);
     if ((only_from && h.from != *only_from) || !may_go(h, qp, i)) {
       ++i;
       continue;
     }
     HeldRequest request = std::move(h);
     held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
-    execute_request(request.from, request.frame, request.payload);
+    execute_request(fabric, request.from, request.frame, request.payload);
     released = true;
   }
-  update_settling();
+  update_settling(fabric);
   return released;
 }
 
@@ -291,7 +290,8 @@ bool answered_at_once(QueuePair& qp, ibv_wr_opcode opcode) {
 }  // namespace
 
 bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uint32_t member) {
-  wire::Endpoint* endpoint = Fabric::get().endpoint();
+  Fabric& fabric = qp.fabric();
+  wire::Endpoint* endpoint = fabric.endpoint();
   if (endpoint == nullptr) return false;
   const bool ud = qp.type() == IBV_QPT_UD;
   const bool expects_answer = answered_at_once(qp, message.opcode);
@@ -311,7 +311,7 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
   if (described.describe(qp.type(), member, message.payload)) {
     f.payload_format = PayloadFormat::kDescribed;
     if (!send(described.parts(bytes_of(f)))) return false;
-    Fabric::get().note_peer(member);
+    fabric.note_peer(member);
     return true;
   }
   // Otherwise the payload goes straight from the registered memory (or the
@@ -330,13 +330,12 @@ bool send_request(QueuePair& qp, const SendWqe& wqe, const Message& message, uin
     parts = more;
   }
   if (!send(parts)) return false;
-  Fabric::get().note_peer(member);
+  fabric.note_peer(member);
   return true;
 }
 
-void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
-  auto guard = Fabric::enter_from_wire();
-  Fabric& fabric = Fabric::get();
+void on_frame(Fabric& fabric, uint32_t from_member, std::span<const uint8_t> frame) {
+  auto guard = fabric.enter_from_wire();
   const FrameKind kind = frame.empty() ? FrameKind{} : static_cast<FrameKind>(frame[0]);
   if (kind == FrameKind::kLookAgain) {
     // Nothing to do but look: the frame is no exchange with the member (it
@@ -347,7 +346,7 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
     // receive WR are answered now: none of this process's threads can post
     // one, and they go first at quiescence (fabric_wait.h).
     fabric.look_outside();
-    if (fabric.marked_outside() && settle_held()) fabric.count_activity();
+    if (fabric.marked_outside() && settle_held(fabric)) fabric.count_activity();
     fabric.notify_waiters();
     return;
   }
@@ -357,15 +356,15 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
     RequestFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
     if (remote_payload::fits(f, frame.size() - sizeof f))
-      on_request(from_member, f, frame.subspan(sizeof f));
+      on_request(fabric, from_member, f, frame.subspan(sizeof f));
   } else if (kind == FrameKind::kResponse && frame.size() >= sizeof(ResponseFrame)) {
     ResponseFrame f;
     std::memcpy(&f, frame.data(), sizeof f);
-    if (frame.size() - sizeof f == f.length) on_response(from_member, f, frame.subspan(sizeof f));
+    if (frame.size() - sizeof f == f.length) on_response(fabric, from_member, f, frame.subspan(sizeof f));
   } else if (kind == FrameKind::kConnectionManager) {
     cm::Message message;
     if (cm::message_of_frame(from_member, frame.subspan(1), message))
-      cm::ConnectionManager::get().receive(message);
+      fabric.connection_manager().receive(message);
   } else if (kind == FrameKind::kGaveUp) {
     // The member waited for this process longer than its grace period
     // while this process's application was outside verbs (fabric_wait.h):
@@ -373,7 +372,7 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
     // hardware would have by then, and nothing of it is held again until
     // this process's next verbs call.
     fabric.stop_holding_for(from_member);
-    if (release_held(from_member, [](const HeldRequest&, QueuePair*, std::size_t) { return true; }))
+    if (release_held(fabric, from_member, [](const HeldRequest&, QueuePair*, std::size_t) { return true; }))
       note_timing("member " + std::to_string(from_member) +
                   " gave up waiting: its requests held for a receive WR were answered by the "
                   "wall clock");
@@ -387,11 +386,10 @@ void on_frame(uint32_t from_member, std::span<const uint8_t> frame) {
   fabric.notify_waiters();
 }
 
-void on_peer_gone(uint32_t member) {
-  auto guard = Fabric::enter_from_wire();
-  Fabric& fabric = Fabric::get();
+void on_peer_gone(Fabric& fabric, uint32_t member) {
+  auto guard = fabric.enter_from_wire();
   fabric.forget_peer(member);
-  if (cm::ConnectionManager* manager = cm::ConnectionManager::existing())
+  if (cm::ConnectionManager* manager = fabric.existing_connection_manager())
     manager->member_gone(member);
   remote_payload::forget(member);  // its segments unmapped here
   // Its held requests need no answer any more.
@@ -399,7 +397,7 @@ void on_peer_gone(uint32_t member) {
   held.erase(std::remove_if(held.begin(), held.end(),
                             [&](const HeldRequest& h) { return h.from == member; }),
              held.end());
-  update_settling();
+  update_settling(fabric);
   // Every RC QP with requests in flight to that member: nothing will answer
   // them (IBA 9.7.6.1.3: the transport timer runs). Delivered like an
   // answer, after the member's last frame, in QPN order.
@@ -424,16 +422,17 @@ void on_peer_gone(uint32_t member) {
   fabric.notify_waiters();
 }
 
-bool retry_held() {
+bool retry_held(Fabric& fabric) {
   if (held_requests().empty()) return false;
-  return release_held(std::nullopt, [](const HeldRequest& h, QueuePair* qp, std::size_t index) {
-    return !must_wait(h.from, h.frame, qp, index);
-  });
+  return release_held(fabric, std::nullopt,
+                      [&](const HeldRequest& h, QueuePair* qp, std::size_t index) {
+                        return !must_wait(fabric, h.from, h.frame, qp, index);
+                      });
 }
 
-bool settle_held() {
+bool settle_held(Fabric& fabric) {
   if (held_requests().empty()) return false;
-  return release_held(std::nullopt,
+  return release_held(fabric, std::nullopt,
                       [](const HeldRequest&, QueuePair*, std::size_t) { return true; });
 }
 
@@ -448,8 +447,8 @@ bool holds_requests() {
 namespace {
 
 // A frame of its kind alone (kGaveUp, kLookAgain).
-void send_kind(uint32_t member, FrameKind kind) {
-  wire::Endpoint* endpoint = Fabric::get().started_endpoint();
+void send_kind(Fabric& fabric, uint32_t member, FrameKind kind) {
+  wire::Endpoint* endpoint = fabric.started_endpoint();
   if (endpoint == nullptr) return;
   const std::array<Bytes, 1> parts = {bytes_of(kind)};
   endpoint->send(member, parts);
@@ -457,12 +456,12 @@ void send_kind(uint32_t member, FrameKind kind) {
 
 }  // namespace
 
-void ask_to_look(uint32_t member) {
-  send_kind(member, FrameKind::kLookAgain);
+void ask_to_look(Fabric& fabric, uint32_t member) {
+  send_kind(fabric, member, FrameKind::kLookAgain);
 }
 
-void give_up_on(uint32_t member) {
-  send_kind(member, FrameKind::kGaveUp);
+void give_up_on(Fabric& fabric, uint32_t member) {
+  send_kind(fabric, member, FrameKind::kGaveUp);
 }
 
 }  // namespace verbfault::sim::remote

@@ -29,7 +29,7 @@ bool timing_notes_pending() {
 }
 
 std::vector<std::string> take_timing_notes() {
-  std::lock_guard guard(Fabric::get().mutex);
+  std::lock_guard guard(process_fabric().mutex);
   std::vector<std::string> taken;
   taken.swap(notes());
   pending.store(false, std::memory_order_release);

@@ -17,7 +17,7 @@ CompletionChannel::CompletionChannel(Context& context) : context_(context) {
 void CompletionChannel::notify(CompletionQueue* cq) {
   events_.push_back(cq);
   fd_.set_ready(true);
-  Fabric::get().notify_waiters();
+  context_.fabric().notify_waiters();
 }
 
 CompletionQueue* CompletionChannel::take_event() {

@@ -20,7 +20,7 @@ CompletionQueue::CompletionQueue(Context& context, int capacity, void* cq_contex
     : context_(context),
       channel_(channel),
       capacity_(capacity),
-      freedom_ordinal_(Fabric::get().freedoms().next_cq()) {
+      freedom_ordinal_(context_.fabric().freedoms().next_cq()) {
   handle_.owner = this;
   ibv_cq_ex& cq = handle_.verbs;
   cq.context = context.verbs();
@@ -46,7 +46,7 @@ bool CompletionQueue::push(const Completion& completion) {
     return true;
   }
 #endif
-  if (Fabric::get().holding_deliveries()) {
+  if (context_.fabric().holding_deliveries()) {
     // Made by a frame from another process: held until revealed.
     Delivery delivery;
     delivery.completion = completion;
@@ -60,7 +60,7 @@ bool CompletionQueue::push(const Completion& completion) {
   entries_.push_back(completion);
   VERBFAULT_ASSERT(static_cast<int>(entries_.size() + held_completions_) <= capacity_,
                    "a CQ holds at most cqe completions (ibv_create_cq(3): beyond, it overflows)");
-  entries_.back().step = Fabric::get().step();
+  entries_.back().step = context_.fabric().step();
   if (!revealing_ && fires_for(completion.solicited, completion.wc.status == IBV_WC_SUCCESS) &&
       channel_ != nullptr) {
     arm_ = Arm::kNone;
@@ -124,8 +124,8 @@ bool CompletionQueue::reveal_next(bool answers_only) {
   if (delivery.kind == Delivery::Kind::kCompletion) {
     --held_completions_;
     entries_.push_back(delivery.completion);
-    entries_.back().step = Fabric::get().step();
-  } else if (QueuePair* qp = Fabric::get().find_qp(delivery.qpn)) {
+    entries_.back().step = context_.fabric().step();
+  } else if (QueuePair* qp = context_.fabric().find_qp(delivery.qpn)) {
     if (qp->held_answers > 0) --qp->held_answers;
     requester::apply_answer(*qp, delivery);
   }
@@ -134,7 +134,7 @@ bool CompletionQueue::reveal_next(bool answers_only) {
 }
 
 std::size_t CompletionQueue::pick_next() {
-  const Freedoms& freedoms = Fabric::get().freedoms();
+  const Freedoms& freedoms = context_.fabric().freedoms();
   if (!freedoms.drawn()) return 0;
   if (entries_.size() == 1) {
     ++picks_;  // counted as a pick with one choice (no draw), as below
@@ -167,7 +167,7 @@ std::size_t CompletionQueue::pick_next() {
 
 int CompletionQueue::poll(int n, ibv_wc* wc) {
   if (in_error_) return -EIO;
-  const Freedoms& freedoms = Fabric::get().freedoms();
+  const Freedoms& freedoms = context_.fabric().freedoms();
   if (n > 0 && !entries_.empty())
     n = freedoms.poll_count(freedom_ordinal_, ++polls_, n, static_cast<int>(entries_.size()));
 #ifdef VERBFAULT_BROKEN_DEVICE
@@ -204,7 +204,7 @@ void CompletionQueue::arm(bool solicited_only) {
     arm_ = Arm::kNextCompletion;
   else if (arm_ == Arm::kNone)
     arm_ = Arm::kSolicited;
-  if (!entries_.empty() && Fabric::get().freedoms().event_on_arm(freedom_ordinal_, ++arms_))
+  if (!entries_.empty() && context_.fabric().freedoms().event_on_arm(freedom_ordinal_, ++arms_))
     fire_spurious_event();
   for (const Delivery& held : held_)
     if (fires_for(held) && fire_spurious_event()) break;

@@ -30,7 +30,7 @@ Context::Context(Device& device) : device_(device) {
     cmd_dev_ = st.st_dev;
   }
   init(handle_.verbs, cmd_fd);
-  Fabric::get().contexts().push_back(this);
+  fabric().contexts().push_back(this);
 }
 
 void Context::init(ContextStorage& storage, int cmd_fd) {
@@ -48,7 +48,7 @@ void Context::init(ContextStorage& storage, int cmd_fd) {
 
 Context::~Context() {
   // Children before parents: QPs hold CQs, SRQs and PDs; CQs hold channels.
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = this->fabric();
   std::erase(fabric.contexts(), this);
   for (auto& [qp, owned] : qps) {
     fabric.unregister_qp(qp->qpn());
@@ -71,6 +71,10 @@ Context::~Context() {
   }
   if (handle_.verbs.verbs.context.cmd_fd >= 0) ::close(handle_.verbs.verbs.context.cmd_fd);
   pthread_mutex_destroy(&handle_.verbs.verbs.context.mutex);
+}
+
+Fabric& Context::fabric() {
+  return device_.fabric();
 }
 
 bool Context::has_cmd_fd(int cmd_fd) const {
@@ -101,7 +105,7 @@ Context* Context::from(ibv_context* c) {
 void Context::raise(const ibv_async_event& event) {
   async_events_.push_back(event);
   async_fd_.set_ready(true);
-  Fabric::get().notify_waiters();
+  fabric().notify_waiters();
 }
 
 ibv_async_event Context::take_async_event() {

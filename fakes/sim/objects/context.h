@@ -16,6 +16,7 @@
 namespace verbfault::sim {
 
 class Device;
+class Fabric;
 class ProtectionDomain;
 class MemoryRegion;
 class MemoryWindow;
@@ -47,6 +48,9 @@ class Context {
     return a != nullptr && b != nullptr && from(a) == from(b);
   }
   Device& device() { return device_; }
+  // The fabric of its device: the Fabric::mutex that guards everything
+  // created on this context, and its clock, registries and wire.
+  Fabric& fabric();
 
   // Whether `cmd_fd` is a descriptor of this context's cmd_fd (same file).
   bool has_cmd_fd(int cmd_fd) const;

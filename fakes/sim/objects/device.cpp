@@ -9,8 +9,9 @@
 
 namespace verbfault::sim {
 
-Device::Device(int index, uint32_t member, DeviceProfile profile)
-    : index_(index), name_("vfsim" + std::to_string(index)), profile_(std::move(profile)) {
+Device::Device(Fabric& fabric, int index, uint32_t member, DeviceProfile profile)
+    : fabric_(fabric),
+      index_(index), name_("vfsim" + std::to_string(index)), profile_(std::move(profile)) {
   port_ = profile_.port;
   readdress(member);
 

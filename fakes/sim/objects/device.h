@@ -12,15 +12,20 @@
 
 namespace verbfault::sim {
 
+class Fabric;
+
 class Device {
  public:
-  // The index-th device of member `member` of the local fabric, of the kind
+  // The index-th device of member `member` of `fabric`, of the kind
   // `profile` describes; its addresses are the fabric's (fabric_address.h).
-  Device(int index, uint32_t member, DeviceProfile profile);
+  Device(Fabric& fabric, int index, uint32_t member, DeviceProfile profile);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
   ibv_device* verbs() { return &handle_.verbs; }
+  // The fabric it is part of, which owns it: what everything created on
+  // the device reaches the fabric through (its Fabric::mutex guards them).
+  Fabric& fabric() const { return fabric_; }
   static Device* from(const ibv_device* d) { return owner_of<Device, ibv_device>(d); }
 
   // Its addresses (GUIDs, LID, GIDs) become member `member`'s: a forked
@@ -68,6 +73,7 @@ class Device {
 
  private:
   Handle<ibv_device, Device> handle_;
+  Fabric& fabric_;
   int index_;
   std::string name_;
   DeviceProfile profile_;

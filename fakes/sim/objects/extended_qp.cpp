@@ -15,9 +15,6 @@ namespace verbfault::sim {
 namespace {
 
 using Lock = std::unique_lock<std::mutex>;
-Lock lock() {
-  return Fabric::enter();
-}
 
 QueuePair& owner(ibv_qp_ex* qpx) {
   return *QueuePair::from(&qpx->qp_base);
@@ -79,14 +76,14 @@ ibv_send_wr* last_wr(ibv_qp_ex* qpx) {
 }
 
 void wr_start(ibv_qp_ex* qpx) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   WrBatch& batch = owner(qpx).wr_batch;
   batch = WrBatch{};
   batch.open = true;
 }
 
 int wr_complete(ibv_qp_ex* qpx) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   QueuePair& qp = owner(qpx);
   WrBatch batch = std::move(qp.wr_batch);
   qp.wr_batch = WrBatch{};
@@ -101,24 +98,24 @@ int wr_complete(ibv_qp_ex* qpx) {
 }
 
 void wr_abort(ibv_qp_ex* qpx) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   owner(qpx).wr_batch = WrBatch{};
 }
 
 void wr_send(ibv_qp_ex* qpx) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   begin_wr(qpx, IBV_WR_SEND, IBV_QP_EX_WITH_SEND);
 }
 
 void wr_send_imm(ibv_qp_ex* qpx, __be32 imm_data) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_SEND_WITH_IMM, IBV_QP_EX_WITH_SEND_WITH_IMM))
     wr->imm_data = imm_data;
 }
 
 void rdma(ibv_qp_ex* qpx, ibv_wr_opcode opcode, uint64_t send_op, uint32_t rkey,
           uint64_t remote_addr, __be32 imm_data) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = begin_wr(qpx, opcode, send_op)) {
     wr->wr.rdma.rkey = rkey;
     wr->wr.rdma.remote_addr = remote_addr;
@@ -141,7 +138,7 @@ void wr_rdma_read(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) {
 
 void atomic(ibv_qp_ex* qpx, ibv_wr_opcode opcode, uint64_t send_op, uint32_t rkey,
             uint64_t remote_addr, uint64_t compare_add, uint64_t swap) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = begin_wr(qpx, opcode, send_op)) {
     wr->wr.atomic.rkey = rkey;
     wr->wr.atomic.remote_addr = remote_addr;
@@ -162,20 +159,20 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, ui
 }
 
 void wr_send_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV))
     wr->invalidate_rkey = invalidate_rkey;
 }
 
 void wr_local_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV))
     wr->invalidate_rkey = invalidate_rkey;
 }
 
 // ibv_wr_post(3): binds a type 2 window; `bind_info` is copied now.
 void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* bind_info) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = begin_wr(qpx, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW)) {
     wr->bind_mw.mw = mw;
     wr->bind_mw.rkey = rkey;
@@ -202,13 +199,13 @@ void set_sges(ibv_qp_ex* qpx, const ibv_sge* list, std::size_t count) {
 }
 
 void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   const ibv_sge sge{addr, length, lkey};
   set_sges(qpx, &sge, 1);
 }
 
 void wr_set_sge_list(ibv_qp_ex* qpx, size_t num_sge, const ibv_sge* sg_list) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   set_sges(qpx, sg_list, num_sge);
 }
 
@@ -231,18 +228,18 @@ void set_inline(ibv_qp_ex* qpx, const ibv_data_buf* buffers, std::size_t count) 
 }
 
 void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   const ibv_data_buf buffer{addr, length};
   set_inline(qpx, &buffer, 1);
 }
 
 void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num_buf, const ibv_data_buf* buf_list) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   set_inline(qpx, buf_list, num_buf);
 }
 
 void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
-  Lock guard = lock();
+  Lock guard = enter_device();
   if (ibv_send_wr* wr = last_wr(qpx)) {
     wr->wr.ud.ah = ah;
     wr->wr.ud.remote_qpn = remote_qpn;
@@ -307,7 +304,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   if (qp == nullptr) return nullptr;
   attr->cap = init.cap;
   if (send_ops != 0) {
-    Lock guard = lock();
+    Lock guard = enter_device();
     QueuePair* owner = QueuePair::from(qp);
     owner->send_ops_flags = send_ops;
     install_post_api(owner->verbs_ex());

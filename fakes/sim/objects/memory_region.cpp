@@ -1,5 +1,6 @@
 #include "memory_region.h"
 
+#include "context.h"
 #include "fabric.h"
 #include "protection_domain.h"
 #include "shared_memory.h"
@@ -22,7 +23,7 @@ MemoryRegion::MemoryRegion(ProtectionDomain& pd, void* addr, size_t length, uint
   mr.length = length;
   mr.lkey = key;
   mr.rkey = key;
-  if (Fabric::get().endpoint() != nullptr) shared_ = shared_memory::share(addr, length);
+  if (pd.context().fabric().endpoint() != nullptr) shared_ = shared_memory::share(addr, length);
 }
 
 MemoryRegion::~MemoryRegion() {
@@ -46,7 +47,8 @@ void MemoryRegion::reregister(ProtectionDomain* pd, void* addr, size_t length, i
     handle_.verbs.addr = addr;
     handle_.verbs.length = length;
     shared_memory::release(shared_);
-    shared_ = Fabric::get().endpoint() != nullptr ? shared_memory::share(addr, length) : 0;
+    shared_ =
+        pd_->context().fabric().endpoint() != nullptr ? shared_memory::share(addr, length) : 0;
   }
   if (access >= 0) access_ = static_cast<unsigned int>(access);
 }

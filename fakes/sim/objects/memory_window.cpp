@@ -43,10 +43,6 @@ constexpr memory_window::Outcome kBindError{IBV_WC_MW_BIND_ERR, kVendorMemoryWin
 // (rxe_req.c rxe_do_local_ops); IBA 10.6.7.3 leaves the status open.
 constexpr memory_window::Outcome kInvalidateError{IBV_WC_LOC_QP_OP_ERR, kVendorLocalQpOperation};
 
-std::unique_lock<std::mutex> lock() {
-  return Fabric::enter();
-}
-
 }  // namespace
 
 MemoryWindow::MemoryWindow(ProtectionDomain& pd, ibv_mw_type type, uint32_t rkey)
@@ -62,7 +58,7 @@ MemoryWindow::MemoryWindow(ProtectionDomain& pd, ibv_mw_type type, uint32_t rkey
 
 MemoryWindow::~MemoryWindow() {
   windows().erase(rkey_ >> 8);
-  Fabric::get().unregister_mr(handle_.verbs.handle);  // the key reserved at allocation
+  pd_->context().fabric().unregister_mr(handle_.verbs.handle);  // the key reserved at allocation
 }
 
 void MemoryWindow::bind(uint8_t key, MemoryRegion* mr, uint64_t addr, uint64_t length,
@@ -99,7 +95,7 @@ ibv_mw* alloc_mw(ibv_pd* verbs, ibv_mw_type type) {
     errno = EINVAL;
     return nullptr;
   }
-  auto guard = lock();
+  auto guard = enter_device();
   ProtectionDomain* pd = ProtectionDomain::from(verbs);
   if (pd->context().device().fatal()) {
     errno = EIO;
@@ -111,7 +107,7 @@ ibv_mw* alloc_mw(ibv_pd* verbs, ibv_mw_type type) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  const uint32_t key = Fabric::get().reserve_mr_key();
+  const uint32_t key = pd->context().fabric().reserve_mr_key();
   auto mw = std::make_unique<MemoryWindow>(*pd, type, key);
   mw->verbs()->handle = key;
   ++pd->children;
@@ -119,7 +115,7 @@ ibv_mw* alloc_mw(ibv_pd* verbs, ibv_mw_type type) {
 }
 
 int dealloc_mw(ibv_mw* verbs) {
-  auto guard = lock();
+  auto guard = enter_device();
   MemoryWindow* mw = MemoryWindow::from(verbs);
   // IBA 10.6.7.2.5: deallocating a bound window invalidates it; its rkey
   // then names nothing.
@@ -139,7 +135,7 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
   wr.bind_mw.mw = mw;
   wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
   wr.bind_mw.bind_info = bind->bind_info;
-  auto guard = lock();
+  auto guard = enter_device();
   if (Context::from(qp->context)->device().fatal()) return EIO;
   ibv_send_wr* bad = nullptr;
   if (int err = QueuePair::from(qp)->post_send(&wr, &bad)) return err;
@@ -173,7 +169,7 @@ Outcome bind(QueuePair& qp, const SendWqe& wqe) {
   }
   MemoryRegion* mr = nullptr;
   if (wqe.bind_length != 0) {
-    mr = Fabric::get().find_mr(wqe.bind_lkey);  // deregistered since the post: nullptr
+    mr = qp.fabric().find_mr(wqe.bind_lkey);  // deregistered since the post: nullptr
     if (mr == nullptr || &mr->pd() != &mw->pd()) return kBindError;
     // C10-73: the region allows binding; C10-74: a writable window needs a
     // locally writable region; C10-75: the window lies inside the region.

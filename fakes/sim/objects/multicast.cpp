@@ -60,7 +60,7 @@ int attach(QueuePair& qp, const ibv_gid& gid, uint16_t lid) {
   uint64_t groups = 0, in_group = 0, total = 0;
   std::vector<Group> seen;
   const Device& device = qp.context().device();
-  for (Context* context : Fabric::get().contexts()) {
+  for (Context* context : qp.fabric().contexts()) {
     if (&context->device() != &device) continue;
     for (auto& [other, owned] : context->qps) {
       for (const Group& group : other->multicast_groups) {
@@ -100,10 +100,11 @@ bool addressed(bool ethernet, const ibv_ah_attr& ah, uint32_t remote_qpn) {
   return !ethernet && is_group_lid(ah.dlid);
 }
 
-std::vector<QueuePair*> receivers(bool ethernet, const ibv_ah_attr& ah, uint16_t dlid) {
+std::vector<QueuePair*> receivers(Fabric& fabric, bool ethernet, const ibv_ah_attr& ah,
+                                  uint16_t dlid) {
   std::vector<QueuePair*> found;
   const bool by_gid = ah.is_global != 0;
-  for (Context* context : Fabric::get().contexts()) {
+  for (Context* context : fabric.contexts()) {
     Device& device = context->device();
     if (device.ethernet() != ethernet || device.port().state != IBV_PORT_ACTIVE) continue;
     for (auto& [qp, owned] : context->qps) {

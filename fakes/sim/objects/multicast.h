@@ -21,6 +21,7 @@
 
 namespace verbfault::sim {
 class Device;
+class Fabric;
 class QueuePair;
 }  // namespace verbfault::sim
 
@@ -56,6 +57,7 @@ bool addressed(bool ethernet, const ibv_ah_attr& ah, uint32_t remote_qpn);
 // link layer that are ACTIVE, that can receive (RTR, RTS, SQD, SQE), in
 // QPN order: the group by its MGID when the address has a GRH, by its MLID
 // otherwise (InfiniBand's switches forward by MLID).
-std::vector<QueuePair*> receivers(bool ethernet, const ibv_ah_attr& ah, uint16_t dlid);
+std::vector<QueuePair*> receivers(Fabric& fabric, bool ethernet, const ibv_ah_attr& ah,
+                                  uint16_t dlid);
 
 }  // namespace verbfault::sim::multicast

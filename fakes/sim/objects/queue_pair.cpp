@@ -97,6 +97,10 @@ Context& QueuePair::context() {
   return pd_.context();
 }
 
+Fabric& QueuePair::fabric() {
+  return pd_.context().fabric();
+}
+
 int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   const ibv_qp_state current = attr_.qp_state;
   // The enum fields the application gave are read as integers and checked
@@ -142,7 +146,7 @@ int QueuePair::modify(const ibv_qp_attr& attr, int mask) {
   switch (target) {
     case IBV_QPS_RESET:
       // IBA 10.3.1: RESET empties both work queues without completions.
-      Fabric::get().unschedule(this);
+      fabric().unschedule(this);
       sq_.clear();
       rq_.clear();
       sq_released_ = sq_next_seq_;

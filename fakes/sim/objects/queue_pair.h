@@ -15,6 +15,8 @@
 
 namespace verbfault::sim {
 
+class Fabric;
+
 class CompletionQueue;
 class Context;
 class ProtectionDomain;
@@ -32,6 +34,8 @@ class QueuePair {
 
   ProtectionDomain& pd() { return pd_; }
   Context& context();
+  // Its context's fabric (Context::fabric).
+  Fabric& fabric();
   uint32_t qpn() const { return qpn_; }
   ibv_qp_type type() const { return type_; }
   ibv_qp_state state() const { return attr_.qp_state; }

@@ -47,7 +47,7 @@ NetworkInterface interface_of(const Device& device, uint32_t member) {
 }
 
 std::vector<NetworkInterface> network_interfaces() {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = process_fabric();
   std::lock_guard guard(fabric.mutex);
   std::vector<NetworkInterface> interfaces;
   for (auto& device : fabric.devices()) interfaces.push_back(interface_of(*device, fabric.member()));

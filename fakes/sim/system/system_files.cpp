@@ -240,7 +240,7 @@ SystemNode port_node(Device& device, std::span<const std::string_view> rest) {
     return file(device.gid_type(entry) == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1");
   // A RoCE entry names the netdev its address is on (rdma_read_gid_attr_ndev_rcu);
   // an InfiniBand entry has none: EINVAL, the kernel's answer.
-  if (device.ethernet()) return file(interface_of(device, Fabric::get().member()).name);
+  if (device.ethernet()) return file(interface_of(device, device.fabric().member()).name);
   return unreadable(EINVAL);
 }
 
@@ -249,7 +249,7 @@ SystemNode port_node(Device& device, std::span<const std::string_view> rest) {
 // interface of an RDMA device (rdma-core's tests, `rdma link`): name,
 // index, type (ARPHRD_*), hardware address, MTU, operational state.
 SystemNode interface_node(const Device& device, std::span<const std::string_view> rest) {
-  const NetworkInterface interface = interface_of(device, Fabric::get().member());
+  const NetworkInterface interface = interface_of(device, device.fabric().member());
   if (rest.empty()) return directory({interface.name});
   if (rest[0] != interface.name) return {};
   if (rest.size() == 1)
@@ -298,30 +298,30 @@ SystemNode device_node(Device& device, std::span<const std::string_view> rest) {
   return {};
 }
 
-Device* device_named(std::string_view name) {
-  for (auto& device : Fabric::get().devices())
+Device* device_named(Fabric& fabric, std::string_view name) {
+  for (auto& device : fabric.devices())
     if (device->name() == name) return device.get();
   return nullptr;
 }
 
-Device* device_of_uverbs(std::string_view name) {
+Device* device_of_uverbs(Fabric& fabric, std::string_view name) {
   if (name.substr(0, 6) != "uverbs") return nullptr;
   const int index = number(name.substr(6));
   if (index < 0) return nullptr;
-  for (auto& device : Fabric::get().devices())
+  for (auto& device : fabric.devices())
     if (uverbs_index(*device) == index) return device.get();
   return nullptr;
 }
 
-std::vector<std::string> device_names() {
+std::vector<std::string> device_names(Fabric& fabric) {
   std::vector<std::string> names;
-  for (auto& device : Fabric::get().devices()) names.push_back(device->name());
+  for (auto& device : fabric.devices()) names.push_back(device->name());
   return names;
 }
 
-std::vector<std::string> uverbs_names() {
+std::vector<std::string> uverbs_names(Fabric& fabric) {
   std::vector<std::string> names;
-  for (auto& device : Fabric::get().devices())
+  for (auto& device : fabric.devices())
     names.push_back("uverbs" + std::to_string(uverbs_index(*device)));
   return names;
 }
@@ -361,16 +361,16 @@ std::optional<SystemNode> misc_node(std::string_view path) {
 }
 
 // The node at `path`, its class links already followed.
-SystemNode node_at(std::string_view path) {
+SystemNode node_at(Fabric& fabric, std::string_view path) {
   if (std::optional<SystemNode> misc = misc_node(path)) return *misc;
   if (auto rest = below(path, kDeviceNodes)) {
     if (rest->empty()) {
-      std::vector<std::string> names = uverbs_names();
+      std::vector<std::string> names = uverbs_names(fabric);
       if (serves_connection_manager()) names.insert(names.begin(), "rdma_cm");
       return directory(std::move(names));
     }
     if (*rest == "rdma_cm" && serves_connection_manager()) return connection_manager_node();
-    Device* device = device_of_uverbs(*rest);
+    Device* device = device_of_uverbs(fabric, *rest);
     if (device == nullptr) return {};
     SystemNode node;
     node.kind = SystemNodeKind::kCharDevice;
@@ -380,21 +380,21 @@ SystemNode node_at(std::string_view path) {
   }
   if (auto rest = below(path, kVerbsClass)) {
     if (rest->empty()) {
-      std::vector<std::string> names = uverbs_names();
+      std::vector<std::string> names = uverbs_names(fabric);
       names.push_back("abi_version");
       return directory(std::move(names));
     }
     if (*rest == "abi_version") return file("6");  // IB_USER_VERBS_ABI_VERSION
-    if (device_of_uverbs(*rest) != nullptr)
+    if (device_of_uverbs(fabric, *rest) != nullptr)
       return symlink("../../devices/virtual/infiniband_verbs/" + std::string(*rest));
     return {};
   }
   if (auto rest = below(path, kVerbsDevices)) {
-    if (rest->empty()) return directory(uverbs_names());
+    if (rest->empty()) return directory(uverbs_names(fabric));
     // The views point into `owned`, which must outlive them.
     const std::string owned = "/" + std::string(*rest);
     const std::vector<std::string_view> parts = components(owned);
-    Device* device = device_of_uverbs(parts[0]);
+    Device* device = device_of_uverbs(fabric, parts[0]);
     if (device == nullptr) return {};
     if (parts.size() == 1) return directory({"abi_version", "dev", "ibdev"});
     if (parts.size() != 2) return {};
@@ -408,16 +408,16 @@ SystemNode node_at(std::string_view path) {
     return {};
   }
   if (auto rest = below(path, kInfinibandClass)) {
-    if (rest->empty()) return directory(device_names());
-    if (device_named(*rest) != nullptr)
+    if (rest->empty()) return directory(device_names(fabric));
+    if (device_named(fabric, *rest) != nullptr)
       return symlink("../../devices/virtual/infiniband/" + std::string(*rest));
     return {};
   }
   if (auto rest = below(path, kInfinibandDevices)) {
-    if (rest->empty()) return directory(device_names());
+    if (rest->empty()) return directory(device_names(fabric));
     const std::string owned = "/" + std::string(*rest);
     const std::vector<std::string_view> parts = components(owned);
-    Device* device = device_named(parts[0]);
+    Device* device = device_named(fabric, parts[0]);
     if (device == nullptr) return {};
     return device_node(*device, std::span(parts).subspan(1));
   }
@@ -452,8 +452,9 @@ bool system_path_prefix(std::string_view path) {
 SystemNode system_node(std::string_view path) {
   if (!system_path_prefix(path)) return {};
   // Not a verbs call: no step of the device, only its state read.
-  std::lock_guard guard(Fabric::get().mutex);
-  return node_at(follow_class_links(path));
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return node_at(fabric, follow_class_links(path));
 }
 
 }  // namespace verbfault::sim

@@ -128,7 +128,7 @@ void fail_recv(QueuePair& qp, const RecvWqe& wqe, bool from_srq, ibv_wc_status s
 }
 
 void flush(QueuePair& qp) {
-  Fabric::get().unschedule(&qp);
+  qp.fabric().unschedule(&qp);
   // Work requests complete in the order they were posted, send queue and
   // receive queue each (IBA 10.8.3.3: flushed WRs complete in error).
   Ring<SendWqe> sends = std::move(qp.send_queue());

@@ -1,5 +1,6 @@
 #include "memory_access.h"
 
+#include "context.h"
 #include "fabric.h"
 #include "fault_guard.h"
 #include "memory_region.h"
@@ -16,7 +17,7 @@ namespace verbfault::sim {
 namespace {
 
 uint8_t* local_memory(ProtectionDomain& pd, const ibv_sge& sge, bool write) {
-  MemoryRegion* mr = Fabric::get().find_mr(sge.lkey);
+  MemoryRegion* mr = pd.context().fabric().find_mr(sge.lkey);
   if (mr == nullptr || &mr->pd() != &pd) return nullptr;
   if (write && !(mr->access() & IBV_ACCESS_LOCAL_WRITE)) return nullptr;
   return mr->translate(sge.addr, sge.length);
@@ -134,7 +135,7 @@ bool present(std::span<const Source> pieces) {
 
 uint8_t* remote_memory(QueuePair& qp, uint32_t rkey, uint64_t addr, uint64_t length,
                        unsigned int access) {
-  MemoryRegion* mr = Fabric::get().find_mr(rkey);
+  MemoryRegion* mr = qp.fabric().find_mr(rkey);
   // Not a region's rkey: perhaps a window's (their keys never coincide).
   if (mr == nullptr) return memory_window::remote_memory(qp, rkey, addr, length, access);
   if (&mr->pd() != &qp.pd() || (mr->access() & access) != access) return nullptr;

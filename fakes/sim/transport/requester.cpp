@@ -34,7 +34,7 @@ struct Destination {
 };
 
 Destination destination(QueuePair& qp, const SendWqe& wqe) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = qp.fabric();
   Device& from = qp.context().device();
   if (!port_active(from)) return {};
   const bool ud = qp.type() == IBV_QPT_UD;
@@ -89,9 +89,9 @@ Message message_of(QueuePair& qp, const SendWqe& wqe) {
 // being multicast: the sender learns nothing of who took it.
 void send_to_group(QueuePair& qp, const SendWqe& wqe, const Message& message) {
   const bool ethernet = qp.context().device().ethernet();
-  for (QueuePair* receiver : multicast::receivers(ethernet, wqe.ah, wqe.ah.dlid))
+  for (QueuePair* receiver : multicast::receivers(qp.fabric(), ethernet, wqe.ah, wqe.ah.dlid))
     responder::receive(*receiver, message);
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = qp.fabric();
   wire::Endpoint* endpoint = fabric.endpoint();
   if (endpoint == nullptr) return;
   for (uint32_t member : endpoint->members())
@@ -109,7 +109,7 @@ bool reads_into_local(const SendWqe& wqe) {
 // data (nullptr: resolve them now, for an answer from another process).
 Step conclude(QueuePair& qp, SendWqe& wqe, const ResponderResult& result, uint8_t rnr_timer,
               const Pieces<Target>* targets) {
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = qp.fabric();
   switch (result.response) {
     case Response::kAck:
       if (reads_into_local(wqe)) {
@@ -277,7 +277,7 @@ namespace requester {
 
 void progress(QueuePair& qp) {
   Ring<SendWqe>& sq = qp.send_queue();
-  Fabric& fabric = Fabric::get();
+  Fabric& fabric = qp.fabric();
   const ibv_qp_state state = qp.state();
   if (state == IBV_QPS_ERR || state == IBV_QPS_SQE) {
     // WRs posted in ERR or SQE complete at once with a flush.
@@ -334,7 +334,7 @@ void answered(QueuePair& qp, uint32_t psn, const ResponderResult& result, uint8_
   if (conclude(qp, wqe, result, rnr_timer, nullptr) == Step::kWaiting) {
     rewind(qp);
     sq.push_front(std::move(wqe));
-    if (sq.front().not_before_ns != UINT64_MAX) Fabric::get().schedule(&qp);
+    if (sq.front().not_before_ns != UINT64_MAX) qp.fabric().schedule(&qp);
     return;
   }
   progress(qp);

@@ -234,7 +234,7 @@ bool has_receive(QueuePair& qp) {
 }
 
 QueuePair* accepting(Device& device, uint32_t qpn, ibv_qp_type type, uint32_t src_qpn) {
-  QueuePair* peer = Fabric::get().find_qp(qpn);
+  QueuePair* peer = device.fabric().find_qp(qpn);
   if (peer == nullptr || &peer->context().device() != &device) return nullptr;
   const ibv_qp_state s = peer->state();
   const bool receives =
