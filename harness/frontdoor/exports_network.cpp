@@ -2,9 +2,10 @@
 // interfaces (interposer/network_interfaces.h, and over rtnetlink
 // interposer/route_netlink.h) and the sockets on their addresses
 // (interposer/socket_addresses.h). They carry glibc's symbol
-// versions (libibverbs.map.in). accept, recvfrom and recvmsg, which the thread
+// versions (libc_table.h). accept, recvfrom and recvmsg, which the thread
 // scheduler also sees, are in exports_threads.cpp.
 #include "caller.h"
+#include "libc_table.h"
 #include "libc_network.h"
 #include "network_interfaces.h"
 #include "route_netlink.h"
@@ -20,21 +21,7 @@ using namespace verbfault::interposer;
 
 extern "C" {
 
-int getifaddrs(ifaddrs** list) {
-  return network_interfaces::getifaddrs(list, VERBFAULT_CALLER);
-}
-
-void freeifaddrs(ifaddrs* list) {
-  network_interfaces::freeifaddrs(list);
-}
-
-unsigned if_nametoindex(const char* name) {
-  return network_interfaces::if_nametoindex(name);
-}
-
-char* if_indextoname(unsigned index, char* name) {
-  return network_interfaces::if_indextoname(index, name);
-}
+VERBFAULT_LIBC_NETWORK(VERBFAULT_LIBC_DEFINE)
 
 // ioctl(2): one pointer-sized argument at most (ioctl_list(2)).
 int ioctl(int fd, unsigned long request, ...) {
@@ -45,22 +32,6 @@ int ioctl(int fd, unsigned long request, ...) {
   int result = 0;
   if (network_interfaces::interface_ioctl(request, argument, &result)) return result;
   return libc::network().ioctl(fd, request, argument);
-}
-
-int bind(int fd, const sockaddr* address, socklen_t length) {
-  return socket_addresses::bind(fd, address, length);
-}
-
-int connect(int fd, const sockaddr* address, socklen_t length) {
-  return socket_addresses::connect(fd, address, length);
-}
-
-int getsockname(int fd, sockaddr* address, socklen_t* length) {
-  return socket_addresses::getsockname(fd, address, length);
-}
-
-int getpeername(int fd, sockaddr* address, socklen_t* length) {
-  return socket_addresses::getpeername(fd, address, length);
 }
 
 int socket(int domain, int type, int protocol) {

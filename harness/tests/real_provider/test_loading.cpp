@@ -3,6 +3,7 @@
 // dlvsym(RTLD_NEXT) finds every symbol it needs there, and its devices are
 // the only ones listed (VERBFAULT_SIM_DEVICES=0 for the front door).
 #include "double_fixture.h"
+#include "libc_table.h"
 #include "verb_table.h"
 #include "verbfault/fabric.h"
 
@@ -148,6 +149,39 @@ TEST(Loading, TheFrontDoorExportsEveryVerbOfTheTableAtItsVersion) {
         << row.symbol << "@" << row.version;
   }
   dlclose(double_library);
+  dlclose(front_door);
+}
+
+// The C library's table (frontdoor/libc_table.h) is that export list: each
+// row's function is defined by libverbfault.so at the row's version (and
+// at its older one, if it has one), and found there before the C
+// library's, as a program built against glibc binds it.
+TEST(Loading, TheFrontDoorExportsEveryLibcFunctionOfTheTableAtItsVersions) {
+  struct Row {
+    const char* name;
+    const char* version;
+    const char* older;
+  };
+#define VERBFAULT_ROW(ret, name, version, older, kind, target, params, args) \
+  Row{#name, version, VERBFAULT_LIBC_OLDER_VERSION(older)},
+  const Row rows[] = {VERBFAULT_LIBC_CALLS(VERBFAULT_ROW)};
+#undef VERBFAULT_ROW
+  EXPECT_GT(std::size(rows), 100u);
+  void* front_door = dlopen("libverbfault.so.0", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(front_door, nullptr) << dlerror();
+  const std::string front_door_path = file_of(dlsym(front_door, "ibv_open_device"));
+  std::size_t older_rows = 0;
+  for (const Row& row : rows) {
+    EXPECT_EQ(file_of(dlvsym(front_door, row.name, row.version)), front_door_path)
+        << row.name << "@" << row.version;
+    EXPECT_EQ(file_of(dlvsym(RTLD_DEFAULT, row.name, row.version)), front_door_path)
+        << row.name << "@" << row.version;
+    if (*row.older == '\0') continue;
+    ++older_rows;
+    EXPECT_EQ(file_of(dlvsym(front_door, row.name, row.older)), front_door_path)
+        << row.name << "@" << row.older;
+  }
+  EXPECT_GT(older_rows, 20u);  // pthread_create@GLIBC_2.2.5, the clock* variants' GLIBC_2.30
   dlclose(front_door);
 }
 
