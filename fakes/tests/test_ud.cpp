@@ -184,6 +184,64 @@ TEST_F(UdPair, MessageBiggerThanMtuIsEinval) {
   EXPECT_EQ(recv[0].byte_len, mtu + kGrh);
 }
 
+// IBA 10.3.1: a send WR completing in error takes a UD QP to SQE, not ERR:
+// the rest of its send queue is flushed, its receive queue goes on
+// (C10-38), and modify_qp SQE -> RTS resumes sending.
+TEST_F(UdPair, ASendErrorMovesTheQpToSqeAndItsReceiveQueueGoesOn) {
+  ASSERT_EQ(post_recv(a_, 30, mr_a_, buf_a_.data() + 4096, 2048), 0);
+  ibv_sge bad_sge{addr_of(buf_a_.data()), 8, mr_a_->lkey + 0x100};  // no such MR
+  ibv_sge good_sge{addr_of(buf_a_.data()), 8, mr_a_->lkey};
+  ibv_send_wr behind{};
+  behind.wr_id = 2;
+  behind.opcode = IBV_WR_SEND;
+  behind.sg_list = &good_sge;
+  behind.num_sge = 1;
+  behind.send_flags = IBV_SEND_SIGNALED;
+  behind.wr.ud.ah = ah_;
+  behind.wr.ud.remote_qpn = b_->qp_num;
+  behind.wr.ud.remote_qkey = kQkey;
+  ibv_send_wr failing = behind;
+  failing.wr_id = 1;
+  failing.sg_list = &bad_sge;
+  failing.next = &behind;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &failing, &bad), 0);
+  auto sent = poll(cq_a_, 2);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].wr_id, 1u);
+  EXPECT_EQ(sent[0].status, IBV_WC_LOC_PROT_ERR);
+  EXPECT_EQ(sent[1].wr_id, 2u);
+  EXPECT_EQ(sent[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(state_of(a_), IBV_QPS_SQE);
+
+  // The receive posted before goes on: b's datagram lands in it.
+  ibv_sge from_b{addr_of(buf_b_.data()), 5, mr_b_->lkey};
+  std::memcpy(buf_b_.data(), "to-a!", 5);
+  ibv_send_wr to_a = behind;
+  to_a.wr_id = 40;
+  to_a.sg_list = &from_b;
+  to_a.wr.ud.remote_qpn = a_->qp_num;
+  ASSERT_EQ(ibv_post_send(b_, &to_a, &bad), 0);
+  auto received = poll(cq_a_, 1);
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].wr_id, 30u);
+  EXPECT_EQ(received[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(received[0].byte_len, 5u + kGrh);
+  EXPECT_EQ(poll(cq_b_, 1).size(), 1u);
+
+  // SQE -> RTS: the send queue works again.
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(ibv_modify_qp(a_, &attr, IBV_QP_STATE), 0);
+  EXPECT_EQ(state_of(a_), IBV_QPS_RTS);
+  ASSERT_EQ(post_recv(b_, 50, mr_b_, buf_b_.data() + 4096, 2048), 0);
+  ASSERT_EQ(send(ah_, 3, 8), 0);
+  auto resent = poll(cq_a_, 1);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(poll(cq_b_, 1).size(), 1u);
+}
+
 TEST_F(UdPair, RdmaOperationsAreNotAllowedOnUd) {
   for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
                            IBV_WR_ATOMIC_FETCH_AND_ADD}) {

@@ -216,6 +216,17 @@ void QueuePair::enter_error() {
   completer::flush(*this);
 }
 
+void QueuePair::send_queue_failed() {
+  if (type_ == IBV_QPT_RC) {
+    enter_error();
+    return;
+  }
+  if (attr_.qp_state != IBV_QPS_RTS && attr_.qp_state != IBV_QPS_SQD) return;
+  attr_.qp_state = IBV_QPS_SQE;
+  attr_.cur_qp_state = IBV_QPS_SQE;
+  completer::flush(*this);
+}
+
 int QueuePair::check_send_wr(const ibv_send_wr& wr) {
   // The opcode is looked at as the enum only once it is known to be one.
   if (!opcode_allowed(type_, raw_value(wr.opcode))) return EINVAL;

@@ -48,6 +48,11 @@ class QueuePair {
   int modify(const ibv_qp_attr& attr, int mask);
   // Moves to ERR without a modify_qp (an error completion, a fatal event).
   void enter_error();
+  // A send WR completed in error: an RC QP moves to ERR; a UC or UD QP in
+  // RTS or SQD to SQE (IBA 10.3.1, "Send Queue Error": every QP type but
+  // RC has the state), its send queue flushed and its receive queue going
+  // on (C10-38); modify_qp SQE -> RTS resumes it.
+  void send_queue_failed();
 
   // `forced[i]`, when given, is brought about for the i-th WR of the list.
   int post_send(ibv_send_wr* wr, ibv_send_wr** bad_wr,

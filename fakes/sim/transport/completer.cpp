@@ -105,8 +105,9 @@ void complete_send(QueuePair& qp, const SendWqe& wqe, ibv_wc_status status, uint
   c.send_queue = true;
   c.sq_seq = wqe.seq;
   deliver(qp.send_cq(), c);
-  // The first error completion moves the QP to ERR and flushes the rest.
-  if (status != IBV_WC_SUCCESS && status != IBV_WC_WR_FLUSH_ERR) qp.enter_error();
+  // The first error completion moves the QP to ERR (RC) or SQE (UC, UD)
+  // and flushes the rest of its send queue.
+  if (status != IBV_WC_SUCCESS && status != IBV_WC_WR_FLUSH_ERR) qp.send_queue_failed();
 }
 
 void complete_recv(QueuePair& qp, const ibv_wc& wc, bool from_srq, bool solicited) {
