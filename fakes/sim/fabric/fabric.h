@@ -5,6 +5,7 @@
 #include "device.h"
 #include "fabric_membership.h"
 #include "freedoms.h"
+#include "invariant.h"
 #include "virtual_clock.h"
 
 #include <array>
@@ -202,13 +203,23 @@ class Fabric {
 
   // A fresh QPN, reserved until bind_qp() or unregister_qp().
   uint32_t reserve_qpn();
-  void bind_qp(uint32_t qpn, QueuePair* qp) { qps_[qpn] = qp; }
+  void bind_qp(uint32_t qpn, QueuePair* qp) {
+    const auto slot = qps_.find(qpn);
+    VERBFAULT_ASSERT(slot != qps_.end() && slot->second == nullptr,
+                     "a QPN is bound once, to the QP it was reserved for");
+    slot->second = qp;
+  }
   void unregister_qp(uint32_t qpn) { qps_.erase(qpn); }
   QueuePair* find_qp(uint32_t qpn) const;
 
   // A fresh lkey/rkey, reserved until bind_mr() or unregister_mr().
   uint32_t reserve_mr_key();
-  void bind_mr(uint32_t key, MemoryRegion* mr) { mrs_[key] = mr; }
+  void bind_mr(uint32_t key, MemoryRegion* mr) {
+    const auto slot = mrs_.find(key);
+    VERBFAULT_ASSERT(slot != mrs_.end() && slot->second == nullptr,
+                     "an lkey/rkey is bound once, to the MR it was reserved for");
+    slot->second = mr;
+  }
   void unregister_mr(uint32_t key) { mrs_.erase(key); }
   MemoryRegion* find_mr(uint32_t key) const;
 
