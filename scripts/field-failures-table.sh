@@ -20,8 +20,8 @@ hang_after="${HANG_AFTER:-2}"
 seeds_max="${SEEDS_MAX:-1000}"
 cli="$build/harness/cli/verbfault"
 bad=0
-for dir in scenarios/field_failures/F[0-9][0-9]; do
-  id=$(basename "$dir")
+for dir in scenarios/field_failures/F[0-9][0-9]_*; do
+  id=$(basename "$dir"); id=${id%%_*}  # F01_flush_lost: F01
   program="$build/scenarios/field_failures/field_failure_$id"
   # The connection manager's field failures connect to the port's address:
   # on a real provider (rxe0 in the VM, VERBFAULT_SIM_DEVICES=0) rxe0's

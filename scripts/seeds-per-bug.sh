@@ -22,8 +22,8 @@ first_failure() {
 
 echo "| id | with its plan | with --swarm | fixed under --swarm (failed seeds of 1..$last) |"
 echo "| --- | --- | --- | --- |"
-for dir in scenarios/field_failures/F[0-9][0-9]; do
-  id=$(basename "$dir")
+for dir in scenarios/field_failures/F[0-9][0-9]_*; do
+  id=$(basename "$dir"); id=${id%%_*}  # F01_flush_lost: F01
   program="$programs/field_failure_$id"
   # A clean reported failure (exit 1) passes under swarm, unless exit 1 is
   # how this buggy program shows its bug.

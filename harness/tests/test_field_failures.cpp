@@ -1,7 +1,7 @@
 // The runtime checks against the field failures (shared/field-failures.md):
 // each scenario's buggy program is caught under `verbfault run` with the
 // right check id (and the documented exit status), its fixed program runs
-// clean. The programs: scenarios/field_failures, FNN/program.cpp for a
+// clean. The programs: scenarios/field_failures, FNN_*/program.cpp for a
 // field failure caught by one check whatever the seed, field_failures.cpp
 // for the checks' own scenarios (and one-thread versions of the checks
 // behind F09, F10/F11, F12/F17 and F13, whose programs take two threads:

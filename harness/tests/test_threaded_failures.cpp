@@ -12,7 +12,7 @@
 //     or, when the device happened to raise the event that rescued the wait
 //     (a freedom the seed draws), with 121 and the check that saw it;
 //   * every run replays: the same seed gives the same trace hash.
-// The programs: scenarios/field_failures/FNN/program.cpp (F09, F10, F12,
+// The programs: scenarios/field_failures/FNN_*/program.cpp (F09, F10, F12,
 // F13, F17 here, as tNN; the rates below were measured when they were
 // scenarios of one program, threaded_failures.cpp, whose code they are).
 //
@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(
         Scenario{"t10", "", 20, "pthread_cond_wait", "poll.stranded_between_poll_and_arm"},
         // F12: one completion per event, the worker's burst shares one event.
         Scenario{"t12", "", 10, "pthread_cond_wait", "poll.wait_without_drain"},
-        // F13: the spurious event comes from the plan (see F13/program.cpp);
+        // F13: the spurious event comes from the plan (see F13_spurious_event_not_rearmed/program.cpp);
         // which arm raises it, and so whether the buggy loop meets it with an
         // empty CQ, is the seed's.
         Scenario{"t13", "--fault 'spurious_cq_event cq#0 p=0.2'", 10, "pthread_cond_wait", ""},

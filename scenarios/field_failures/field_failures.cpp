@@ -1,6 +1,6 @@
 // field_failures: small programs that commit the mistakes the runtime
 // checks exist for, each with its corrected version: one scenario per check
-// that no field-failure program (F01/ ... F22/, their README.md) shows on its own
+// that no field-failure program (F01_flush_lost/ ... F22_.../, their README.md) shows on its own
 // or shows only under some interleavings (a one-thread, deterministic
 // version of it here).
 //
@@ -27,7 +27,7 @@ using field_failures::fail;
 using field_failures::Pair;
 
 // liveness.blocked_forever (the check behind F09, whose program is
-// F09/program.cpp): at teardown, waiting for the completion of a work
+// F09_join_waits_for_sleeping_thread/program.cpp): at teardown, waiting for the completion of a work
 // request that was never posted (the fixed version waits only for what it
 // posted).
 void blocked_forever(bool fixed) {
@@ -182,7 +182,7 @@ void arm_on_demand(bool fixed) {
 }
 
 // liveness.posting_to_qp_in_err (F18, the reconnect storm's shape, whose
-// program is F18/program.cpp): a failed WRITE is re-posted until it
+// program is F18_posting_after_error/program.cpp): a failed WRITE is re-posted until it
 // succeeds, on a QP that an error moved to ERR, where every post is
 // flushed: the loop never ends. The fixed version gives up on the QP (an
 // application would reset or replace it). Run with
