@@ -95,6 +95,10 @@ CommandLineParser::Options::Options() {
   run->add_option("--plan", options.plan_file, "YAML plan file")->type_name("FILE")->check(existing_file());
   run->add_option("--fault", options.faults, "a rule in the one-line form (repeatable)")->type_name("RULE");
   run->add_option("--trace", options.trace, "write the JSON Lines trace here")->type_name("FILE");
+  run->add_option("--findings", options.findings,
+                  "keep the runtime checks' findings here, as JSON Lines (check, object, "
+                  "message, trace_position, replay, fails_run); with --check-determinism, the "
+                  "second run's")->type_name("FILE");
   run->add_flag("--check-determinism", options.check_determinism,
                 "run twice and compare the traces");
   run->add_option("--threads", options.threads,

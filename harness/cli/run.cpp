@@ -224,6 +224,25 @@ int run(const RunOptions& options) {
                  error.what()[0] == '\'' ? "" : (value + ": ").c_str(), error.what());
     return exit_status::kUsage;
   }
+  // The runtime checks append their findings here; a program that passes
+  // with findings makes `verbfault run` fail (exit_status::kFindings).
+  // Kept where --findings says, else a temporary file.
+  const std::string findings =
+      options.findings
+          ? fs::absolute(*options.findings).string()
+          : (fs::temp_directory_path() / ("verbfault-" + std::to_string(getpid()) + ".findings"))
+                .string();
+  // Each run starts with an empty file (the processes append to it).
+  auto start_findings = [&]() -> bool {
+    std::ofstream truncated(findings, std::ios::trunc);
+    if (truncated) return true;
+    std::fprintf(stderr,
+                 "verbfault: --findings '%s': cannot be written (expected a file path in an "
+                 "existing, writable directory)\n",
+                 findings.c_str());
+    return false;
+  };
+  if (!start_findings()) return exit_status::kUsage;
   std::fprintf(stderr, "verbfault: seed %llu%s, threads %s\n",
                static_cast<unsigned long long>(seed), options.seed ? "" : " (drawn)",
                threads ? scheduler::describe(*threads).c_str() : "free (not deterministic)");
@@ -242,18 +261,17 @@ int run(const RunOptions& options) {
   if (!replay.rules.empty()) environment["VERBFAULT_FAULTS"] = engine::rules_line(replay.rules);
   // The line a finding in the program prints to replay the run.
   environment["VERBFAULT_REPRODUCE"] = engine::run_line(replay);
-  // The runtime checks append their findings here; a program that passes
-  // with findings makes `verbfault run` fail (exit_status::kFindings).
-  const std::string findings =
-      (fs::temp_directory_path() / ("verbfault-" + std::to_string(getpid()) + ".findings"))
-          .string();
-  fs::remove(findings);
   environment["VERBFAULT_FINDINGS"] = findings;
   auto judge = [&](int status) {
     std::ifstream in(findings);
     std::size_t count = 0;
-    for (std::string line; std::getline(in, line);) ++count;
-    fs::remove(findings);
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json finding =
+          nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // A line cut short (a process killed while it wrote) still counts.
+      count += finding.is_discarded() || finding.value("fails_run", true);
+    }
+    if (!options.findings) fs::remove(findings);
     if (count == 0) return status;
     std::fprintf(stderr, "verbfault: %zu runtime check finding%s (listed above)\n", count,
                  count == 1 ? "" : "s");
@@ -283,6 +301,7 @@ int run(const RunOptions& options) {
   int status[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
     group.trace = base + "." + std::to_string(i + 1);
+    if (i > 0 && !start_findings()) return exit_status::kUsage;
     std::fprintf(stderr, "verbfault: determinism check: run %d of 2\n", i + 1);
     const CommandsEnd end = run_commands(commands, group);
     traces[i] = end.traces;

@@ -16,6 +16,10 @@ struct RunOptions {
   std::optional<std::string> plan_file;
   std::vector<std::string> faults;  // one-line rules
   std::optional<std::string> trace;
+  // --findings FILE: the runtime checks' findings that fail the run, kept
+  // as JSON Lines (one object a finding: check, object, message,
+  // trace_position, replay); otherwise in a temporary file, removed.
+  std::optional<std::string> findings;
   bool check_determinism = false;
   // VERBFAULT_THREADS for the program: "pct..." (default), "random", "free".
   std::optional<std::string> threads;

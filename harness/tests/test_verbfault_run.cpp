@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -40,6 +41,42 @@ TEST(VerbfaultRun, SampleWithoutFaultsPassesItsStatusThrough) {
   EXPECT_TRUE(contains(r.output, "verbfault: reproduce: verbfault run --seed 5 --")) << r.output;
   EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
   EXPECT_TRUE(contains(r.output, ", trace hash ")) << r.output;
+}
+
+// --findings keeps the checks' findings as JSON Lines, one object a
+// finding: the sample's buggy wait (the conform reproduce line of
+// docs/cli.md) leaves two poll.wait_without_drain, each with its replay
+// line; a path that cannot be written is a usage error, said before the run.
+TEST(VerbfaultRun, FindingsAreKeptAsJsonLinesWhereAsked) {
+  const std::string findings = scratch("findings.jsonl");
+  ProcessResult r = run_shell(
+      verbfault_run("--findings " + findings + " --seed 1 --fault 'delayed_completion(2) p=0.3'",
+                    std::string(SAMPLE_RC) + " --buggy"));
+  EXPECT_EQ(r.status, 121) << r.output;
+  std::istringstream lines(read_file(findings));
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    EXPECT_TRUE(contains(line, "{\"check\":\"poll.wait_without_drain\",\"object\":\"cq#")) << line;
+    EXPECT_TRUE(contains(line, "\"replay\":\"verbfault run --seed 1 --fault")) << line;
+    EXPECT_TRUE(contains(line, "\"fails_run\":true}")) << line;
+  }
+  EXPECT_EQ(count, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "verbfault: 2 runtime check findings")) << r.output;
+  // A clean run leaves the file empty, the earlier run's findings gone.
+  r = run_shell(verbfault_run("--findings " + findings + " --seed 1", SAMPLE_RC));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_file(findings), "");
+  std::remove(findings.c_str());
+}
+
+TEST(VerbfaultRun, AFindingsFileThatCannotBeWrittenIsAUsageError) {
+  ProcessResult r =
+      run_shell(verbfault_run("--findings /nonexistent/findings.jsonl --seed 1", SAMPLE_RC));
+  EXPECT_EQ(r.status, 125) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "verbfault: --findings '/nonexistent/findings.jsonl': cannot be written"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "sample_rc")) << "the program must not run\n" << r.output;
 }
 
 // `verbfault trace`: one line a record, filtered by object and by kind.

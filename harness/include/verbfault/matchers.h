@@ -5,6 +5,7 @@
 //   EXPECT_THAT(completions, ElementsAre(WcWithId(1), verbfault::IsFlushed()));
 //   EXPECT_THAT(event, verbfault::AsyncEventIs(IBV_EVENT_QP_FATAL));
 //   EXPECT_THAT(session.findings(), Contains(verbfault::FindingOf("ack.cq_events_overacked")));
+//   EXPECT_THAT(findings, Contains(verbfault::FindingOn("liveness.hang", "channel#0")));
 //
 // Error completions define only wr_id, status, qp_num and vendor_err
 // (ibv_poll_cq(3)): WcIs with an opcode matches only successful ones.
@@ -59,6 +60,12 @@ MATCHER_P(AsyncEventIs, type, std::string("is the async event ") + ibv_event_typ
 MATCHER_P(FindingOf, check, "is a finding of the check " + std::string(check)) {
   *result_listener << "check " << arg.check << " on " << arg.object;
   return arg.check == check;
+}
+
+MATCHER_P2(FindingOn, check, object,
+           "is a finding of the check " + std::string(check) + " on " + std::string(object)) {
+  *result_listener << "check " << arg.check << " on " << arg.object;
+  return arg.check == check && arg.object == object;
 }
 
 }  // namespace verbfault

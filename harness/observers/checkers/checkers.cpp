@@ -85,13 +85,18 @@ void Checkers::report(Host& host, std::string_view id, const Object& object, std
                finding.replay.c_str());
   host.record(
       record::CallRecord(object.id()).add("check", finding.check).add("message", finding.message));
-  // The findings file counts what fails the run.
-  if (!findings_file_.empty() && fails_run(id)) {
+  // The findings file (verbfault run --findings; VERBFAULT_FINDINGS): one
+  // JSON object a finding; `verbfault run` fails a passing program on the
+  // ones that fail the run.
+  if (!findings_file_.empty()) {
     if (FILE* out = std::fopen(findings_file_.c_str(), "a")) {
-      std::fprintf(out, "{\"check\":%s,\"object\":%s,\"trace_position\":%llu,\"message\":%s}\n",
+      std::fprintf(out,
+                   "{\"check\":%s,\"object\":%s,\"trace_position\":%llu,\"message\":%s,"
+                   "\"replay\":%s,\"fails_run\":%s}\n",
                    json_escape(finding.check).c_str(), json_escape(finding.object).c_str(),
                    static_cast<unsigned long long>(finding.trace_position),
-                   json_escape(finding.message).c_str());
+                   json_escape(finding.message).c_str(), json_escape(finding.replay).c_str(),
+                   fails_run(id) ? "true" : "false");
       std::fclose(out);
     }
   }
