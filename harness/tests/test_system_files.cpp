@@ -2,10 +2,15 @@
 // system_files.h): programs that look in /dev/infiniband and
 // /sys/class/infiniband* instead of asking libibverbs find vfsim0 there as
 // they find rxe0 or mlx5_0, and nothing else of the system changes.
+#include "findings_file.h"
 #include "shell.h"
+#include "verbfault/matchers.h"
+
+#include <gmock/gmock.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 namespace {
@@ -194,12 +199,14 @@ TEST(SystemFiles, FiInfoFindsTheSimulatedDeviceFromAConstructor) {
 // a context and a PD of every device open until exit by design: neither
 // is a finding of the application's (issue 32).
 TEST(SystemFiles, FiInfoUnderVerbfaultRunHasNoFinding) {
-  ProcessResult r =
-      verbfault::testing::run_shell(std::string(VERBFAULT_CLI) + " run --library " +
-                                    VERBFAULT_LIBRARY + " -- " + FI_INFO + " -p verbs");
+  const std::string findings = verbfault::testing::scratch_findings_path();
+  ProcessResult r = verbfault::testing::run_shell(std::string(VERBFAULT_CLI) + " run --findings " +
+                                                  findings + " --library " + VERBFAULT_LIBRARY +
+                                                  " -- " + FI_INFO + " -p verbs");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "domain: vfsim0\n")) << r.output;
-  EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+  EXPECT_THAT(verbfault::testing::findings_in(findings), ::testing::IsEmpty()) << r.output;
+  std::remove(findings.c_str());
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // `verbfault run` end to end: unmodified binaries (the bundled sample and
 // Debian's ibv_devinfo) under plans, its exit statuses, its output, the
 // trace, and the environment-variable form of the configuration.
+#include "findings_file.h"
 #include "shell.h"
+#include "verbfault/matchers.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -16,6 +19,8 @@
 
 namespace verbfault::testing {
 namespace {
+
+using ::testing::IsEmpty;
 
 std::string verbfault_run(const std::string& options, const std::string& command) {
   return std::string(VERBFAULT_CLI) + " run " + options + " -- " + command;
@@ -430,11 +435,14 @@ TEST(VerbfaultRun, AThreadBeforeMainSignalsForkAndExitWithThreadsRunningReplay) 
 TEST(VerbfaultRun, AClockBoundedDrainLoopReplaysOnTheVirtualClock) {
   // Empty polls until 2 ms passed since the last completion, usleep(50)
   // between them: on the real clock their count changes from run to run.
-  ProcessResult r = run_shell(verbfault_run("--seed 1 --check-determinism", TIMED_DRAIN));
+  const std::string findings = scratch_findings_path();
+  ProcessResult r = run_shell(
+      verbfault_run("--findings " + findings + " --seed 1 --check-determinism", TIMED_DRAIN));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "timed_drain: 8 completions, then ")) << r.output;
   EXPECT_TRUE(contains(r.output, "determinism check passed")) << r.output;
-  EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+  EXPECT_THAT(findings_in(findings), IsEmpty()) << r.output;
+  std::remove(findings.c_str());
 }
 
 TEST(VerbfaultRun, ThreadsOptionChoosesTheSchedulerAndIsOnTheReplayLine) {
@@ -477,11 +485,22 @@ TEST(VerbfaultRun,
 
 // Runs `command` under the scheduler twice with the seed; expects the same
 // exit status and trace hash both times and returns the first run.
-ProcessResult run_twice_by_seed(int seed, const std::string& options, const std::string& command) {
+// The first run, with its findings (--findings).
+struct SeededRun : ProcessResult {
+  std::vector<Finding> findings;
+};
+
+SeededRun run_twice_by_seed(int seed, const std::string& options, const std::string& command) {
+  const std::string findings = scratch_findings_path();
   const std::string run =
-      "VERBFAULT_THREADS=pct " + verbfault_run("--seed " + std::to_string(seed) + options, command);
-  ProcessResult first = run_shell(run);
+      "VERBFAULT_THREADS=pct " +
+      verbfault_run("--findings " + findings + " --seed " + std::to_string(seed) + options,
+                    command);
+  SeededRun first;
+  static_cast<ProcessResult&>(first) = run_shell(run);
+  first.findings = findings_in(findings);
   ProcessResult second = run_shell(run);
+  std::remove(findings.c_str());
   EXPECT_EQ(second.status, first.status) << "seed " << seed << "\n" << second.output;
   EXPECT_FALSE(trace_hash_of(first.output).empty()) << first.output;
   EXPECT_EQ(trace_hash_of(second.output), trace_hash_of(first.output)) << "seed " << seed;
@@ -494,10 +513,10 @@ ProcessResult run_twice_by_seed(int seed, const std::string& options, const std:
 TEST(VerbfaultRun, TheThreadedSampleReplaysBySeed) {
   std::set<std::string> hashes;
   for (int seed = 1; seed <= 50; ++seed) {
-    ProcessResult r = run_twice_by_seed(seed, "", std::string(SAMPLE_RC) + " --threads");
+    SeededRun r = run_twice_by_seed(seed, "", std::string(SAMPLE_RC) + " --threads");
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_TRUE(contains(r.output, "sample_rc: OK")) << r.output;
-    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+    EXPECT_THAT(r.findings, IsEmpty()) << r.output;
     hashes.insert(trace_hash_of(r.output));
   }
   EXPECT_GE(hashes.size(), 25u) << "too few distinct interleavings";
@@ -534,10 +553,10 @@ TEST(VerbfaultRun, TheThreadedSampleUnderAFaultPlan) {
 TEST(VerbfaultRun, EightThreadsCompleteAndReplayBySeed) {
   std::set<std::string> hashes;
   for (int seed = 1; seed <= 10; ++seed) {
-    ProcessResult r = run_twice_by_seed(seed, "", EIGHT_THREADS);
+    SeededRun r = run_twice_by_seed(seed, "", EIGHT_THREADS);
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_TRUE(contains(r.output, "eight_threads: 72 completions, OK")) << r.output;
-    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+    EXPECT_THAT(r.findings, IsEmpty()) << r.output;
     hashes.insert(trace_hash_of(r.output));
   }
   EXPECT_GE(hashes.size(), 2u) << "every seed gave the same interleaving";
@@ -551,11 +570,11 @@ TEST(VerbfaultRun, EightThreadsCompleteAndReplayBySeed) {
 std::set<std::string> sync_calls_by_seed(const std::string& mode, int seeds = 4) {
   std::set<std::string> hashes;
   for (int seed = 1; seed <= seeds; ++seed) {
-    ProcessResult r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS) + " " + mode);
+    SeededRun r = run_twice_by_seed(seed, "", std::string(SYNC_CALLS) + " " + mode);
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_TRUE(contains(r.output, "sync_calls " + mode + ": OK")) << r.output;
     EXPECT_FALSE(contains(r.output, "not deterministic")) << r.output;
-    EXPECT_FALSE(contains(r.output, "verbfault: check ")) << r.output;
+    EXPECT_THAT(r.findings, IsEmpty()) << r.output;
     hashes.insert(trace_hash_of(r.output));
   }
   return hashes;
