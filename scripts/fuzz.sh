@@ -41,9 +41,11 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # (fuzz/CMakeLists.txt). libverbfault.so is linked with --no-undefined: the
 # ASan runtime is the shared one, so that the library can name its symbols
 # (the fuzzers load it from clang's directory). -Wno-unknown-attributes:
-# clang 14 has no `symver` attribute (GCC's), so in this build the pthread
-# exports of harness/frontdoor/exports_threads.cpp carry no symbol version;
-# the fuzzers, single-threaded, do not depend on it.
+# clang 14 has no `symver` attribute (GCC's), so in this build the C
+# library's exports that glibc keeps under two versions (the rows of
+# harness/frontdoor/libc_table.h with an older one: pthread_create, the
+# pthread_rwlock_* and sem_* calls, the clock* variants) are not exported;
+# the fuzzers, single-threaded, do not depend on them.
 cmake --preset fuzz -B "$build_dir" "${launcher[@]}" >/dev/null
 nice cmake --build "$build_dir" -j "$build_jobs" --target "${fuzzers[@]}"
 

@@ -55,6 +55,11 @@ extern "C" {
 
 VERBFAULT_LIBC_THREADS(VERBFAULT_LIBC_DEFINE)
 
+// pthread_exit(3) does not return: no `return` of the generated forwarders.
+void pthread_exit(void* result) {
+  thread_calls::exit(result);
+}
+
 // accept(2) is accept4(2) without flags, in glibc as here.
 int accept(int fd, sockaddr* address, socklen_t* length) {
   const socklen_t capacity = capacity_of(length);
