@@ -104,20 +104,20 @@ int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 // A receive WR posted: requests of another process that waited for one
 // take it now (remote::retry_held), in the order they arrived.
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  Lock guard = enter_device();
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
   if (dead(qp->context)) return failed_at(wr, bad_wr, EIO);
-  QueuePair* sim_qp = QueuePair::from(qp);
-  const int result = sim_qp->post_recv(wr, bad_wr);
-  remote::retry_held(sim_qp->fabric());
+  const int result = QueuePair::from(qp)->post_recv(wr, bad_wr);
+  remote::retry_held(fabric);
   return result;
 }
 
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  Lock guard = enter_device();
+  Fabric& fabric = process_fabric();
+  Lock guard = fabric.enter();
   if (dead(srq->context)) return failed_at(wr, bad_wr, EIO);
-  SharedReceiveQueue* sim_srq = SharedReceiveQueue::from(srq);
-  const int result = sim_srq->post(wr, bad_wr);
-  remote::retry_held(sim_srq->pd().context().fabric());
+  const int result = SharedReceiveQueue::from(srq)->post(wr, bad_wr);
+  remote::retry_held(fabric);
   return result;
 }
 

@@ -276,9 +276,8 @@ void look(std::uint64_t wall_ns) {
   }
   // A wait the scheduler models: a join, a lock, a condition, a sleep, a
   // channel, a socket with a channel.
-  const std::size_t waiting = thread_calls::g_scheduler.load(std::memory_order_relaxed) != nullptr
-                                  ? thread_calls::sched().waiting_threads(modelled, kMaxThreads)
-                                  : 0;
+  scheduler::Scheduler* const started = thread_calls::started_scheduler();
+  const std::size_t waiting = started ? started->waiting_threads(modelled, kMaxThreads) : 0;
   // In sight: every thread of the program is seen waiting or spinning.
   auto slot_of = [&](pid_t tid) -> std::size_t {
     for (std::size_t i = 0; i < kSlots; ++i)
@@ -300,8 +299,8 @@ void look(std::uint64_t wall_ns) {
   // number, then the others by kernel id. A verbs wait is said as the
   // interposer saw it; else the scheduler's words; else the spin.
   std::map<pid_t, scheduler::Scheduler::Seen> scheduled;
-  if (thread_calls::g_scheduler.load(std::memory_order_relaxed) != nullptr)
-    for (scheduler::Scheduler::Seen& thread : thread_calls::sched().seen())
+  if (started)
+    for (scheduler::Scheduler::Seen& thread : started->seen())
       scheduled[thread.tid] = std::move(thread);
   std::vector<std::pair<std::pair<int, pid_t>, Seen>> seen;
   for (std::size_t t = 0; t < threads; ++t) {

@@ -48,4 +48,11 @@ inline std::vector<Finding> findings_in(const std::string& path, bool failing_on
   return found;
 }
 
+// findings_in(path), the file removed after.
+inline std::vector<Finding> take_findings(const std::string& path) {
+  std::vector<Finding> found = findings_in(path);
+  std::filesystem::remove(path);
+  return found;
+}
+
 }  // namespace verbfault::testing

@@ -34,8 +34,7 @@ ProcessResult run_with_findings(const std::string& args, std::vector<Finding>& f
   const std::string file = scratch_findings_path();
   ProcessResult r =
       run_shell("env " + env + std::string(VERBFAULT_CLI) + " run --findings " + file + " " + args);
-  findings = findings_in(file);
-  std::filesystem::remove(file);
+  findings = take_findings(file);
   return r;
 }
 

@@ -54,8 +54,7 @@ RunResult run_program(Provider provider, const std::string& mode,
              " --library " + VERBFAULT_LIBRARY + " " + options + " -- " HANG_PROGRAM " " + mode;
   RunResult r;
   static_cast<ProcessResult&>(r) = run_shell(command);
-  r.findings = findings_in(findings);
-  std::filesystem::remove(findings);
+  r.findings = take_findings(findings);
   return r;
 }
 

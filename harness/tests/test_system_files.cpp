@@ -205,8 +205,7 @@ TEST(SystemFiles, FiInfoUnderVerbfaultRunHasNoFinding) {
                                                   " -- " + FI_INFO + " -p verbs");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "domain: vfsim0\n")) << r.output;
-  EXPECT_THAT(verbfault::testing::findings_in(findings), ::testing::IsEmpty()) << r.output;
-  std::remove(findings.c_str());
+  EXPECT_THAT(verbfault::testing::take_findings(findings), ::testing::IsEmpty()) << r.output;
 }
 
 }  // namespace

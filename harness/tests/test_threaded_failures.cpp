@@ -76,8 +76,7 @@ class ThreadedFailures : public ::testing::TestWithParam<Scenario> {
         run_shell(std::string("env VERBFAULT_THREADS=pct ") + VERBFAULT_CLI + " run --findings " +
                   file + " --seed " + std::to_string(seed) + " " + s.faults + " -- " +
                   FIELD_FAILURE_PROGRAMS_DIR + "/field_failure_F" + (s.name + 1) + " " + variant);
-    findings = findings_in(file);
-    std::filesystem::remove(file);
+    findings = take_findings(file);
     return r;
   }
   static ProcessResult run(const char* variant, int seed) {

@@ -320,7 +320,7 @@ int join(pthread_t thread, void** result, const void* caller) {
 }
 
 void exit(void* result) {
-  if (g_scheduler.load(std::memory_order_relaxed) != nullptr) sched().exit_thread();
+  if (scheduler::Scheduler* scheduler = started_scheduler()) scheduler->exit_thread();
   libc::real().exit(result);
   __builtin_unreachable();  // pthread_exit(3) does not return
 }

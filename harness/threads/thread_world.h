@@ -220,6 +220,10 @@ extern std::atomic<scheduler::Scheduler*> g_scheduler;
 inline scheduler::Scheduler& sched() {
   return *g_scheduler.load(std::memory_order_relaxed);
 }
+// The scheduler if one was started (running or stopped since), else null.
+inline scheduler::Scheduler* started_scheduler() {
+  return g_scheduler.load(std::memory_order_relaxed);
+}
 // Whether a scheduler was started and still schedules.
 inline bool scheduling() {
   scheduler::Scheduler* scheduler = g_scheduler.load(std::memory_order_relaxed);

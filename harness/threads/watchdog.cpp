@@ -88,7 +88,7 @@ void after_fork_in_child() {
   // A forked child has one thread, the forking one: its own schedule (and
   // its own watchdog).
   g_watchdog_running = false;
-  if (g_scheduler.load(std::memory_order_relaxed) != nullptr) sched().after_fork_in_child();
+  if (scheduler::Scheduler* scheduler = started_scheduler()) scheduler->after_fork_in_child();
   if (scheduling() || hang::enabled()) start_watchdog();
 }
 

@@ -34,10 +34,11 @@ const ibv_wc& current(ibv_cq_ex* cq) {
 int take_next(ibv_cq_ex* cq) {
   // As ibv_poll_cq (provider.cpp): deliveries from another process, the
   // virtual clock, and an empty poll is no call the peers see.
-  auto guard = enter_device(Fabric::Call::uncounted);
+  Fabric& fabric = process_fabric();
+  auto guard = fabric.enter(Fabric::Call::uncounted);
   CompletionQueue& q = queue(cq);
   const int polled = poll_from_fabric(guard, q, 1, &q.ex_current);
-  if (polled != 0) q.context().fabric().count_call();
+  if (polled != 0) fabric.count_call();
   if (polled < 0) return -polled;
   if (polled == 0) return ENOENT;
   cq->wr_id = q.ex_current.wr_id;
