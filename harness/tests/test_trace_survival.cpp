@@ -88,6 +88,21 @@ pid_t child_of(pid_t parent, int& status) {
   }
 }
 
+// Waits until `pid`, a child of another process, has ended (gone, or a
+// zombie its parent has not reaped yet).
+void wait_until_ended(pid_t pid) {
+  for (;;) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return;
+    const std::size_t after_name = line.rfind(')');
+    if (after_name == std::string::npos || after_name + 2 >= line.size() ||
+        line[after_name + 2] == 'Z')
+      return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 // `environment` for a run that is killed on purpose: under the sanitizers,
 // without LeakSanitizer's check at exit. A SIGKILL that lands during that
 // check cuts its report (or its tracer's message) short and leaves an
@@ -159,24 +174,34 @@ TEST(TraceSurvival, SigkillUnderVerbfaultRunIsRecoveredAsAPrefixOfWholeLines) {
   const std::string trace = scratch("run-killed.jsonl");
   const std::vector<std::string> command = {
       VERBFAULT_CLI, "run", "--seed", "12", "--trace", trace, "--", SAMPLE_RC, "--messages", "400"};
-  const auto began = std::chrono::steady_clock::now();
+  // The kills are spread over the program's own life, not the command's:
+  // under the sanitizers verbfault's start and its rendering of the trace
+  // take most of the run, and delays drawn over the whole of it all landed
+  // after the program had ended (CI, ASan).
   const pid_t whole_run = start(command, {});
   int status = 0;
+  const pid_t whole_program = child_of(whole_run, status);
+  ASSERT_NE(whole_program, 0) << "the program of the whole run was never seen";
+  const auto began = std::chrono::steady_clock::now();
+  wait_until_ended(whole_program);
+  const auto took = std::chrono::steady_clock::now() - began;
   ASSERT_EQ(waitpid(whole_run, &status, 0), whole_run);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  const auto took = std::chrono::steady_clock::now() - began;
   const std::vector<std::string> whole = lines_of(read_file(trace));
   ASSERT_GT(whole.size(), 1000u);
 
   std::mt19937_64 random(std::random_device{}());
   const auto span = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
+  constexpr int kKills = 15;
   int cut_short = 0;
-  for (int kill_number = 0; kill_number < 15; ++kill_number) {
+  for (int kill_number = 0; kill_number < kKills; ++kill_number) {
     std::remove(trace.c_str());
     const pid_t verbfault = start(command, to_be_killed({}));
     const pid_t program = child_of(verbfault, status);
     if (program == 0) continue;  // the whole run was over before the program could be seen
-    const auto delay = std::uniform_int_distribution<long long>(0, span)(random);
+    // One kill in each fifteenth of the program's life, at a random point.
+    const auto delay = std::uniform_int_distribution<long long>(
+        span * kill_number / kKills, span * (kill_number + 1) / kKills)(random);
     std::this_thread::sleep_for(std::chrono::microseconds(delay));
     kill(program, SIGKILL);
     ASSERT_EQ(waitpid(verbfault, &status, 0), verbfault);
