@@ -112,7 +112,12 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
     errno = ENOSYS;
     return -1;
   }
-  cm_events::acked(process_run(), event);  // before: the event is freed by the ack
+  // Before: the ack frees the event. One acknowledged already is not
+  // freed twice (cm.event_acked_twice).
+  if (!cm_events::acked(process_run(), event)) {
+    errno = EINVAL;
+    return -1;
+  }
   return real(event);
 }
 

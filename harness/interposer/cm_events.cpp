@@ -38,6 +38,25 @@ std::unordered_map<const rdma_cm_event*, Held>& held() {
   return *held;
 }
 
+// The events acknowledged since rdma_get_cm_event last returned their
+// address, by address (guarded by the interposer's lock): a second ack of
+// one is cm.event_acked_twice. An address leaves it when an event is made
+// there again (malloc reuses a freed event's memory, which keeps this
+// small); past kAckedRemembered addresses it is emptied, which forgets
+// older acks and never makes a finding of a first one.
+constexpr std::size_t kAckedRemembered = 4096;
+std::unordered_map<const rdma_cm_event*, Held>& acked_events() {
+  static auto* acked = new std::unordered_map<const rdma_cm_event*, Held>();  // lives to _exit
+  return *acked;
+}
+
+// The plan's name of an event type (connect_request, ...: the ABI's
+// numbers in order).
+std::string name_of(rdma_cm_event_type type) {
+  return type <= RDMA_CM_EVENT_TIMEWAIT_EXIT ? std::string(to_string(static_cast<CmEvent>(type)))
+                                             : "event " + std::to_string(static_cast<int>(type));
+}
+
 // The id an event counts on, as librdmacm's rdma_ack_cm_event completes
 // it: a CONNECT_REQUEST on its listener (its cma_event's id_priv is the
 // listener's), every other event on its own id.
@@ -51,12 +70,27 @@ void got(Run& run, const rdma_cm_event* event) {
   if (event == nullptr || !run.active()) return;
   std::lock_guard lock(run.mutex);
   held()[event] = Held{counted_on(*event), event->event, gettid()};
+  acked_events().erase(event);
 }
 
-void acked(Run& run, const rdma_cm_event* event) {
-  if (event == nullptr || !run.active()) return;
+bool acked(Run& run, const rdma_cm_event* event) {
+  if (event == nullptr || !run.active()) return true;
   std::lock_guard lock(run.mutex);
-  held().erase(event);
+  if (const auto taken = held().find(event); taken != held().end()) {
+    if (acked_events().size() >= kAckedRemembered) acked_events().clear();
+    acked_events().emplace(event, taken->second);
+    held().erase(taken);
+    return true;
+  }
+  // Neither held nor acknowledged: not an event the harness saw returned
+  // (taken before the run began); librdmacm judges it.
+  const auto again = acked_events().find(event);
+  if (again == acked_events().end()) return true;
+  // Its id, while the id lives (the event's own fields are freed memory).
+  if (const Tracked* id =
+          cm_faults::id_of_uid(run, reinterpret_cast<std::uintptr_t>(again->second.counted_on)))
+    run.checkers.cm_event_acked_twice(run, *id, name_of(again->second.type));
+  return false;
 }
 
 void destroying(Run& run, const rdma_cm_id* id) {
@@ -75,12 +109,7 @@ void destroying(Run& run, const rdma_cm_id* id) {
     // be acknowledged while the destroy waits.
     if (what.taker != gettid() && alive(what.taker)) continue;
     ++count;
-    // The plan's names of the events (connect_request, ...), which are the
-    // ABI's numbers in order.
-    const std::string name = what.type <= RDMA_CM_EVENT_TIMEWAIT_EXIT
-                                 ? std::string(to_string(static_cast<CmEvent>(what.type)))
-                                 : "event " + std::to_string(static_cast<int>(what.type));
-    events += (events.empty() ? "" : ", ") + name;
+    events += (events.empty() ? "" : ", ") + name_of(what.type);
   }
   if (count == 0) return;
   const Tracked* object = cm_faults::id_of_uid(run, reinterpret_cast<std::uintptr_t>(id));

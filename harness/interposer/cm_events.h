@@ -18,8 +18,10 @@ namespace verbfault::interposer::cm_events {
 
 // rdma_get_cm_event returned `event`.
 void got(Run& run, const rdma_cm_event* event);
-// rdma_ack_cm_event(event) is called.
-void acked(Run& run, const rdma_cm_event* event);
+// rdma_ack_cm_event(event) is called. False: `event` was acknowledged
+// already (cm.event_acked_twice): librdmacm freed it at that ack and must
+// not be given it again.
+bool acked(Run& run, const rdma_cm_event* event);
 // rdma_destroy_id(id) is called: the events of `id` still held are
 // cm.destroy_id_unacked_events (the run ends when no other thread could
 // acknowledge them).

@@ -24,6 +24,8 @@ static struct rdma_event_channel* channel;
 static struct rdma_cm_id* listener;
 static struct rdma_cm_id* active;
 static struct rdma_cm_id* passive;
+/* --ack-twice: the first event is acknowledged twice (the bug). */
+static int ack_twice;
 
 static const char* name_of(struct rdma_cm_id* id) {
   return id == listener ? "listener" : id == active ? "active" : "passive";
@@ -49,6 +51,14 @@ static enum rdma_cm_event_type next_event(int* status) {
   const enum rdma_cm_event_type type = event->event;
   *status = event->status;
   rdma_ack_cm_event(event);
+  if (ack_twice) {
+    /* librdmacm freed the event at the first ack: this is a double free. */
+    ack_twice = 0;
+    const int again = rdma_ack_cm_event(event);
+    printf("connect_steps: the second rdma_ack_cm_event returned %d (%s)\n", again,
+           again == 0 ? "no error" : strerror(errno));
+    fflush(stdout);
+  }
   return type;
 }
 
@@ -133,9 +143,11 @@ int main(int argc, char** argv) {
   /* Bugs the harness's CM checks find:
    *   --destroy-id-first       rdma_destroy_id before rdma_destroy_qp
    *   --post-after-disconnect  a receive posted after DISCONNECTED was read
-   *   --private-data=N         rdma_connect with N bytes of private data */
+   *   --private-data=N         rdma_connect with N bytes of private data
+   *   --ack-twice              the first event acknowledged twice */
   const int destroy_id_first = argc > 3 && strcmp(argv[3], "--destroy-id-first") == 0;
   const int post_after_disconnect = argc > 3 && strcmp(argv[3], "--post-after-disconnect") == 0;
+  ack_twice = argc > 3 && strcmp(argv[3], "--ack-twice") == 0;
   const int private_data =
       argc > 3 && strncmp(argv[3], "--private-data=", 15) == 0 ? atoi(argv[3] + 15) : 6;
   channel = rdma_create_event_channel();

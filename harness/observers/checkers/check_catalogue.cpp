@@ -8,7 +8,7 @@ namespace verbfault::checkers {
 
 namespace {
 
-constexpr std::array<CheckInfo, 22> kChecks = {{
+constexpr std::array<CheckInfo, 23> kChecks = {{
     {"ack.cq_events_unacked_at_destroy",
      "ibv_destroy_cq with completion events taken by ibv_get_cq_event and not acknowledged "
      "(libibverbs waits forever)",
@@ -72,6 +72,11 @@ constexpr std::array<CheckInfo, 22> kChecks = {{
      "(rdma_destroy_id(3): ack all related events first; librdmacm waits for them forever: the "
      "run ends with exit status 122 when no other thread could ack)",
      ""},
+    {"cm.event_acked_twice",
+     "rdma_ack_cm_event of an event already acknowledged (librdmacm frees an event at its ack: "
+     "a second ack is a double free, and counts an event of its id twice, so rdma_destroy_id "
+     "can return while an event is still held); the harness refuses it with EINVAL",
+     ""},
     {"cm.post_after_disconnect",
      "a work request posted on a QP after the application read DISCONNECTED for the rdma_cm id "
      "that connected it: it can only fail",
@@ -84,7 +89,8 @@ constexpr std::array<CheckInfo, 22> kChecks = {{
     {"liveness.blocked_forever",
      "blocked in ibv_get_cq_event, ibv_get_async_event or rdma_get_cm_event when no event can "
      "ever arrive (for the CM: named on the file's first connection id, with every id of the "
-     "file and its state, cm_id#3 (disconnect/dreq_rcvd); the run ends with exit status 122; simulated device only: needs what is due "
+     "file and its state, cm_id#3 (disconnect/dreq_rcvd); the run ends with exit status 122; "
+     "simulated device only: needs what is due "
      "on the device)",
      "F09", true, true},
     {"liveness.spinning",

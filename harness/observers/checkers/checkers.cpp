@@ -609,6 +609,13 @@ void Checkers::cm_destroy_id_unacked(Host& host, const Object& id, unsigned coun
     report(host, "cm.destroy_id_unacked_events", id, std::move(message));
 }
 
+void Checkers::cm_event_acked_twice(Host& host, const Object& id, std::string_view event) {
+  report(host, "cm.event_acked_twice", id,
+         "rdma_ack_cm_event of its " + std::string(event) +
+             " event, acknowledged already: librdmacm freed the event at the first ack "
+             "(rdma_ack_cm_event(3): one ack for each successful get); refused with EINVAL");
+}
+
 void Checkers::cm_private_data_too_long(Host& host, const Object& id, std::string_view call,
                                         unsigned length, unsigned room) {
   report(host, "cm.private_data_too_long", id,

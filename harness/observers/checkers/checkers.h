@@ -138,6 +138,9 @@ class Checkers {
   // the run (exit_status::kHang) when this thread is alone; else reports it.
   void cm_destroy_id_unacked(Host& host, const Object& id, unsigned count,
                              const std::string& events);
+  // rdma_ack_cm_event of an event of `id` (`event`: "established") that was
+  // acknowledged already.
+  void cm_event_acked_twice(Host& host, const Object& id, std::string_view event);
   // A CM message's private data longer than the message carries.
   void cm_private_data_too_long(Host& host, const Object& id, std::string_view call,
                                 unsigned length, unsigned room);
