@@ -157,7 +157,8 @@ std::size_t Checkers::depth(const Host& host, const Object& cq) const {
   return provider::cq_depth(verbs) + host.held_completions(cq);
 }
 
-void Checkers::check_cq_before_wait(Host& host, const Object& cq, bool another_armed) {
+void Checkers::check_cq_before_wait(Host& host, const Object& cq, bool another_armed,
+                                    bool event_pending) {
   ObjectChecks& c = of(cq);
   if (!c.used_with_events) return;
   auto* verbs = static_cast<ibv_cq*>(const_cast<void*>(cq.handle));
@@ -165,8 +166,12 @@ void Checkers::check_cq_before_wait(Host& host, const Object& cq, bool another_a
     // An unarmed CQ is a mistake only when the wait can end by no other
     // way: another CQ of the channel armed (a send CQ armed only while
     // sends are outstanding is right), or another thread that may still
-    // arm it, make it legal, whatever the interleaving.
-    if (!another_armed && !(cq.simulated && provider::cq_event_pending(verbs)) && host.alone())
+    // arm it, make it legal, whatever the interleaving. With an event
+    // pending on the channel the call does not wait: it returns the event,
+    // and the program may still re-arm before it waits (UCX takes every
+    // event from its channel before it re-arms, uct_ib_iface_pre_arm).
+    if (!event_pending && !another_armed &&
+        !(cq.simulated && provider::cq_event_pending(verbs)) && host.alone())
       report(host, "event.not_rearmed", cq,
              "waiting on the channel, but this CQ was not re-armed (ibv_req_notify_cq) since "
              "its last event: no further event will come from it");
@@ -216,14 +221,18 @@ void Checkers::before_cq_event_wait(Host& host, const Object& channel) {
       waiting_cqs_.push_back(watched.object);
   std::sort(waiting_cqs_.begin(), waiting_cqs_.end(),
             [](const Object* a, const Object* b) { return a->ref.index < b->ref.index; });
+  // On a non-blocking channel with no event pending the call fails with
+  // EAGAIN: it waits for nothing, and the program's wait is its poll(2) or
+  // epoll on the fd, if any.
+  const int fd = static_cast<const ibv_comp_channel*>(channel.handle)->fd;
+  const bool event_pending = readable(fd);
+  if (!event_pending && nonblocking(fd)) return;
   bool any_armed = false;
   for (const Object* cq : waiting_cqs_) any_armed = any_armed || of(*cq).armed;
-  for (const Object* cq : waiting_cqs_) check_cq_before_wait(host, *cq, any_armed);
+  for (const Object* cq : waiting_cqs_) check_cq_before_wait(host, *cq, any_armed, event_pending);
   // A wait that nothing can end: no event pending, nothing scheduled on the
   // device, no other thread to make a verbs call.
-  const int fd = static_cast<const ibv_comp_channel*>(channel.handle)->fd;
-  if (channel.simulated && !readable(fd) && !nonblocking(fd) && host.alone() &&
-      !provider::work_pending())
+  if (channel.simulated && !event_pending && host.alone() && !provider::work_pending())
     end_hung_run(host, "liveness.blocked_forever", channel,
                  "blocked in ibv_get_cq_event with no event pending, no work on the device and "
                  "no other thread to post any: nothing can ever wake it",

@@ -174,8 +174,9 @@ class Checkers {
                              std::uint64_t acked) const;
   // The watched channel whose verbs handle is `handle` (nullptr: none).
   const Object* channel_object(const void* handle) const;
-  // `another_armed`: a CQ of the same channel is armed.
-  void check_cq_before_wait(Host& host, const Object& cq, bool another_armed);
+  // `another_armed`: a CQ of the same channel is armed; `event_pending`:
+  // the channel holds an event, so the call returns it without waiting.
+  void check_cq_before_wait(Host& host, const Object& cq, bool another_armed, bool event_pending);
   // Reports completions an armed simulated CQ held when it was armed and
   // that no poll has taken since: no event announces them. A mistake only
   // when no other thread can poll them (the caller knows).
