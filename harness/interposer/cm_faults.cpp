@@ -248,8 +248,8 @@ Tracked* qp_of(Run& run, std::uint32_t handle) {
 // The engine's decision for an opportunity of `kinds` on id `handle`.
 // The level of its record: a relayed file's (a kernel's) faults are made
 // at effect level (provider/cm_relay.h).
-std::optional<Decision> decide(Run& run, int fd, Site site, std::uint32_t handle,
-                               FaultKind step, std::initializer_list<FaultKind> kinds,
+std::optional<Decision> decide(Run& run, int fd, Site site, std::uint32_t handle, FaultKind step,
+                               std::initializer_list<FaultKind> kinds,
                                std::optional<CmEvent> event = std::nullopt) {
   Tracked* id = run.registry.find(key_of(handle));
   if (id == nullptr) return std::nullopt;
@@ -263,8 +263,8 @@ std::optional<Decision> decide(Run& run, int fd, Site site, std::uint32_t handle
     const char* level = provider::cm_relayed(fd) ? "effect" : "cause";
     if (decision->rule->kind == FaultKind::cm_delay)
       run.engine.record_fault(*id, *decision, level,
-                                {{"event", to_string(*decision->rule->cm_event)},
-                                 {"delay_ms", *decision->rule->delay_ms}});
+                              {{"event", to_string(*decision->rule->cm_event)},
+                               {"delay_ms", *decision->rule->delay_ms}});
     else
       run.engine.record_fault(*id, *decision, level);
   }
@@ -296,6 +296,8 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
   if (result < 0) return {result};
   // cm_device_removal's, made once the interposer's lock is released.
   std::optional<DeviceRemoval> removal;
+  // cm_addr_change's id, likewise.
+  std::optional<std::uint32_t> address_changed;
 
   // What the command made or ended: the ids to name, the event to judge.
   switch (header.cmd) {
@@ -353,7 +355,7 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
       if (head->event == kConnectRequest) track(run, fd, head->id);
       if (head->event <= static_cast<std::uint32_t>(CmEvent::timewait_exit) &&
           run.engine.has_rules(Site::cm_event,
-                                 engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
+                               engine::FaultEngine::kind_bit(FaultKind::cm_delay)) &&
           !provider::cm_event_was_delayed(fd)) {
         const auto event = static_cast<CmEvent>(head->event);
         if (auto decision = decide(run, fd, Site::cm_event, head->id, FaultKind::cm_delay,
@@ -376,7 +378,7 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
       // (ucma_process_conn_resp); that modify is to fail.
       if (head->event == kConnectResponse &&
           run.engine.has_rules(Site::cm_event,
-                                 engine::FaultEngine::kind_bit(FaultKind::cm_connect_error)))
+                               engine::FaultEngine::kind_bit(FaultKind::cm_connect_error)))
         if (Tracked* qp = qp_of(run, head->id))
           if (decide(run, fd, Site::cm_event, head->id, FaultKind::cm_connect_error,
                      {FaultKind::cm_connect_error}, CmEvent::connect_response))
@@ -388,7 +390,7 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
       // answers it and reports ESTABLISHED), ESTABLISHED on the passive.
       if ((head->event == kConnectResponse || head->event == kEstablished) &&
           run.engine.has_rules(Site::cm_command,
-                                 engine::FaultEngine::kind_bit(FaultKind::cm_unreachable)) &&
+                               engine::FaultEngine::kind_bit(FaultKind::cm_unreachable)) &&
           provider::cm_id_on_ethernet(fd, head->id) &&
           decide(run, fd, Site::cm_command, head->id, FaultKind::cm_unreachable,
                  {FaultKind::cm_unreachable}, static_cast<CmEvent>(head->event)))
@@ -398,7 +400,7 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
       // DEVICE_REMOVAL, and the verbs device of the QP it connected is
       // fatal (IBV_EVENT_DEVICE_FATAL, ib_uverbs' disassociation).
       if (run.engine.has_rules(Site::cm_event,
-                                 engine::FaultEngine::kind_bit(FaultKind::cm_device_removal)) &&
+                               engine::FaultEngine::kind_bit(FaultKind::cm_device_removal)) &&
           head->event != kDeviceRemoval &&
           decide(run, fd, Site::cm_event, head->id, FaultKind::cm_device_removal,
                  {FaultKind::cm_device_removal}, static_cast<CmEvent>(head->event))) {
@@ -408,6 +410,15 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
               qp->handle, static_cast<ibv_context*>(const_cast<void*>(qp->context_handle)),
               qp->simulated};
       }
+      // cm_addr_change: after this event the netdev the id is bound to
+      // takes another hardware address (a bond's failover): the kernel
+      // queues ADDR_CHANGE for every id bound to it (cma_netdev_change).
+      if (run.engine.has_rules(Site::cm_event,
+                               engine::FaultEngine::kind_bit(FaultKind::cm_addr_change)) &&
+          head->event != kDeviceRemoval &&
+          decide(run, fd, Site::cm_event, head->id, FaultKind::cm_addr_change,
+                 {FaultKind::cm_addr_change}, static_cast<CmEvent>(head->event)))
+        address_changed = head->id;
       // The application knows its connection is gone: posts on its QPs
       // from now on can only fail (cm.post_after_disconnect).
       if (head->event == kDisconnected)
@@ -423,6 +434,7 @@ Executed execute(Run& run, int fd, const void* buffer, std::size_t length) {
     if (removal->device) engine::inject::device_fatal(run.engine, *removal->device);
     provider::cm_device_removed(fd, removal->handle);
   }
+  if (address_changed) provider::cm_address_changed(fd, *address_changed);
   return {result};
 }
 
@@ -514,7 +526,8 @@ namespace verbfault::interposer {
 int cm_refused_modify(Run& run, const void* qp, const ibv_qp_attr& attr, int mask) {
   // The state read as its raw value: a program may pass any number there
   // (the provider refuses it), which loaded as the enum would be undefined.
-  if (!run.active() || (mask & IBV_QP_STATE) == 0 || record::raw_value(attr.qp_state) != IBV_QPS_RTR)
+  if (!run.active() || (mask & IBV_QP_STATE) == 0 ||
+      record::raw_value(attr.qp_state) != IBV_QPS_RTR)
     return 0;
   std::lock_guard lock(run.mutex);
   return cm_faults::rtr_fails(run, qp) ? EINVAL : 0;

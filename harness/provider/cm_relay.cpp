@@ -62,6 +62,7 @@ enum EventType : std::uint32_t {
   kDeviceRemoval = 11,
   kMulticastJoin = 12,
   kMulticastError = 13,
+  kAddrChange = 14,
 };
 
 // A join's event names the join (its handle in the kernel's multicast
@@ -761,9 +762,10 @@ bool query_address(int inner, bool simulated, unsigned handle, rdma_ucm_query_ad
   return ask(inner, simulated, RDMA_USER_CM_CMD_QUERY, query, out);
 }
 
-}  // namespace
-
-bool device_removed(int fd, unsigned handle) {
+// Id `handle` of file `fd` and every id of the process the kernel says is
+// on the same device (QUERY's node GUID), and on the same port when
+// `same_port`, each with its file. Empty: no such id, or on no device.
+std::vector<std::pair<std::uint32_t, int>> ids_beside(int fd, unsigned handle, bool same_port) {
   // Each id's inner file, which alone may be asked about it (ucma_get_ctx
   // refuses an id of another file). The id the fault fired on is asked on
   // its own file: a listener's child is not known here before its ACCEPT.
@@ -779,27 +781,47 @@ bool device_removed(int fd, unsigned handle) {
   {
     std::lock_guard lock(g_mutex);
     const Relay* relay = find(fd);
-    if (relay == nullptr) return false;
+    if (relay == nullptr) return {};
     inner = relay->inner, simulated = relay->simulated;
     for (const auto& [other, id] : ids())
       if (const Relay* file = find(id.file); file != nullptr && other != handle)
         known.push_back({other, id.file, file->inner, file->simulated});
   }
-  rdma_ucm_query_addr_resp removed{};
-  if (!query_address(inner, simulated, handle, removed) || removed.node_guid == 0) return false;
-  std::vector<std::pair<std::uint32_t, int>> on_device{{handle, fd}};
+  rdma_ucm_query_addr_resp fired{};
+  if (!query_address(inner, simulated, handle, fired) || fired.node_guid == 0) return {};
+  std::vector<std::pair<std::uint32_t, int>> beside{{handle, fd}};
   for (const Known& id : known) {
     rdma_ucm_query_addr_resp address{};
     if (query_address(id.inner, id.simulated, id.handle, address) &&
-        address.node_guid == removed.node_guid)
-      on_device.emplace_back(id.handle, id.file);
+        address.node_guid == fired.node_guid && (!same_port || address.port_num == fired.port_num))
+      beside.emplace_back(id.handle, id.file);
   }
-  // An id the program has no cookie for yet (a child before its ACCEPT)
-  // hears nothing: the kernel reports no event for it (ucma_event_handler).
+  return beside;
+}
+
+// `event` made for each of `targets`. An id the program has no cookie for yet
+// (a child before its ACCEPT) hears nothing: the kernel reports no event
+// for it (ucma_event_handler).
+void make_for(const std::vector<std::pair<std::uint32_t, int>>& targets, EventType event) {
   std::lock_guard lock(g_mutex);
-  for (const auto& [other, file] : on_device)
-    if (const auto id = ids().find(other); id != ids().end() && id->second.uid != 0)
-      if (Relay* relay = find(file)) enqueue(*relay, made(other, kDeviceRemoval, 0));
+  for (const auto& [handle, file] : targets)
+    if (const auto id = ids().find(handle); id != ids().end() && id->second.uid != 0)
+      if (Relay* relay = find(file)) enqueue(*relay, made(handle, event, 0));
+}
+
+}  // namespace
+
+bool device_removed(int fd, unsigned handle) {
+  const auto on_device = ids_beside(fd, handle, false);
+  if (on_device.empty()) return false;
+  make_for(on_device, kDeviceRemoval);
+  return true;
+}
+
+bool address_changed(int fd, unsigned handle) {
+  const auto on_port = ids_beside(fd, handle, true);
+  if (on_port.empty()) return false;
+  make_for(on_port, kAddrChange);
   return true;
 }
 

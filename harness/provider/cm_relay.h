@@ -50,6 +50,9 @@ bool peer_gone(int fd, unsigned handle);
 // DEVICE_REMOVAL made for id `handle` and every id of the process the
 // kernel says is on the same device (QUERY's node GUID).
 bool device_removed(int fd, unsigned handle);
+// ADDR_CHANGE made for id `handle` and every id of the process the kernel
+// says is on the same port (QUERY's node GUID and port number).
+bool address_changed(int fd, unsigned handle);
 // The ids the relay has seen made on `fd`; their states are the kernel's
 // to know ("kernel").
 std::vector<std::pair<unsigned, std::string>> id_states(int fd);

@@ -92,6 +92,11 @@ bool cm_device_removed(int fd, unsigned handle) {
   return sim::cm::device_removed(fd, handle);
 }
 
+bool cm_address_changed(int fd, unsigned handle) {
+  if (cm_relay::is_relay(fd)) return cm_relay::address_changed(fd, handle);
+  return sim::cm::address_changed(fd, handle);
+}
+
 int cm_close(int fd) {
   if (cm_relay::is_relay(fd)) return cm_relay::close(fd);
   return sim::cm::close_file(fd);

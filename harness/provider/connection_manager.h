@@ -56,6 +56,10 @@ bool cm_event_was_delayed(int fd);
 // The device id `handle` is on is removed (cm_device_removal): its ids
 // hear DEVICE_REMOVAL. false: no such id, or on no device.
 bool cm_device_removed(int fd, unsigned handle);
+// The netdev id `handle` is bound to changes its hardware address
+// (cm_addr_change): the ids bound to that port hear ADDR_CHANGE. false: no
+// such id, or bound to no device.
+bool cm_address_changed(int fd, unsigned handle);
 int cm_close(int fd);
 // fstat(2) of a CM file: a character device (the kernel's own node, or the
 // simulated misc device 10:250, 0666). false: not a CM file.

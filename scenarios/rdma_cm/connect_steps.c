@@ -31,9 +31,12 @@ static const char* name_of(struct rdma_cm_id* id) {
   return id == listener ? "listener" : id == active ? "active" : "passive";
 }
 
-/* The next event, printed and acknowledged; its type and status. */
+/* The next event, printed and acknowledged; its type and status. An
+ * ADDR_CHANGE (the netdev's hardware address changed: a bond's failover)
+ * leaves the connection as it is: printed, acknowledged and passed over. */
 static enum rdma_cm_event_type next_event(int* status) {
   struct rdma_cm_event* event = NULL;
+next:
   if (rdma_get_cm_event(channel, &event) != 0) {
     printf("connect_steps: rdma_get_cm_event failed (%s)\n", strerror(errno));
     exit(2);
@@ -59,6 +62,7 @@ static enum rdma_cm_event_type next_event(int* status) {
            again == 0 ? "no error" : strerror(errno));
     fflush(stdout);
   }
+  if (type == RDMA_CM_EVENT_ADDR_CHANGE) goto next;
   return type;
 }
 

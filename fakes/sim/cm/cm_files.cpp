@@ -113,6 +113,12 @@ bool device_removed(int fd, unsigned handle) {
   return is_file(fd) && fabric.connection_manager().device_removed(fd, handle);
 }
 
+bool address_changed(int fd, unsigned handle) {
+  Fabric& fabric = process_fabric();
+  std::lock_guard guard(fabric.mutex);
+  return is_file(fd) && fabric.connection_manager().address_changed(fd, handle);
+}
+
 std::vector<std::pair<unsigned, std::string>> id_states(int fd) {
   Fabric& fabric = process_fabric();
   std::lock_guard guard(fabric.mutex);

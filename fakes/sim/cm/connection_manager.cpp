@@ -293,6 +293,23 @@ bool ConnectionManager::device_removed(int fd, uint32_t handle) {
   return true;
 }
 
+bool ConnectionManager::address_changed(int fd, uint32_t handle) {
+  int error = 0;
+  const CmId* changed = find_with_device(fd, handle, error);
+  if (changed == nullptr) return false;
+  const auto device = *changed->source.device;
+  const uint8_t port = changed->source.port;
+  // cma_netdev_change: every id whose bound netdev is the one that changed
+  // hears ADDR_CHANGE; its state is left as it is, and an id being
+  // destroyed or removed with its device hears nothing (cma_work_handler).
+  for (auto& [other_handle, id] : ids_) {
+    if (!id.source.device || *id.source.device != device || id.source.port != port) continue;
+    if (id.state == IdState::kDeviceRemoval || id.state == IdState::kDestroying) continue;
+    report(id, CmEvent::kAddrChange, 0);
+  }
+  return true;
+}
+
 bool ConnectionManager::peer_gone(int fd, uint32_t handle) {
   int error = 0;
   CmId* id = find(fd, handle, error);

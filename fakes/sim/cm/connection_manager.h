@@ -201,6 +201,7 @@ class ConnectionManager {
   bool on_ethernet(int fd, uint32_t handle);
   bool neighbour_changed(int fd, uint32_t handle);
   bool device_removed(int fd, uint32_t handle);
+  bool address_changed(int fd, uint32_t handle);
   // The ids of file `fd` and their states (verbfault/sim/cm.h).
   std::vector<std::pair<unsigned, std::string>> id_states(int fd) const;
   // The peer of id `handle` is gone (verbfault/sim/cm.h).

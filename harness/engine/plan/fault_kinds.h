@@ -52,7 +52,7 @@ struct FaultKindInfo {
   std::string_view missing = {};
 };
 
-inline constexpr std::size_t kFaultKindCount = 24;
+inline constexpr std::size_t kFaultKindCount = 25;
 
 // Every kind, in the order plans' error messages list them.
 const std::array<FaultKindInfo, kFaultKindCount>& fault_kinds();

@@ -59,7 +59,12 @@ enum class FaultKind : std::uint8_t {
   // The peer of a connection made through the CM disappears: counts the
   // work requests posted on the connection's QP (docs/fault-kinds.md "Fault plans").
   cm_disconnect,
+  // The address of the netdev an id is bound to changes (a bond's failover
+  // to another slave): counts the events the id is about to report.
+  cm_addr_change,
 };
+// The enumerator added last: a new kind goes after it and becomes it.
+inline constexpr FaultKind kLastFaultKind = FaultKind::cm_addr_change;
 
 // Whether `kind` is one of the connection manager's (cm_*): decided on CM
 // ids, not on verbs objects.

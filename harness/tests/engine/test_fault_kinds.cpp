@@ -30,7 +30,7 @@ TEST(FaultKindTable, EveryKindHasOneRow) {
     }
   }
   // Every enumerator, the last one included.
-  EXPECT_EQ(kinds.size(), static_cast<std::size_t>(FaultKind::cm_disconnect) + 1);
+  EXPECT_EQ(kinds.size(), static_cast<std::size_t>(kLastFaultKind) + 1);
 }
 
 // docs/fault-kinds.md's table of fault kinds ("| kind (parameters) | counts |

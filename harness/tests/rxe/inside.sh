@@ -98,6 +98,8 @@ run_cm "cm_unreachable after ESTABLISHED" "event passive RDMA_CM_EVENT_UNREACHAB
 run_cm "cm_disconnect" "event active RDMA_CM_EVENT_DISCONNECTED" --send "cm_disconnect cm_id#2"
 run_cm "cm_lost_disconnect" "check liveness.hang on" "" "cm_lost_disconnect cm_id#3"
 run_cm "cm_delay" "connect_steps: connected and disconnected" "" "cm_delay(established,50) cm_id#3"
+run_cm "cm_addr_change" "event active RDMA_CM_EVENT_ADDR_CHANGE status 0" "" "cm_addr_change cm_id#2 nth=3"
+run_cm "cm.event_acked_twice" "check cm.event_acked_twice on cm_id#2" --ack-twice
 
 # Two processes through the kernel's rdma_cm (the relay): the server
 # listens, or the receiver joins its multicast group, and `verbfault run`

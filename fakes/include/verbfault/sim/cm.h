@@ -95,6 +95,11 @@ bool neighbour_changed(int fd, unsigned handle);
 // DEVICE_REMOVAL and hears the event (cma_process_remove); later commands
 // on them fail but DESTROY_ID. false: no such id, or bound to no device.
 bool device_removed(int fd, unsigned handle);
+// cm_addr_change: the netdev of the port id `handle` is bound to takes
+// another hardware address (a bond fails over to another slave): every id
+// of the process bound to that port hears ADDR_CHANGE, status 0, its state
+// unchanged (cma_netdev_change). false: no such id, or bound to no device.
+bool address_changed(int fd, unsigned handle);
 // The ids of CM file `fd` with their states as the kernel names them
 // (enum rdma_cm_state: "listen", "route_resolved", "connect" ...; a
 // connected id's IB CM state after a slash: "connect/established"), in id
