@@ -19,7 +19,7 @@ TEST(Battery, TheDefaultBatteryParses) {
   const Battery battery = read_battery("default");
   EXPECT_EQ(battery.source, "default");
   EXPECT_EQ(battery.seeds, 3u);
-  ASSERT_EQ(battery.entries.size(), 22u);
+  ASSERT_EQ(battery.entries.size(), 23u);
   EXPECT_EQ(battery.entries.front().name, "baseline");
   EXPECT_TRUE(battery.entries.front().faults.empty());
   EXPECT_EQ(battery.entries.front().expect, Expectation::success);
