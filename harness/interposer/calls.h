@@ -5,6 +5,7 @@
 // that calls go one way: front door -> interposer -> provider.
 #pragma once
 
+#include "condition_table.h"
 #include "interposer.h"
 #include "verb_table.h"
 
@@ -62,12 +63,8 @@ VERBFAULT_VERBS(VERBFAULT_DECLARE_CALL)
 #undef VERBFAULT_DECLARE_CALL_CALLER
 
 // ---- the simulated fabric's conditions (verbfault/fabric.h; calls_device.cpp) ----
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state);
-int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid);
-int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid);
-int device_fatal(ibv_context* context);
-int raise_qp_event(ibv_qp* qp, ibv_event_type type);
-int raise_srq_event(ibv_srq* srq, ibv_event_type type);
-int raise_cq_event(ibv_cq* cq, ibv_event_type type);
+#define VERBFAULT_DECLARE_CONDITION(name, params, args) int name params;
+VERBFAULT_CONDITIONS(VERBFAULT_DECLARE_CONDITION)
+#undef VERBFAULT_DECLARE_CONDITION
 
 }  // namespace verbfault::interposer::calls

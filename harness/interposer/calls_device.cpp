@@ -112,32 +112,11 @@ ibv_dm* import_dm(Run&, ibv_context* context, uint32_t dm_handle) {
 
 // The simulated fabric's conditions, for the public Fabric API: the
 // provider layer applies them (cause level), as the engine's injections do.
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state) {
-  return provider::set_port_state(context, port, state);
-}
-
-int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid) {
-  return provider::set_port_lid(context, port, lid);
-}
-
-int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid) {
-  return provider::set_gid(context, port, index, gid);
-}
-
-int device_fatal(ibv_context* context) {
-  return provider::device_fatal(context);
-}
-
-int raise_qp_event(ibv_qp* qp, ibv_event_type type) {
-  return provider::raise_qp_event(qp, type);
-}
-
-int raise_srq_event(ibv_srq* srq, ibv_event_type type) {
-  return provider::raise_srq_event(srq, type);
-}
-
-int raise_cq_event(ibv_cq* cq, ibv_event_type type) {
-  return provider::raise_cq_event(cq, type);
-}
+#define VERBFAULT_FORWARD_CONDITION(name, params, args) \
+  int name params {                                     \
+    return provider::name args;                         \
+  }
+VERBFAULT_CONDITIONS(VERBFAULT_FORWARD_CONDITION)
+#undef VERBFAULT_FORWARD_CONDITION
 
 }  // namespace verbfault::interposer::calls

@@ -4,9 +4,7 @@
 #include "injections.h"
 #include "opcodes.h"
 #include "run.h"
-
-#include <netinet/in.h>  // before the kernel header: see sim/cm/connection_manager.h
-#include <rdma/rdma_user_cm.h>
+#include "ucma_abi.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -28,15 +26,15 @@ struct DeviceRemoval {
   std::optional<engine::inject::Target> device;
 };
 
-// The ucma ABI's event numbers (enum rdma_cm_event_type) this file reads.
-constexpr std::uint32_t kConnectRequest = 4;
-constexpr std::uint32_t kConnectResponse = 5;
-constexpr std::uint32_t kEstablished = 9;
-constexpr std::uint32_t kDisconnected = 10;
-constexpr std::uint32_t kDeviceRemoval = 11;
-constexpr std::uint32_t kTimewaitExit = 15;
-constexpr std::uint32_t kMulticastJoin = 12;
-constexpr std::uint32_t kMulticastError = 13;
+using provider::ucma::command_of;
+using provider::ucma::kConnectRequest;
+using provider::ucma::kConnectResponse;
+using provider::ucma::kDeviceRemoval;
+using provider::ucma::kDisconnected;
+using provider::ucma::kEstablished;
+using provider::ucma::kMulticastError;
+using provider::ucma::kMulticastJoin;
+using provider::ucma::kTimewaitExit;
 
 // The registry's key of id `handle`: an address nothing lives at (the top
 // byte set). A handle names one id of the process whatever its file (the
@@ -62,17 +60,6 @@ std::unordered_map<std::uint64_t, std::uint32_t>& uids() {
 
 std::uint32_t handle_of(const void* key) {
   return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(key));
-}
-
-// The command's structure from the bytes after the header, if all of it
-// was written (the simulated CM refuses a shorter one itself).
-template <class Command>
-std::optional<Command> command_of(const void* buffer, std::size_t length) {
-  if (length < sizeof(rdma_ucm_cmd_hdr) + sizeof(Command)) return std::nullopt;
-  Command command;
-  std::memcpy(&command, static_cast<const std::uint8_t*>(buffer) + sizeof(rdma_ucm_cmd_hdr),
-              sizeof command);
-  return command;
 }
 
 template <class Response>

@@ -1,6 +1,7 @@
 #include "cm_relay.h"
 
 #include "descriptor_set.h"
+#include "ucma_abi.h"
 #include "verbfault/sim/cm.h"
 
 #include <endian.h>
@@ -50,20 +51,17 @@ int sys_flags(int fd) {
   return static_cast<int>(::syscall(SYS_fcntl, fd, F_GETFL));
 }
 
-// The ucma ABI's event numbers (librdmacm's enum EventType, which
-// the kernel's header does not carry) this file makes or reads.
-enum EventType : std::uint32_t {
-  kAddrError = 1,
-  kRouteError = 3,
-  kConnectRequest = 4,
-  kUnreachable = 7,
-  kRejected = 8,
-  kDisconnected = 10,
-  kDeviceRemoval = 11,
-  kMulticastJoin = 12,
-  kMulticastError = 13,
-  kAddrChange = 14,
-};
+using ucma::command_of;
+using ucma::kAddrChange;
+using ucma::kAddrError;
+using ucma::kConnectRequest;
+using ucma::kDeviceRemoval;
+using ucma::kDisconnected;
+using ucma::kMulticastError;
+using ucma::kMulticastJoin;
+using ucma::kRejected;
+using ucma::kRouteError;
+using ucma::kUnreachable;
 
 // A join's event names the join (its handle in the kernel's multicast
 // table, apart from the ids'), not the id that joined.
@@ -186,15 +184,6 @@ ssize_t inner_write(const Relay& relay, const void* buffer, std::size_t length) 
   return inner_write(relay.inner, relay.simulated, buffer, length);
 }
 
-template <class Command>
-std::optional<Command> command_of(const void* buffer, std::size_t length) {
-  if (length < sizeof(rdma_ucm_cmd_hdr) + sizeof(Command)) return std::nullopt;
-  Command command;
-  std::memcpy(&command, static_cast<const std::uint8_t*>(buffer) + sizeof(rdma_ucm_cmd_hdr),
-              sizeof command);
-  return command;
-}
-
 // A command of the relay's own (`command`, whose `response` is set here to
 // `out`) written to the inner file: whether it succeeded.
 template <class Command, class Response>
@@ -241,7 +230,7 @@ void enqueue(Relay& relay, const Queued& queued) {
   sys_write(relay.ready, &one, sizeof one);
 }
 
-Queued made(std::uint32_t handle, EventType type, int status) {
+Queued made(std::uint32_t handle, ucma::Event type, int status) {
   Queued queued;
   queued.event.uid = ids()[handle].uid;
   queued.event.id = handle;
@@ -802,7 +791,7 @@ std::vector<std::pair<std::uint32_t, int>> ids_beside(int fd, unsigned handle, b
 // `event` made for each of `targets`. An id the program has no cookie for yet
 // (a child before its ACCEPT) hears nothing: the kernel reports no event
 // for it (ucma_event_handler).
-void make_for(const std::vector<std::pair<std::uint32_t, int>>& targets, EventType event) {
+void make_for(const std::vector<std::pair<std::uint32_t, int>>& targets, ucma::Event event) {
   std::lock_guard lock(g_mutex);
   for (const auto& [handle, file] : targets)
     if (const auto id = ids().find(handle); id != ids().end() && id->second.uid != 0)

@@ -8,30 +8,12 @@
 
 namespace verbfault::provider {
 
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state) {
-  return sim::set_port_state(context, port, state);
-}
-int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid) {
-  return sim::set_port_lid(context, port, lid);
-}
-int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid) {
-  return sim::set_gid(context, port, index, gid);
-}
-int device_fatal(ibv_context* context) {
-  return sim::device_fatal(context);
-}
-int raise_qp_event(ibv_qp* qp, ibv_event_type type) {
-  return sim::raise_qp_event(qp, type);
-}
-int raise_srq_event(ibv_srq* srq, ibv_event_type type) {
-  return sim::raise_srq_event(srq, type);
-}
-int raise_cq_event(ibv_cq* cq, ibv_event_type type) {
-  return sim::raise_cq_event(cq, type);
-}
-int notify_cq(ibv_cq* cq) {
-  return sim::notify_cq(cq);
-}
+#define VERBFAULT_FORWARD_CONDITION(name, params, args) \
+  int name params {                                     \
+    return sim::name args;                              \
+  }
+VERBFAULT_CONDITIONS(VERBFAULT_FORWARD_CONDITION)
+#undef VERBFAULT_FORWARD_CONDITION
 
 int post_send_with_failures(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr,
                             const std::vector<SendFailure>& failures) {

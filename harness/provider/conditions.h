@@ -1,9 +1,10 @@
 // What the engine may do to a simulated device beyond the verbs: bring it
 // into a fault's condition (cause level), so that the device produces the
-// whole chain of consequences itself (fakes/include/verbfault/sim/
-// conditions.h says what each one does). Each returns 0, or ENODEV when the
-// object is not on a simulated device, or EINVAL.
+// whole chain of consequences itself (the conditions: condition_table.h),
+// and the device's freedoms and its questions to the harness.
 #pragma once
+
+#include "condition_table.h"
 
 #include <infiniband/verbs.h>
 
@@ -13,15 +14,9 @@
 
 namespace verbfault::provider {
 
-int set_port_state(ibv_context* context, uint8_t port, ibv_port_state state);
-int set_port_lid(ibv_context* context, uint8_t port, uint16_t lid);
-int set_gid(ibv_context* context, uint8_t port, int index, const ibv_gid& gid);
-int device_fatal(ibv_context* context);
-int raise_qp_event(ibv_qp* qp, ibv_event_type type);
-int raise_srq_event(ibv_srq* srq, ibv_event_type type);
-int raise_cq_event(ibv_cq* cq, ibv_event_type type);
-// A completion event with no completion behind it (armed CQ with a channel).
-int notify_cq(ibv_cq* cq);
+#define VERBFAULT_DECLARE_CONDITION(name, params, args) int name params;
+VERBFAULT_CONDITIONS(VERBFAULT_DECLARE_CONDITION)
+#undef VERBFAULT_DECLARE_CONDITION
 
 // ibv_post_send whose WRs meet fabric conditions (failures[i] for WR i).
 enum class SendFailure : uint8_t { none, rnr_nak, no_answer };
