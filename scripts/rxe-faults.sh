@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Runs the bundled sample under each fault kind against the REAL rxe
-# provider, inside a throw-away VM with Soft-RoCE (RXE_VM: the path of
-# rxe-vm.sh, by default ../shared/rxe-vm/rxe-vm.sh next to this checkout;
-# it needs qemu-system-x86, cpio, busybox-static, linux-image-amd64).
+# provider, inside a throw-away VM with Soft-RoCE (testing/vm/vm-run.sh;
+# qemu-system-x86, busybox-static, cpio and kmod from scripts/install-deps.sh,
+# Debian's kernel downloaded on first use).
 # Output: out/rxe-faults.txt. Build first (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rxe_vm="${RXE_VM:-../shared/rxe-vm/rxe-vm.sh}"
 if [ "${1:-}" != "--inside" ]; then
   mkdir -p out
-  exec "$rxe_vm" -t 600 -s "$PWD" -C "$PWD" -L build/harness/cli/verbfault \
-    -L build/harness/libverbfault.so -L build/scenarios/sample_rc/sample_rc \
-    -c 'bash scripts/rxe-faults.sh --inside > out/rxe-faults.txt 2>&1'
+  exec testing/vm/vm-run.sh --provider rxe --timeout 600 --share "$PWD" --cwd "$PWD" \
+    --libs-of build/harness/cli/verbfault --libs-of build/harness/libverbfault.so \
+    --libs-of build/scenarios/sample_rc/sample_rc \
+    --script 'bash scripts/rxe-faults.sh --inside > out/rxe-faults.txt 2>&1'
 fi
 # Inside the VM: rxe0 only (no simulated device), one run per plan.
 export VERBFAULT_SIM_DEVICES=0
