@@ -12,7 +12,7 @@ packages=(
   infiniband-diags ucx-utils libfabric-bin openmpi-bin libopenmpi-dev qperf rdmacm-utils
   librdmacm-dev libucx-dev
   clang libclang-rt-14-dev
-  qemu-system-x86 busybox-static cpio kmod dash
+  qemu-system-x86 busybox-static cpio kmod dash linux-headers-amd64 xz-utils
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,7 +4,9 @@
 #
 # The host needs no RDMA in its kernel and nothing installed but Debian
 # packages: qemu boots Debian's own kernel (linux-image-amd64, downloaded
-# with apt-get and unpacked into the cache, never installed) from an
+# with apt-get and unpacked into the cache, never installed; siw, which
+# Debian leaves out, built once from linux-source against the kernel's
+# headers, linux-headers-<version>, into the cached tree) from an
 # initramfs made of the host's files (a static busybox, dash, iproute2's ip
 # and rdma, libibverbs with the provider's library, the tools the command
 # needs and their shared libraries). In the guest:
@@ -150,10 +152,43 @@ if [ ! -e "$kernel_dir/.unpacked" ]; then
   "$depmod_bin" -b "$kernel_dir" "$(ls "$kernel_dir/lib/modules")"
   touch "$kernel_dir/.unpacked"
 fi
-flock -u 8
 kernel_version=$(ls "$kernel_dir/lib/modules")
 vmlinuz=$kernel_dir/boot/vmlinuz-$kernel_version
 [ -f "$vmlinuz" ] || error "$(basename "$deb") holds no vmlinuz"
+
+# Debian's kernels leave siw out (# CONFIG_RDMA_SIW is not set, in 6.1 and
+# in bookworm-backports' 6.12 alike). Its source is in Debian's
+# linux-source package and builds against the kernel's headers package in
+# seconds: the module is built once, into the unpacked kernel's
+# extra/ folder, where modprobe finds it with its dependencies (ib_core,
+# libcrc32c). Unsigned, it taints the guest's kernel, which loads it.
+build_siw() {
+  local modules=$kernel_dir/lib/modules/$kernel_version headers source_deb series work
+  [ -e "$modules/extra/siw.ko" ] && return 0
+  headers=/usr/src/linux-headers-$kernel_version
+  [ -f "$headers/Makefile" ] ||
+    unavailable "Debian's kernel $kernel_version has no siw module, and building it needs its headers (apt-get install linux-headers-$kernel_version)"
+  series=$(sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p' <<<"$kernel_version")
+  source_deb=$(ls "$cache"/linux-source-"$series"_*_all.deb 2>/dev/null | head -1 || true)
+  if [ -z "$source_deb" ]; then
+    (cd "$cache" && apt-get download "linux-source-$series" >/dev/null 2>&1) ||
+      unavailable "Debian's kernel $kernel_version has no siw module, and apt-get download linux-source-$series failed"
+    source_deb=$(ls "$cache"/linux-source-"$series"_*_all.deb | head -1)
+  fi
+  note "building siw for $kernel_version from $(basename "$source_deb")"
+  work=$scratch/siw
+  mkdir -p "$work"
+  dpkg-deb --fsys-tarfile "$source_deb" | tar -xO "./usr/src/linux-source-$series.tar.xz" | xz -dc |
+    tar -x -C "$work" --strip-components=5 "linux-source-$series/drivers/infiniband/sw/siw" ||
+    error "no drivers/infiniband/sw/siw in $(basename "$source_deb")"
+  make -s -C "$headers" M="$work" CONFIG_RDMA_SIW=m modules >"$work/build.log" 2>&1 ||
+    error "siw did not build against $headers: $(tail -3 "$work/build.log" | tr '\n' ' ')"
+  mkdir -p "$modules/extra"
+  cp "$work/siw.ko" "$modules/extra/siw.ko"
+  "$depmod_bin" -b "$kernel_dir" "$kernel_version"
+}
+[ "$provider" = siw ] && build_siw
+flock -u 8
 
 # ---- the initramfs -------------------------------------------------------
 root=$scratch/root
@@ -237,8 +272,6 @@ modules="$modules ib_uverbs rdma_ucm ib_umad veth virtio_pci 9pnet_virtio 9p"
 : >"$root/modules"
 for module in $modules; do
   if ! objects=$("$modprobe_bin" -d "$kernel_dir" -S "$kernel_version" --show-depends "$module" 2>/dev/null); then
-    # Debian builds rxe but not siw (CONFIG_RDMA_SIW is not set, 6.1 and
-    # the 6.12 of bookworm-backports alike).
     [ "$module" = "$provider_module" ] &&
       unavailable "the guest kernel $kernel_version has no $module module ($(grep -h "CONFIG_RDMA_${provider^^}[ =]" "$kernel_dir"/boot/config-* 2>/dev/null || echo "no config"))"
     error "the guest kernel $kernel_version has no $module module"
@@ -318,10 +351,11 @@ boot() {  # boot ACCEL SECONDS [EXTRA_KERNEL_ARGUMENT]: qemu's status
     -smp "$cpus" -kernel "$vmlinuz" -initrd "$initrd" -nodefaults -no-reboot -display none
     -monitor none -serial stdio -device virtio-rng-pci "${qemu_shares[@]}"
     -append "console=ttyS0 rdinit=/init panic=-1 oops=panic loglevel=3 ${3:-}")
-  # In a subshell whose stderr is dropped: qemu may abort as the guest
-  # powers off, and the shell's "Aborted" line would say nothing true.
+  # In a subshell (not replaced by qemu: the exit after it) whose stderr
+  # is dropped: qemu may abort as the guest powers off, and the shell's
+  # "Aborted" line would say nothing true.
   if [ $quiet -eq 1 ] || [ -n "${3:-}" ]; then
-    ("${command[@]}" </dev/null >"$console" 2>&1) 2>/dev/null || status=$?
+    ("${command[@]}" </dev/null >"$console" 2>&1; exit $?) 2>/dev/null || status=$?
   else
     ("${command[@]}" </dev/null 2>&1 | tee "$console"; exit "${PIPESTATUS[0]}") 2>/dev/null || status=$?
   fi
