@@ -69,23 +69,8 @@ else
   sed 's/^/        /' "$out/conform.log"
 fi
 
-# The connection manager's faults at effect level on rxe0's rdma_cm (the
-# relay, provider/cm_relay.cpp): one connection in one process at rxe0's
-# address (scenarios/rdma_cm/connect_steps.c; cm_id#0 is librdmacm's probe,
-# the listener cm_id#1, the active id cm_id#2, its passive peer cm_id#3).
-cm_port=7600
-run_cm() {  # run_cm WHAT EXPECTED_TEXT MODE [FAULT]
-  local output
-  cm_port=$((cm_port + 1))
-  output=$("$verbfault" run --seed 1 --hang-after 2 --timeout 60 ${4:+--fault "$4"} -- \
-    "$build/scenarios/rdma_cm/cm_connect_steps" "$cm_port" "${RXE_IP:-10.0.0.1}" $3 2>&1)
-  if grep -q -- "$2" <<<"$output"; then
-    ok "rdma_cm on rxe0: $1"
-  else
-    bad "rdma_cm on rxe0: $1 (expected: $2)"
-    sed 's/^/        /' <<<"$output"
-  fi
-}
+# The connection manager's faults at effect level on rxe0's rdma_cm.
+source "$source_dir/harness/tests/rxe/run_cm.sh"
 run_cm "no fault" "connect_steps: connected and disconnected" ""
 run_cm "rdma_migrate_id" "connect_steps: connected and disconnected on a channel of their own" --migrate
 run_cm "cm_addr_error" "event active RDMA_CM_EVENT_ADDR_ERROR status -110" "" "cm_addr_error cm_id#2"

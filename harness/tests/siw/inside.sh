@@ -15,29 +15,18 @@ export VERBFAULT_SIM_DEVICES=0
 failed=0
 ok() { echo "ok      $*"; }
 bad() { echo "FAILED  $*"; failed=1; }
-port=7800
-run_cm() {  # run_cm WHAT EXPECTED_REGEX MODE [FAULT] (an extended regular expression)
-  local output
-  port=$((port + 1))
-  output=$("$verbfault" run --seed 1 --hang-after 2 --timeout 60 ${4:+--fault "$4"} -- \
-    "$build/scenarios/rdma_cm/cm_connect_steps" "$port" "$RDMA_IP" $3 2>&1)
-  if grep -qE -- "$2" <<<"$output"; then
-    ok "rdma_cm on siw0: $1"
-  else
-    bad "rdma_cm on siw0: $1 (expected: $2)"
-    sed 's/^/        /' <<<"$output"
-  fi
-}
+cm_port=7800
+source "$1/harness/tests/rxe/run_cm.sh"
 run_cm "no fault" "connect_steps: connected and disconnected" ""
 run_cm "rdma_migrate_id" "connect_steps: connected and disconnected on a channel of their own" --migrate
 run_cm "cm_addr_error" "event active RDMA_CM_EVENT_ADDR_ERROR status -110" "" "cm_addr_error cm_id#2"
 # An Ethernet port: the route's netdev gone is the call's ENODEV, as on RoCE.
-run_cm "cm_route_error (an Ethernet port: the call's ENODEV)" "rdma_resolve_route failed \\(No such device\\)" "" cm_route_error
+run_cm "cm_route_error (an Ethernet port: the call's ENODEV)" "rdma_resolve_route failed (No such device)" "" cm_route_error
 run_cm "cm_unreachable" "event active RDMA_CM_EVENT_UNREACHABLE status -110" "" cm_unreachable
 run_cm "cm_reject" "event active RDMA_CM_EVENT_REJECTED status 28 private 'verbfault: cm_reject'" "" cm_reject
 # The removal's event, or, when the program is past its waits, the verbs
 # device's failure (EIO) at its disconnect.
-run_cm "cm_device_removal" "event passive RDMA_CM_EVENT_DEVICE_REMOVAL status 0|rdma_disconnect failed \(Input/output error\)" "" "cm_device_removal cm_id#3 nth=2"
+run_cm "cm_device_removal" "event passive RDMA_CM_EVENT_DEVICE_REMOVAL status 0\|rdma_disconnect failed (Input/output error)" "" "cm_device_removal cm_id#3 nth=2"
 run_cm "cm_addr_change" "event active RDMA_CM_EVENT_ADDR_CHANGE status 0" "" "cm_addr_change cm_id#2 nth=3"
 # iWARP (siw): a send posted to a QP in ERR is never flushed (rxe and the
 # spec: IBV_WC_WR_FLUSH_ERR), so the program, polling for the send's
@@ -49,7 +38,7 @@ run_cm "cm_delay" "connect_steps: connected and disconnected" "" "cm_delay(estab
 # reports ESTABLISHED; no CONNECT_RESPONSE reaches librdmacm, so
 # cm_connect_error, which breaks librdmacm's handling of that event, has no
 # opportunity: the run connects and says the rule never fired.
-run_cm "cm_connect_error (iWARP: no CONNECT_RESPONSE, never fires)" "rule #0 \\(cm_connect_error\\) never fired" "" cm_connect_error
+run_cm "cm_connect_error (iWARP: no CONNECT_RESPONSE, never fires)" "rule #0 (cm_connect_error) never fired" "" cm_connect_error
 run_cm "cm.event_acked_twice" "check cm.event_acked_twice on cm_id#2" --ack-twice
 run_cm "cm.destroy_id_with_qp" "check cm.destroy_id_with_qp on cm_id#2" --destroy-id-first
 exit $failed
