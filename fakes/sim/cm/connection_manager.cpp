@@ -275,38 +275,46 @@ bool ConnectionManager::neighbour_changed(int fd, uint32_t handle) {
   return true;
 }
 
-bool ConnectionManager::device_removed(int fd, uint32_t handle) {
+std::vector<CmId*> ConnectionManager::ids_bound_beside(int fd, uint32_t handle, bool same_port) {
   int error = 0;
-  const CmId* removed = find_with_device(fd, handle, error);
-  if (removed == nullptr || removed->state == IdState::kDeviceRemoval) return false;
-  const auto device = *removed->source.device;
+  const CmId* fired = find_with_device(fd, handle, error);
+  if (fired == nullptr) return {};
+  const int device = *fired->source.device;
+  const uint8_t port = fired->source.port;
+  std::vector<CmId*> beside;
+  for (auto& [other_handle, id] : ids_) {
+    if (!id.source.device || *id.source.device != device) continue;
+    if (same_port && id.source.port != port) continue;
+    if (id.state == IdState::kDeviceRemoval || id.state == IdState::kDestroying) continue;
+    beside.push_back(&id);
+  }
+  return beside;
+}
+
+bool ConnectionManager::device_removed(int fd, uint32_t handle) {
   // cma_process_remove: every id on the device (a wildcard listener has
   // none: the kernel's per-device listeners under it go quietly) moves to
   // DEVICE_REMOVAL, where every command but DESTROY_ID finds it in the
-  // wrong state, and hears DEVICE_REMOVAL.
-  for (auto& [other_handle, id] : ids_) {
-    if (!id.source.device || *id.source.device != device) continue;
-    if (id.state == IdState::kDeviceRemoval || id.state == IdState::kDestroying) continue;
-    id.state = IdState::kDeviceRemoval;
-    report(id, CmEvent::kDeviceRemoval, 0);
+  // wrong state, and hears DEVICE_REMOVAL. An id removed already: nothing.
+  int error = 0;
+  if (const CmId* fired = find(fd, handle, error);
+      fired != nullptr && fired->state == IdState::kDeviceRemoval)
+    return false;
+  const std::vector<CmId*> on_device = ids_bound_beside(fd, handle, false);
+  if (on_device.empty()) return false;
+  for (CmId* id : on_device) {
+    id->state = IdState::kDeviceRemoval;
+    report(*id, CmEvent::kDeviceRemoval, 0);
   }
   return true;
 }
 
 bool ConnectionManager::address_changed(int fd, uint32_t handle) {
-  int error = 0;
-  const CmId* changed = find_with_device(fd, handle, error);
-  if (changed == nullptr) return false;
-  const auto device = *changed->source.device;
-  const uint8_t port = changed->source.port;
   // cma_netdev_change: every id whose bound netdev is the one that changed
-  // hears ADDR_CHANGE; its state is left as it is, and an id being
-  // destroyed or removed with its device hears nothing (cma_work_handler).
-  for (auto& [other_handle, id] : ids_) {
-    if (!id.source.device || *id.source.device != device || id.source.port != port) continue;
-    if (id.state == IdState::kDeviceRemoval || id.state == IdState::kDestroying) continue;
-    report(id, CmEvent::kAddrChange, 0);
-  }
+  // hears ADDR_CHANGE; its state is left as it is.
+  const std::vector<CmId*> on_port = ids_bound_beside(fd, handle, true);
+  if (on_port.empty()) return false;
+  for (CmId* id : on_port) report(*id, CmEvent::kAddrChange, 0);
   return true;
 }
 

@@ -29,7 +29,7 @@
 namespace verbfault::sim {
 class Device;
 class Fabric;
-}
+}  // namespace verbfault::sim
 
 namespace verbfault::sim::cm {
 
@@ -226,6 +226,11 @@ class ConnectionManager {
   Fabric& fabric_;
   int execute_command(int fd, const uint8_t* buffer, std::size_t length,
                       std::unique_lock<std::mutex>& guard);
+  // The ids bound to the device (and port, when given) of id `handle`
+  // that can still hear of it: not being destroyed, not removed with their
+  // device (cma_work_handler drops events for those). Empty: no such id,
+  // or bound to no device.
+  std::vector<CmId*> ids_bound_beside(int fd, uint32_t handle, bool same_port);
   // Commands (cm_*.cpp), each after ucma.c's handler of the same name.
   int create_id(int fd, const rdma_ucm_create_id& command, uint16_t out);
   int destroy_id(int fd, const rdma_ucm_destroy_id& command, uint16_t out);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Inside the rxe VM (harness/tests/rxe/rxe_suite_test.sh boots it): the
+# Inside the rxe VM (harness/tests/vm_suite_test.sh boots it): the
 # harness on the REAL rxe provider, rxe0 only (VERBFAULT_SIM_DEVICES=0).
 #   1. the hang watchdog: hang_program's hung modes end with 122 and the
 #      expected check, a pausing program passes, an unseen wait is left to
@@ -70,7 +70,7 @@ else
 fi
 
 # The connection manager's faults at effect level on rxe0's rdma_cm.
-source "$source_dir/harness/tests/rxe/run_cm.sh"
+source "$source_dir/harness/tests/vm_run_cm.sh"
 run_cm "no fault" "connect_steps: connected and disconnected" ""
 run_cm "rdma_migrate_id" "connect_steps: connected and disconnected on a channel of their own" --migrate
 run_cm "cm_addr_error" "event active RDMA_CM_EVENT_ADDR_ERROR status -110" "" "cm_addr_error cm_id#2"

@@ -16,7 +16,7 @@ failed=0
 ok() { echo "ok      $*"; }
 bad() { echo "FAILED  $*"; failed=1; }
 cm_port=7800
-source "$1/harness/tests/rxe/run_cm.sh"
+source "$1/harness/tests/vm_run_cm.sh"
 run_cm "no fault" "connect_steps: connected and disconnected" ""
 run_cm "rdma_migrate_id" "connect_steps: connected and disconnected on a channel of their own" --migrate
 run_cm "cm_addr_error" "event active RDMA_CM_EVENT_ADDR_ERROR status -110" "" "cm_addr_error cm_id#2"

@@ -5,7 +5,7 @@
 # when the VM cannot be had here (qemu, the guest kernel or, for siw, the
 # kernel's headers missing); the rest of the suite does not depend on it.
 #
-#   rxe_suite_test.sh --source SOURCE_DIR --build BUILD_DIR [--provider rxe|siw]
+#   vm_suite_test.sh --source SOURCE_DIR --build BUILD_DIR [--provider rxe|siw]
 set -uo pipefail
 source="" build="" provider=rxe
 while [ $# -gt 0 ]; do
@@ -13,10 +13,10 @@ while [ $# -gt 0 ]; do
     --source) source=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --provider) provider=$2; shift 2 ;;
-    *) echo "rxe_suite_test.sh: unknown argument '$1': expected --source, --build or --provider" >&2; exit 2 ;;
+    *) echo "vm_suite_test.sh: unknown argument '$1': expected --source, --build or --provider" >&2; exit 2 ;;
   esac
 done
-case $provider in rxe | siw) ;; *) echo "rxe_suite_test.sh: --provider '$provider': expected rxe or siw" >&2; exit 2 ;; esac
+case $provider in rxe | siw) ;; *) echo "vm_suite_test.sh: --provider '$provider': expected rxe or siw" >&2; exit 2 ;; esac
 source "$source/testing/vm/vm-lib.sh"
 out=$(mktemp -d "${TMPDIR:-/tmp}/$provider-suite.XXXXXX")
 trap 'rm -rf "$out"' EXIT
