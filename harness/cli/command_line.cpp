@@ -61,7 +61,7 @@ struct CommandLineParser::Options {
     CommandLine line;
     std::string seed_text;
     std::string start_wait_text;
-    std::string seeds_text, shard_text;
+    std::string seeds_text, shard_text, conform_shard_text;
     std::string minimize_seed_text, signature_text = "same";
     std::optional<std::string> minimize_replay;
     std::string swarm_seed_text;
@@ -77,10 +77,13 @@ struct CommandLineParser::Options {
   ReusableApp* plan = nullptr;
   ReusableApp* trace = nullptr;
   ReusableApp* provider = nullptr;
+  ReusableApp* report = nullptr;
+  ReusableApp* report_merge = nullptr;
 
   Options();
-  std::array<ReusableApp*, 10> all() {
-    return {&app, run, sweep, minimize, replay, conform, swarm, plan, trace, provider};
+  std::array<ReusableApp*, 12> all() {
+    return {&app,  run,   sweep, minimize, replay,   conform,
+            swarm, plan,  trace, provider, report, report_merge};
   }
 };
 
@@ -144,7 +147,9 @@ CommandLineParser::Options::Options() {
   sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 1024));
   sweep->add_option("--shard", written.shard_text,
-                    "I/N: only every N-th seed from the I-th (the shards of a range partition it)")->type_name("I/N");
+                    "I/N: only every N-th seed from the I-th (the shards of a range partition it); "
+                    "auto: from CI_NODE_INDEX/CI_NODE_TOTAL; auto/N: from JOB_COMPLETION_INDEX")
+      ->type_name("I/N");
   sweep
       ->add_option("--max-failures", sweep_options.max_failures,
                    "stop starting runs after K failures (default: no limit)")->type_name("K")
@@ -155,6 +160,9 @@ CommandLineParser::Options::Options() {
       ->check(verbfault::cli::seconds(false));
   sweep->add_option("--out", sweep_options.out,
                     "keep each run's output and trace here (DIR/seed-S.log, .jsonl)")->type_name("DIR");
+  sweep->add_option("--report", sweep_options.report_dir,
+                    "also write the seeds' report: DIR/report.{html,json,xml,md}, the failed "
+                    "runs' files in DIR/runs/")->type_name("DIR");
   sweep->add_option("--threads", sweep_options.threads, "as for run")->type_name("MODE");
   sweep
       ->add_option("--pass-status", sweep_options.pass_statuses,
@@ -226,6 +234,13 @@ CommandLineParser::Options::Options() {
       ->add_option("--timeout", conform_options.timeout_seconds,
                    "seconds of wall clock per run before it is killed (default 120)")->type_name("S")
       ->check(verbfault::cli::seconds(false));
+  conform->add_option("--class", conform_options.classes,
+                      "only this fault class of the battery (repeatable)")->type_name("NAME");
+  conform->add_flag("--list-classes", conform_options.list_classes,
+                    "print the battery's fault classes, one a line, and run nothing");
+  conform->add_option("--shard", written.conform_shard_text,
+                      "I/N: only every N-th run (classes x seeds) from the I-th; auto, auto/N "
+                      "as for sweep")->type_name("I/N");
   conform->add_option("--threads", conform_options.threads, "as for run")->type_name("MODE");
   conform->add_option("--library", conform_options.library, "libverbfault.so to preload")->type_name("FILE");
   conform->footer(
@@ -270,6 +285,26 @@ CommandLineParser::Options::Options() {
   provider->add_option("--library", provider_options.library,
                        "libverbfault.so to preload for a simulated device")->type_name("FILE");
   provider->add_option("--probe", provider_options.probe, "verbfault-provider-probe to run")->type_name("FILE");
+
+  ReportMergeOptions& merge_options = line.report_merge;
+  report = app.add_reusable_subcommand("report", "work with reports");
+  report->require_subcommand(1);
+  report_merge = report->add_reusable_subcommand(
+      "merge",
+      "join the reports of a run's shards (sweep --report or conform, --shard I/N) into the "
+      "report of the whole run");
+  report_merge
+      ->add_option("reports", merge_options.parts,
+                   "the shards' report directories (or their report.json files)")
+      ->type_name("DIR...")
+      ->required();
+  report_merge->add_option("--out", merge_options.out,
+                           "where the merged report goes: DIR/report.{html,json,xml,md} "
+                           "(default verbfault-report)")->type_name("DIR");
+  report_merge->footer(
+      "Exit status 0 when every run of the merged report conforms, 1 when some do not, 125 when "
+      "the reports are not the shards of one run (another command, battery, build or seeds; a "
+      "shard missing or given twice).");
 }
 
 namespace {
@@ -288,8 +323,15 @@ std::string cell(std::string text) {
 
 std::vector<std::pair<std::string, std::string>> CommandLineParser::reference() const {
   std::vector<std::pair<std::string, std::string>> sections;
+  // A subcommand with subcommands of its own (report merge) is shown by them.
+  std::vector<std::pair<std::string, const CLI::App*>> commands;
   for (const CLI::App* sub : options_->app.get_subcommands({})) {
-    std::string usage = "    verbfault " + sub->get_name();
+    if (sub->get_subcommands({}).empty()) commands.emplace_back(sub->get_name(), sub);
+    for (const CLI::App* nested : sub->get_subcommands({}))
+      commands.emplace_back(sub->get_name() + " " + nested->get_name(), nested);
+  }
+  for (const auto& [command, sub] : commands) {
+    std::string usage = "    verbfault " + command;
     std::string table = "| option | meaning |\n| --- | --- |\n";
     for (const CLI::Option* option : sub->get_options()) {
       if (option == sub->get_help_ptr()) continue;
@@ -314,7 +356,7 @@ std::vector<std::pair<std::string, std::string>> CommandLineParser::reference() 
     if (!description.empty()) description[0] = static_cast<char>(std::toupper(description[0]));
     std::string section = description + ".\n\n" + usage + "\n\n" + table;
     if (!footer.empty()) section += "\n" + footer + "\n";
-    sections.emplace_back(sub->get_name(), std::move(section));
+    sections.emplace_back(command, std::move(section));
   }
   return sections;
 }
@@ -380,7 +422,8 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
     }
     if (*minimize && written.minimize_seed_text.empty() && minimize->count("--seed") == 0)
       throw CLI::ValidationError("minimize", "expected --seed N or --replay FILE");
-    if ((*run || *sweep || *minimize || *conform) && options.command.empty())
+    if ((*run || *sweep || *minimize || (*conform && !conform_options.list_classes)) &&
+        options.command.empty())
       throw CLI::ValidationError(*run       ? "run"
                                  : *sweep   ? "sweep"
                                  : *conform ? "conform"
@@ -388,7 +431,7 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
                                  "expected the program to run after --");
     // Several commands (`-- server ::: client`) go to each run as they
     // are: checked here once, so that a bad one is one line, not one per seed.
-    if (*run || *sweep || *minimize || *conform) {
+    if ((*run || *sweep || *minimize || *conform) && !options.command.empty()) {
       try {
         split_commands(options.command);
       } catch (const std::invalid_argument& error) {
@@ -408,7 +451,12 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
       line.swarm_seed = verbfault::parse_seed(written.swarm_seed_text, "--seed");
     if (*sweep) {
       parse_seed_range(written.seeds_text, sweep_options);
-      if (!written.shard_text.empty()) parse_shard(written.shard_text, sweep_options);
+      if (!written.shard_text.empty())
+        sweep_options.shard = parse_shard(written.shard_text, process_environment());
+    }
+    if (*conform) {
+      if (!written.conform_shard_text.empty())
+        conform_options.shard = parse_shard(written.conform_shard_text, process_environment());
     }
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help, out, err);
@@ -439,6 +487,7 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
                     : *swarm    ? Subcommand::swarm
                     : *plan     ? Subcommand::plan
                     : *trace    ? Subcommand::trace
+                    : *options_->report_merge ? Subcommand::report_merge
                                 : Subcommand::provider_report;
   return std::move(line);
 }

@@ -6,6 +6,7 @@
 #include "conform.h"
 #include "minimize.h"
 #include "provider_report.h"
+#include "report_command.h"
 #include "replay_command.h"
 #include "run.h"
 #include "sweep.h"
@@ -31,7 +32,8 @@ enum class Subcommand {
   swarm,
   plan,
   trace,
-  provider_report
+  provider_report,
+  report_merge
 };
 
 // The options of every subcommand; only those of `subcommand` were parsed.
@@ -49,6 +51,7 @@ struct CommandLine {
   std::string plan_file;                    // plan
   TraceViewOptions trace_view;
   ProviderReportOptions provider_report;
+  ReportMergeOptions report_merge;
 
   bool operator==(const CommandLine&) const = default;
 };

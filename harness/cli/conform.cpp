@@ -1,6 +1,8 @@
 #include "conform.h"
 
 #include "battery.h"
+#include "report_entry.h"
+#include "shard.h"
 #include "html_writer.h"
 #include "junit_writer.h"
 #include "markdown_writer.h"
@@ -37,53 +39,6 @@ fs::path run_file(const fs::path& runs, const std::string& name, std::uint64_t s
   return runs / (name + "-seed-" + std::to_string(seed) + extension);
 }
 
-// How the run ended, from the outside.
-reports::Outcome classify(const Outcome& outcome) {
-  if (outcome.timed_out) return reports::Outcome::timeout;
-  if (outcome.status == exit_status::kUsage || outcome.status == exit_status::kCannotExecute ||
-      outcome.status == exit_status::kNotFound)
-    return reports::Outcome::error;
-  if (outcome.status > 128 && outcome.status < 128 + 65) return reports::Outcome::crash;
-  if (outcome.status == exit_status::kHang) return reports::Outcome::hang;
-  if (outcome.findings || outcome.status == exit_status::kFindings)
-    return reports::Outcome::finding;
-  return outcome.status == 0 ? reports::Outcome::success : reports::Outcome::clean_failure;
-}
-
-std::string joined(const std::set<std::string>& items) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
-// One line saying why the run came to its outcome.
-std::string describe(const Outcome& outcome, reports::Outcome kind, double timeout) {
-  std::set<std::string> checks = outcome.checks;
-  checks.erase("resource.leak_at_exit");  // reported, not held against a run
-  const std::string after = outcome.fired.empty() ? ""
-                                                  : " after " + outcome.fired.front().kind +
-                                                        " on " + outcome.fired.front().object;
-  switch (kind) {
-    case reports::Outcome::success:
-      return "exit 0" + after;
-    case reports::Outcome::clean_failure:
-      return "exit " + std::to_string(outcome.status) + after + ", no finding";
-    case reports::Outcome::finding:
-      return "checks " + joined(checks) + " reported" + after;
-    case reports::Outcome::hang:
-      return "the harness ended a hang (exit 122)" +
-             (checks.empty() ? std::string() : ": checks " + joined(checks)) + after;
-    case reports::Outcome::crash:
-      return std::string("killed by SIG") + sigabbrev_np(outcome.status - 128) + after;
-    case reports::Outcome::timeout:
-      return "killed after the " + std::to_string(static_cast<int>(timeout)) + " s timeout" + after;
-    case reports::Outcome::error:
-      return "exit " + std::to_string(outcome.status) +
-             ": the harness could not run it (see its log)";
-  }
-  return "";
-}
-
 // The entry's outcome held against what it expects (report.h).
 Verdict judge(Expected expect, reports::Outcome kind, bool fired) {
   const bool clean = kind == reports::Outcome::success || kind == reports::Outcome::clean_failure;
@@ -98,25 +53,6 @@ Verdict judge(Expected expect, reports::Outcome kind, bool fired) {
   return clean ? Verdict::conforms : Verdict::does_not_conform;
 }
 
-// The program's last line of output: what it said as it ended.
-std::string last_said(const fs::path& log) {
-  std::ifstream in(log);
-  std::string said;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line.rfind("verbfault:", 0) != 0) said = line;
-  if (said.size() > 300) said = said.substr(0, 300) + "...";
-  return said;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 }  // namespace
 
 int conform(const ConformOptions& options) {
@@ -126,6 +62,21 @@ int conform(const ConformOptions& options) {
   } catch (const BatteryError& error) {
     std::fprintf(stderr, "verbfault: %s\n", error.what());
     return exit_status::kUsage;
+  }
+  if (options.list_classes) {
+    for (const BatteryEntry& entry : battery.entries) std::printf("%s\n", entry.name.c_str());
+    return 0;
+  }
+  for (const std::string& name : options.classes) {
+    if (std::none_of(battery.entries.begin(), battery.entries.end(),
+                     [&](const BatteryEntry& entry) { return entry.name == name; })) {
+      std::string known;
+      for (const BatteryEntry& entry : battery.entries)
+        known += (known.empty() ? "" : ", ") + entry.name;
+      std::fprintf(stderr, "verbfault: conform: --class '%s': expected a fault class of the %s "
+                   "battery: %s\n", name.c_str(), battery.source.c_str(), known.c_str());
+      return exit_status::kUsage;
+    }
   }
   const unsigned seeds = options.seeds.value_or(battery.seeds);
   const fs::path dir = options.report_dir;
@@ -151,11 +102,23 @@ int conform(const ConformOptions& options) {
   report.verbfault_version = verbfault_version();
   report.started_at = utc_now();
   report.race_windows = race_window_names();
+  report.build = build_identity(options.library);
+  for (const BatteryEntry& entry : battery.entries) report.classes.push_back(entry.name);
+  if (options.shard.count > 1) report.shard = reports::Report::Shard{options.shard.index,
+                                                                     options.shard.count};
 
-  // Entry by entry, seed by seed: the report's order.
+  // Entry by entry, seed by seed: the report's order; a shard takes every
+  // N-th of those runs (of the --class ones).
   std::vector<BatchRun> runs;
+  std::size_t position = 0;
+  std::size_t selected_classes = 0;
   for (const BatteryEntry& entry : battery.entries) {
+    if (!options.classes.empty() && std::find(options.classes.begin(), options.classes.end(),
+                                              entry.name) == options.classes.end())
+      continue;
+    ++selected_classes;
     for (const std::uint64_t seed : report.seeds) {
+      if (!in_shard(options.shard, position++)) continue;
       BatchRun run;
       run.spec.seed = seed;
       run.spec.faults = entry.faults;
@@ -175,11 +138,16 @@ int conform(const ConformOptions& options) {
   }
   const unsigned jobs =
       options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const std::string shard_text =
+      report.shard ? ", shard " + std::to_string(options.shard.index) + "/" +
+                         std::to_string(options.shard.count) + ": " +
+                         std::to_string(runs.size()) + " runs"
+                   : "";
   std::fprintf(
       stderr,
-      "verbfault: conform: %s under the %s battery: %zu fault classes x %u seed%s, %u job%s\n",
-      report.application.c_str(), battery.source.c_str(), battery.entries.size(), seeds,
-      seeds == 1 ? "" : "s", jobs, jobs == 1 ? "" : "s");
+      "verbfault: conform: %s under the %s battery: %zu fault classes x %u seed%s%s, %u job%s\n",
+      report.application.c_str(), battery.source.c_str(), selected_classes, seeds,
+      seeds == 1 ? "" : "s", shard_text.c_str(), jobs, jobs == 1 ? "" : "s");
 
   const bool terminal = isatty(STDERR_FILENO) != 0;
   const auto began = std::chrono::steady_clock::now();
@@ -188,43 +156,9 @@ int conform(const ConformOptions& options) {
   batch.jobs = jobs;
   const bool started = run_batch(runs, batch, [&](std::size_t index, Outcome&& outcome) {
     reports::Entry& entry = report.entries[index];
-    const reports::Outcome kind = classify(outcome);
-    entry.outcome = kind;
-    // A rule that fired where its fault cannot be injected (level
-    // "unsupported": docs/fault-kinds.md, "Fault levels") changed nothing
-    // the program saw: it does not exercise the entry.
-    const bool exercised =
-        std::any_of(outcome.fired.begin(), outcome.fired.end(),
-                    [](const FiredFault& fired) { return fired.level != "unsupported"; });
-    entry.verdict = judge(entry.expect, kind, exercised);
-    entry.reason = entry.verdict == Verdict::not_exercised
-                       ? "the fault never fired: the run tested nothing"
-                       : describe(outcome, kind, options.timeout_seconds);
-    entry.exit_status = outcome.status;
-    entry.duration_seconds = outcome.seconds;
-    entry.checks.assign(outcome.checks.begin(), outcome.checks.end());
-    for (const std::string& window : report.race_windows)
-      if (outcome.windows.count(window) != 0) entry.windows.push_back(window);
-    for (const FiredFault& fired : outcome.fired)
-      entry.faults.push_back(
-          {fired.kind, fired.rule, fired.object, fired.nth, fired.level, fired.record});
-    entry.said = last_said(runs[index].log);
-    entry.replay = outcome.reproduce;
-    entry.trace_hash = outcome.trace_hash;
-    reports::TraceDigest digest = reports::digest_trace(runs[index].trace);
-    // A launcher's own trace (mpirun: no verbs call) says nothing: its
-    // first rank's does (process_trace_path).
-    for (const auto& [process, path] : existing_process_traces(runs[index].trace)) {
-      if (digest.records != 0) break;
-      digest = reports::digest_trace(path);
-    }
-    entry.trace_records = digest.records;
-    entry.excerpt = std::move(digest.excerpt);
-    entry.timeline = std::move(digest.timeline);
-    if (report.provider.empty() && !digest.devices.empty()) {
-      for (const std::string& device : digest.devices)
-        report.provider += (report.provider.empty() ? "" : ", ") + device;
-    }
+    entry.verdict = judge(entry.expect, classify(outcome), exercised(outcome));
+    fill_entry(entry, runs[index], outcome, report.race_windows, options.timeout_seconds,
+               /*keep_timeline=*/true, report.provider);
     ++done;
     if (entry.verdict == Verdict::does_not_conform) {
       ++failing;
@@ -241,7 +175,7 @@ int conform(const ConformOptions& options) {
                    "verbfault: %s seed %llu does not conform: %s (expected %s): %s\n"
                    "verbfault:   reproduce: %s\n",
                    entry.fault_class.c_str(), static_cast<unsigned long long>(entry.seed),
-                   std::string(to_string(kind)).c_str(),
+                   std::string(to_string(entry.outcome)).c_str(),
                    std::string(to_string(entry.expect)).c_str(), entry.reason.c_str(),
                    entry.replay.c_str());
     }

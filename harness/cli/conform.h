@@ -1,5 +1,7 @@
 // `verbfault conform [--battery default|FILE] [--seeds N] [--jobs N]
+//                    [--class NAME]... [--shard I/N|auto|auto/N]
 //                    [--report DIR] [--timeout S] -- CMD ARGS`
+// (`verbfault conform --list-classes [--battery B]` prints the classes)
 // runs an application under a battery of fault plans (battery.h), every
 // entry with seeds 1..N, through the runner sweep uses, and holds each
 // run's outcome against the entry's expectation. Writes the report
@@ -7,6 +9,8 @@
 // report.html, and each run's output, trace and (when it does not
 // conform) replay file under DIR/runs/.
 #pragma once
+
+#include "shard.h"
 
 #include <optional>
 #include <string>
@@ -23,6 +27,11 @@ struct ConformOptions {
   std::optional<std::string> threads;
   std::string library;
   std::vector<std::string> command;
+  // Only these fault classes of the battery (--class, repeatable); empty: all.
+  std::vector<std::string> classes;
+  // Print the battery's fault classes, one a line, and run nothing.
+  bool list_classes = false;
+  Shard shard;  // --shard: every N-th run (of classes x seeds) from the I-th
 
   bool operator==(const ConformOptions&) const = default;
 };

@@ -6,12 +6,13 @@
 //                 -- CMD ARGS [::: CMD ARGS]...   (run.h, run_group.h)
 //   verbfault sweep --seeds A..B [--plan FILE] [--fault RULE]... [--jobs N]
 //                   [--shard I/N] [--max-failures K] [--timeout S] [--out DIR]
-//                   -- CMD ARGS   (sweep.h)
+//                   [--report DIR] -- CMD ARGS   (sweep.h)
 //   verbfault minimize --seed N (--plan FILE | --fault RULE ...) [--signature same|any]
 //                      [--out STEM] -- CMD ARGS   (minimize.h)
 //   verbfault swarm [--palette FILE] [--seed N]      (swarm.h)
 //   verbfault conform [--battery default|FILE] [--seeds N] [--jobs N] [--report DIR]
-//                     -- CMD ARGS   (conform.h)
+//                     [--class NAME]... [--shard I/N] -- CMD ARGS   (conform.h)
+//   verbfault report merge [--out DIR] DIR...   join shards' reports (report_command.h)
 //   verbfault replay FILE [--out DIR] [--timeout S]   (replay_command.h)
 //   verbfault plan FILE         check a plan file and print it canonically
 //   verbfault trace FILE [--object NAME] [--kind call|fault|check|event]
@@ -120,6 +121,8 @@ int main(int argc, char** argv) {
     }
   }
   if (line.subcommand == Subcommand::trace) return verbfault::cli::print_trace(line.trace_view);
+  if (line.subcommand == Subcommand::report_merge)
+    return verbfault::cli::report_merge(line.report_merge);
   if (line.subcommand == Subcommand::provider_report) {
     if (provider_options.library.empty()) provider_options.library = default_library();
     return verbfault::cli::provider_report(provider_options);

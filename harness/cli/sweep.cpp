@@ -1,6 +1,11 @@
 #include "sweep.h"
 
+#include "html_writer.h"
+#include "junit_writer.h"
+#include "markdown_writer.h"
 #include "plan_names.h"
+#include "report_entry.h"
+#include "report_json.h"
 #include "process.h"
 #include "replay_file.h"
 #include "runner.h"
@@ -49,6 +54,68 @@ SeedRun seed_run(const SweepOptions& options, const std::optional<Palette>& pale
   return run;
 }
 
+// Marks an entry whose seed never ran (--max-failures stopped the sweep).
+constexpr int kNotRun = -1;
+
+// What the sweep's plan is, in one line: the report's "battery", on which
+// the shards of one sweep must agree.
+std::string plan_description(const SweepOptions& options) {
+  std::string text;
+  if (options.swarm)
+    text = "swarm from " + (options.plan_file ? *options.plan_file : std::string("the default palette"));
+  else if (options.plan_file)
+    text = "plan " + *options.plan_file;
+  for (const std::string& rule : options.swarm ? std::vector<std::string>{} : options.faults)
+    text += (text.empty() ? "faults: " : "; ") + rule;
+  if (text.empty()) text = "no faults";
+  if (options.pass_statuses != std::vector<int>{0}) {
+    text += ", pass statuses";
+    for (const int status : options.pass_statuses) text += " " + std::to_string(status);
+  }
+  if (options.threads) text += ", threads " + *options.threads;
+  return text;
+}
+
+// The report the sweep fills as its seeds end: one fault class ("sweep",
+// or "swarm"), one entry per seed of this shard, each expecting what the
+// sweep's oracle passes. Throws PlanError when the plan file cannot be read.
+reports::Report sweep_report(const SweepOptions& options, bool swarm,
+                             const std::vector<BatchRun>& runs) {
+  reports::Report report;
+  report.mode = "sweep";
+  report.application = fs::path(options.command.front()).filename().string();
+  report.command = options.command;
+  report.battery = plan_description(options);
+  for (std::uint64_t seed = options.first_seed; seed >= options.first_seed && seed <= options.last_seed;
+       ++seed)
+    report.seeds.push_back(seed);
+  report.verbfault_version = verbfault_version();
+  report.started_at = utc_now();
+  report.race_windows = race_window_names();
+  report.build = build_identity(options.library);
+  const std::string name = swarm ? "swarm" : "sweep";
+  report.classes = {name};
+  if (options.shard.count > 1)
+    report.shard = reports::Report::Shard{options.shard.index, options.shard.count};
+  std::vector<std::string> file_rules;
+  if (options.plan_file && !swarm)
+    for (const Rule& rule : parse_plan_file(*options.plan_file).rules)
+      file_rules.push_back(to_cli(rule));
+  for (const BatchRun& run : runs) {
+    reports::Entry& entry = report.entries.emplace_back();
+    entry.fault_class = name;
+    entry.seed = run.spec.seed;
+    entry.plan = file_rules;
+    entry.plan.insert(entry.plan.end(), run.spec.faults.begin(), run.spec.faults.end());
+    // The sweep's oracle (seed_run.h): exit 0 alone, or the --pass-status list.
+    entry.expect = entry.plan.empty() && !swarm               ? reports::Expectation::success
+                   : options.pass_statuses == std::vector<int>{0} ? reports::Expectation::recovery
+                                                                 : reports::Expectation::clean_failure;
+    entry.exit_status = kNotRun;
+  }
+  return report;
+}
+
 }  // namespace
 
 void parse_seed_range(const std::string& text, SweepOptions& options) {
@@ -63,18 +130,6 @@ void parse_seed_range(const std::string& text, SweepOptions& options) {
   }
   if (options.last_seed < options.first_seed)
     throw std::invalid_argument("--seeds '" + text + "': expected A..B with A <= B");
-}
-
-void parse_shard(const std::string& text, SweepOptions& options) {
-  const std::size_t slash = text.find('/');
-  const std::optional<std::uint64_t> index =
-      slash == std::string::npos ? std::nullopt : engine::parse_number(text.substr(0, slash));
-  const std::optional<std::uint64_t> count =
-      slash == std::string::npos ? std::nullopt : engine::parse_number(text.substr(slash + 1));
-  if (!index || !count || *index < 1 || *index > *count || *count > 1'000'000)
-    throw std::invalid_argument("--shard '" + text + "': expected I/N with 1 <= I <= N");
-  options.shard_index = static_cast<unsigned>(*index);
-  options.shard_count = static_cast<unsigned>(*count);
 }
 
 int sweep(const SweepOptions& options) {
@@ -95,18 +150,24 @@ int sweep(const SweepOptions& options) {
   }
   std::vector<std::uint64_t> pending;
   // Every N-th seed from the I-th: the shards of a range partition it.
-  for (std::uint64_t seed = options.first_seed + (options.shard_index - 1);
-       seed >= options.first_seed && seed <= options.last_seed; seed += options.shard_count)
+  for (std::uint64_t seed = options.first_seed + (options.shard.index - 1);
+       seed >= options.first_seed && seed <= options.last_seed; seed += options.shard.count)
     pending.push_back(seed);
   const std::size_t total = pending.size();
   const unsigned jobs =
       options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
 
   fs::path dir;
+  // Without --out the passing runs' files go as each ends, and without
+  // --report too the directory itself when no seed failed.
+  const bool keep_all = options.out.has_value();
   bool temporary = false;
   std::error_code error;
   if (options.out) {
     dir = *options.out;
+    fs::create_directories(dir, error);
+  } else if (options.report_dir) {
+    dir = fs::path(*options.report_dir) / "runs";
     fs::create_directories(dir, error);
   } else {
     char templ[] = "/tmp/verbfault-sweep-XXXXXX";
@@ -121,8 +182,8 @@ int sweep(const SweepOptions& options) {
   }
   std::fprintf(stderr, "verbfault: sweep: %zu seed%s (%llu..%llu, shard %u/%u), %u job%s%s\n",
                total, total == 1 ? "" : "s", static_cast<unsigned long long>(options.first_seed),
-               static_cast<unsigned long long>(options.last_seed), options.shard_index,
-               options.shard_count, jobs, jobs == 1 ? "" : "s",
+               static_cast<unsigned long long>(options.last_seed), options.shard.index,
+               options.shard.count, jobs, jobs == 1 ? "" : "s",
                !palette            ? ""
                : options.plan_file ? (", swarm from " + *options.plan_file).c_str()
                                    : ", swarm from the default palette");
@@ -133,6 +194,15 @@ int sweep(const SweepOptions& options) {
   runs.reserve(pending.size());
   for (const std::uint64_t seed : pending)
     runs.push_back({seed_run(options, palette, seed), log_path(dir, seed), trace_path(dir, seed)});
+  std::optional<reports::Report> report;
+  if (options.report_dir) {
+    try {
+      report = sweep_report(options, palette.has_value(), runs);
+    } catch (const PlanError& failure) {
+      std::fprintf(stderr, "verbfault: %s\n", failure.what());
+      return exit_status::kUsage;
+    }
+  }
   std::vector<Outcome> failures;
   std::map<std::string, std::size_t> windows;  // seeds that reached each race window
   std::size_t done = 0;
@@ -149,10 +219,23 @@ int sweep(const SweepOptions& options) {
     const std::uint64_t seed = runs[index].spec.seed;
     ++done;
     for (const std::string& window : outcome.windows) ++windows[window];
+    if (report) {
+      reports::Entry& entry = report->entries[index];
+      entry.verdict = outcome.failed                              ? reports::Verdict::does_not_conform
+                      : !entry.plan.empty() && !exercised(outcome) ? reports::Verdict::not_exercised
+                                                                   : reports::Verdict::conforms;
+      // The timeline and excerpt of the failures only: a sweep's report
+      // of thousands of passing seeds stays small.
+      fill_entry(entry, runs[index], outcome, report->race_windows, options.timeout_seconds,
+                 /*keep_timeline=*/outcome.failed, report->provider);
+    }
     if (outcome.failed) {
       const fs::path replay_file = dir / ("seed-" + std::to_string(seed) + ".replay");
       try {
         write_replay_file(replay_file, replay_of(runs[index].spec, outcome, options.pass_statuses));
+        if (report)
+          report->entries[index].replay_file =
+              fs::relative(replay_file, *options.report_dir).string();
       } catch (const std::exception& error) {
         std::fprintf(stderr, "verbfault: sweep: %s\n", error.what());
       }
@@ -163,7 +246,7 @@ int sweep(const SweepOptions& options) {
                    static_cast<unsigned long long>(seed), outcome.signature.c_str(),
                    outcome.reproduce.c_str(), replay_file.c_str());
       failures.push_back(std::move(outcome));
-    } else if (temporary) {
+    } else if (!keep_all) {
       // Without --out only the failures' files are kept.
       std::error_code ignored;
       fs::remove(log_path(dir, seed), ignored);
@@ -201,6 +284,27 @@ int sweep(const SweepOptions& options) {
                  seeds.size() == 1 ? "" : "s", signature.c_str(), list.c_str());
   }
   print_race_windows("sweep", "seed", windows);
+  if (report) {
+    report->duration_seconds = elapsed;
+    if (report->provider.empty()) report->provider = "no device opened";
+    // A sweep stopped by --max-failures reports the seeds it ran.
+    if (done < total) {
+      std::erase_if(report->entries,
+                    [](const reports::Entry& entry) { return entry.exit_status == kNotRun; });
+    }
+    const fs::path report_dir = *options.report_dir;
+    try {
+      reports::write_report_json(*report, report_dir / "report.json");
+      reports::write_junit_report(*report, report_dir / "report.xml");
+      reports::write_markdown_report(*report, report_dir / "report.md");
+      reports::write_html_report(*report, report_dir / "report.html");
+    } catch (const std::exception& failure) {
+      std::fprintf(stderr, "verbfault: sweep: %s\n", failure.what());
+      return exit_status::kUsage;
+    }
+    std::fprintf(stderr, "verbfault: report: %s (and report.json, report.xml, report.md)\n",
+                 (report_dir / "report.html").c_str());
+  }
   if (temporary && failures.empty())
     fs::remove_all(dir, error);
   else if (temporary)

@@ -123,6 +123,24 @@ struct Report {
   // reached each, and those no run reached (a clean report of a program
   // that never met the race says so). Empty: not known (an older report).
   std::vector<std::string> race_windows;
+
+  // Added within version 1 (absent in older reports: the defaults).
+  // What made the entries: a battery's fault classes ("conform"), or one
+  // plan's seeds ("sweep": one class, named after the plan).
+  std::string mode = "conform";
+  // The fault classes in the battery's order: the order `report merge`
+  // puts the entries of several reports back in. Empty: not known.
+  std::vector<std::string> classes;
+  // The build that ran the runs: the version and the hash of the preloaded
+  // library (shards of one run must agree on it). Empty: not known.
+  std::string build;
+  // Which part of the runs this report holds, when they were split over
+  // machines (--shard I/N: every N-th run from the I-th). nullopt: all.
+  struct Shard {
+    unsigned index = 1, count = 1;
+    bool operator==(const Shard&) const = default;
+  };
+  std::optional<Shard> shard;
 };
 
 // The entries (indices into report.entries) that reached `window`.

@@ -145,7 +145,12 @@ std::string report_json(const Report& report) {
                  {"not_conforming", summary.not_conforming},
                  {"not_exercised", summary.not_exercised}}},
                {"race_windows", report.race_windows},
-               {"entries", Json::array()}};
+               {"mode", report.mode},
+               {"classes", report.classes},
+               {"build", report.build}};
+  if (report.shard)
+    json["shard"] = {{"index", report.shard->index}, {"count", report.shard->count}};
+  json["entries"] = Json::array();
   for (const Entry& entry : report.entries) json["entries"].push_back(entry_json(entry));
   // Program output may hold any bytes: invalid UTF-8 becomes U+FFFD, not an exception.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -172,6 +177,24 @@ Report report_from_json(const std::string& text) {
   // Optional (added within version 1): absent in older reports.
   if (json.contains("race_windows"))
     report.race_windows = value<std::vector<std::string>>(json, "race_windows", where);
+  if (json.contains("mode")) {
+    report.mode = value<std::string>(json, "mode", where);
+    if (report.mode != "conform" && report.mode != "sweep")
+      throw ReportFormatError("report.mode: expected \"conform\" or \"sweep\", got '" +
+                              report.mode + "'");
+  }
+  if (json.contains("classes"))
+    report.classes = value<std::vector<std::string>>(json, "classes", where);
+  if (json.contains("build")) report.build = value<std::string>(json, "build", where);
+  if (json.contains("shard")) {
+    const Json& shard = json.at("shard");
+    const unsigned index = value<unsigned>(shard, "index", "report.shard");
+    const unsigned count = value<unsigned>(shard, "count", "report.shard");
+    if (index < 1 || index > count)
+      throw ReportFormatError("report.shard: expected 1 <= index <= count, got " +
+                              std::to_string(index) + "/" + std::to_string(count));
+    report.shard = Report::Shard{index, count};
+  }
   std::size_t i = 0;
   for (const Json& entry : field(json, "entries", where))
     report.entries.push_back(entry_from(entry, "report.entries[" + std::to_string(i++) + "]"));

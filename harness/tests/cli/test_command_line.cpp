@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -137,6 +138,49 @@ TEST(CommandLineParser, TheFuzzCorpusThroughOneParserGivesWhatNewParsersGive) {
   // The corpus holds command lines that parse, not only usage errors.
   EXPECT_GE(parsed, 50u);
   EXPECT_GE(commands, 10u);
+}
+
+}  // namespace
+}  // namespace verbfault::cli
+
+namespace verbfault::cli {
+namespace {
+
+EnvironmentReader environment(std::map<std::string, std::string> values) {
+  return [values](const std::string& name) -> std::optional<std::string> {
+    const auto at = values.find(name);
+    if (at == values.end()) return std::nullopt;
+    return at->second;
+  };
+}
+
+// --shard: given, from GitLab's CI_NODE_INDEX/CI_NODE_TOTAL (1-based), or
+// from a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (0-based).
+TEST(Shard, GivenOrFromTheCiEnvironment) {
+  EXPECT_EQ(parse_shard("2/4", environment({})), (Shard{2, 4}));
+  EXPECT_EQ(parse_shard("auto", environment({{"CI_NODE_INDEX", "3"}, {"CI_NODE_TOTAL", "5"}})),
+            (Shard{3, 5}));
+  EXPECT_EQ(parse_shard("auto/4", environment({{"JOB_COMPLETION_INDEX", "0"}})), (Shard{1, 4}));
+  EXPECT_EQ(parse_shard("auto/4", environment({{"JOB_COMPLETION_INDEX", "3"}})), (Shard{4, 4}));
+  // GitLab's index wins over a stray completion index.
+  EXPECT_EQ(parse_shard("auto/2", environment({{"CI_NODE_INDEX", "2"},
+                                               {"JOB_COMPLETION_INDEX", "0"}})),
+            (Shard{2, 2}));
+  for (const std::string bad : {"0/4", "5/4", "1/0", "x/2", "2", "auto/", "auto/x", ""})
+    EXPECT_THROW(parse_shard(bad, environment({{"CI_NODE_INDEX", "1"}})), std::invalid_argument)
+        << bad;
+  EXPECT_THROW(parse_shard("auto", environment({{"CI_NODE_INDEX", "0"}, {"CI_NODE_TOTAL", "2"}})),
+               std::invalid_argument);
+  EXPECT_THROW(parse_shard("auto/2", environment({{"JOB_COMPLETION_INDEX", "-1"}})),
+               std::invalid_argument);
+}
+
+TEST(Shard, TheShardsPartitionTheRuns) {
+  for (std::size_t position = 0; position < 50; ++position) {
+    int owners = 0;
+    for (unsigned index = 1; index <= 4; ++index) owners += in_shard(Shard{index, 4}, position);
+    EXPECT_EQ(owners, 1) << position;
+  }
 }
 
 }  // namespace
