@@ -13,6 +13,7 @@ packages=(
   librdmacm-dev libucx-dev
   clang libclang-rt-14-dev
   qemu-system-x86 busybox-static cpio kmod dash linux-headers-amd64 xz-utils
+  python3-yaml curl
 )
 missing=()
 for p in "${packages[@]}"; do
