@@ -61,10 +61,12 @@ SrqPair make_srq_pair(const std::string& device, bool b_rts, std::string* why) {
   }
   p.a = create_qp(dev, {.send_cq = p.cq, .recv_cq = p.cq});
   p.b = create_qp(dev, {.send_cq = p.cq, .recv_cq = p.cq, .srq = p.srq});
-  if (p.a == nullptr || p.b == nullptr || connect(dev, p.a, p.b->qp_num) != 0 ||
-      to_init(dev, p.b) != 0 || to_rtr(dev, p.b, p.a->qp_num) != 0 ||
-      (b_rts && to_rts(dev, p.b) != 0)) {
-    *why = "could not connect a QP to a QP on an SRQ";
+  if (p.a == nullptr || p.b == nullptr ||
+      (b_rts ? connect_pair(dev, p.a, p.b) != 0
+             : connect(dev, p.a, p.b->qp_num) != 0 || to_init(dev, p.b) != 0 ||
+                   to_rtr(dev, p.b, p.a->qp_num) != 0)) {
+    *why = !b_rts && dev.iwarp() ? kIwarpNeedsAnsweringPeer
+                                 : "could not connect a QP to a QP on an SRQ";
     p.a = nullptr;
   }
   return p;

@@ -144,7 +144,8 @@ void probe_bad_calls(const std::string& device, CheckSink& sink) {
         to_init(*dev, b) == 0 && connect(*dev, a, b->qp_num, {.timeout = 20, .retry_cnt = 7}) == 0;
     if (!up) {
       for (const About& about : {sge_send, sge_recv, inline_big, full})
-        sink.add(inconclusive(about, "could not connect a requester"));
+        sink.add(inconclusive(about, dev->iwarp() ? kIwarpNeedsAnsweringPeer
+                                                  : "could not connect a requester"));
     } else {
       std::vector<ibv_sge> sges(
           caps.max_send_sge + caps.max_recv_sge + 2,

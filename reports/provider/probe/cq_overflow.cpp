@@ -48,8 +48,7 @@ void probe_cq_overflow(const std::string& device, CheckSink& sink) {
   ibv_qp* b = create_qp(*dev, {.send_cq = big, .recv_cq = big});
   auto local = make_buffer(*dev, 64);
   auto remote = make_buffer(*dev, 64);
-  if (a == nullptr || b == nullptr || !local || !remote || connect(*dev, a, b->qp_num) != 0 ||
-      connect(*dev, b, a->qp_num) != 0) {
+  if (a == nullptr || b == nullptr || !local || !remote || connect_pair(*dev, a, b) != 0) {
     for (const About& about : all) sink.add(inconclusive(about, "could not connect two RC QPs"));
     return;
   }

@@ -45,8 +45,7 @@ Evented make_evented(const std::string& device) {
     e.a = create_qp(*e.dev, {.send_cq = e.cq_a, .recv_cq = e.cq_a});
     e.b = create_qp(*e.dev, {.send_cq = e.cq_b, .recv_cq = e.cq_b});
   }
-  if (e.a == nullptr || e.b == nullptr || connect(*e.dev, e.a, e.b->qp_num) != 0 ||
-      connect(*e.dev, e.b, e.a->qp_num) != 0) {
+  if (e.a == nullptr || e.b == nullptr || connect_pair(*e.dev, e.a, e.b) != 0) {
     e.why = "could not set up two RC QPs with a completion channel";
     e.a = nullptr;
   }

@@ -107,8 +107,9 @@ void probe_flush(const std::string& device, CheckSink& sink) {
   ibv_qp* requester = create_qp(*dev, {.send_cq = cq, .recv_cq = cq});
   if (requester == nullptr || to_init(*dev, b) != 0 ||
       connect(*dev, requester, b->qp_num, {.timeout = 20, .retry_cnt = 7}) != 0) {
-    sink.add(inconclusive(send_outstanding, "could not connect a requester"));
-    sink.add(inconclusive(send_in_err, "could not connect a requester"));
+    const char* why = dev->iwarp() ? kIwarpNeedsAnsweringPeer : "could not connect a requester";
+    sink.add(inconclusive(send_outstanding, why));
+    sink.add(inconclusive(send_in_err, why));
     return;
   }
   a = requester;

@@ -215,6 +215,18 @@ void probe_modify_qp(const std::string& device, CheckSink& sink) {
       cell(sink, *dev, cq, from, to, &sqe_state);
     }
   if (cq == nullptr) return;
+  // Every cell above reads the state back with ibv_query_qp: a provider
+  // that does not report it makes each cell's "QP in ..." say so.
+  const About query{"modify_qp.query_reports_state",
+                    "ibv_query_qp's qp_state of an RC QP moved to INIT",
+                    "ibv_query_qp(3): qp_state, the current state of the QP", "INIT"};
+  if (ibv_qp* qp = create_qp(*dev, {.send_cq = cq, .recv_cq = cq}); qp == nullptr)
+    sink.add(inconclusive(query, "ibv_create_qp failed"));
+  else if (const int err = to_init(*dev, qp); err != 0)
+    sink.add(inconclusive(query, "RESET -> INIT " + outcome(err)));
+  else
+    sink.add(judged(query, qp_state(qp) == IBV_QPS_INIT, qp_state_name(qp_state(qp)),
+                    qp_state_name(qp_state(qp))));
   const About sqe{"modify_qp.ud_send_error_enters_sqe",
                   "a UD QP's state after a send completion error (wrong lkey)",
                   "IBA 10.3.1 (Send Queue Error state, UC and UD)", "SQE"};

@@ -142,8 +142,7 @@ void probe_poison(const std::string& device, CheckSink& sink) {
   auto buffer = dev ? make_buffer(*dev, 256) : nullptr;
   ibv_qp* a = cq_a ? create_qp(*dev, {.send_cq = cq_a, .recv_cq = cq_a}) : nullptr;
   ibv_qp* b = cq_b ? create_qp(*dev, {.send_cq = cq_b, .recv_cq = cq_b}) : nullptr;
-  if (a == nullptr || b == nullptr || !buffer || connect(*dev, a, b->qp_num) != 0 ||
-      connect(*dev, b, a->qp_num) != 0) {
+  if (a == nullptr || b == nullptr || !buffer || connect_pair(*dev, a, b) != 0) {
     for (const About& about : all)
       sink.add(inconclusive(about, dev ? "could not connect two RC QPs" : why));
     return;
@@ -197,8 +196,7 @@ void probe_poison(const std::string& device, CheckSink& sink) {
   ibv_cq* cq_c = ibv_create_cq(dev->ctx, 64, nullptr, nullptr, 0);
   ibv_qp* c = cq_c ? create_qp(*dev, {.send_cq = cq_c, .recv_cq = cq_c}) : nullptr;
   ibv_qp* d = cq_c ? create_qp(*dev, {.send_cq = cq_c, .recv_cq = cq_c}) : nullptr;
-  if (c == nullptr || d == nullptr || connect(*dev, c, d->qp_num, {.rnr_retry = 0}) != 0 ||
-      connect(*dev, d, c->qp_num) != 0 ||
+  if (c == nullptr || d == nullptr || connect_pair(*dev, c, d, {.rnr_retry = 0}) != 0 ||
       post_send(c, IBV_WR_SEND, *buffer, 16, 41, IBV_SEND_SIGNALED) != 0) {
     sink.add(inconclusive(send_valid, "could not set up an RNR exhaustion"));
     sink.add(inconclusive(send_others, "could not set up an RNR exhaustion"));

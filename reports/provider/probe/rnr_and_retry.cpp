@@ -48,9 +48,10 @@ Rc make_rc(const std::string& device, const Link& link, bool answer) {
     rc.a = nullptr;
     return rc;
   }
-  const int b_up = answer ? connect(dev, rc.b, rc.a->qp_num, link) : to_init(dev, rc.b);
-  if (b_up != 0 || connect(dev, rc.a, rc.b->qp_num, link) != 0) {
-    rc.why = "could not connect the QPs";
+  const int up = answer ? connect_pair(dev, rc.b, rc.a, link, link)
+                        : (to_init(dev, rc.b) != 0 ? -1 : connect(dev, rc.a, rc.b->qp_num, link));
+  if (up != 0) {
+    rc.why = !answer && dev.iwarp() ? kIwarpNeedsAnsweringPeer : "could not connect the QPs";
     rc.a = nullptr;
   }
   return rc;

@@ -1,5 +1,7 @@
 #include "verbs_kit.h"
 
+#include "iwarp_connect.h"
+
 #include <poll.h>
 #include <time.h>
 
@@ -152,6 +154,24 @@ int connect(Device& dev, ibv_qp* qp, uint32_t remote_qpn, const Link& link) {
   if (int err = to_init(dev, qp)) return err;
   if (int err = to_rtr(dev, qp, remote_qpn, link)) return err;
   return to_rts(dev, qp, link);
+}
+
+int connect_pair(Device& dev, ibv_qp* a, ibv_qp* b, const Link& link_a, const Link& link_b,
+                 std::string* why) {
+  std::string step;
+  int err = 0;
+  if (!dev.iwarp()) {
+    if ((err = connect(dev, a, b->qp_num, link_a)) != 0)
+      step = "connecting the first QP";
+    else if ((err = connect(dev, b, a->qp_num, link_b)) != 0)
+      step = "connecting the second QP";
+  } else if ((err = to_init(dev, a)) != 0 || (err = to_init(dev, b)) != 0) {
+    step = "ibv_modify_qp to INIT";
+  } else {
+    err = iwarp_connect(dev.ctx, a, b, kPositiveMs, &step);
+  }
+  if (err != 0 && why != nullptr) *why = step + (step.empty() ? "" : ": ") + std::strerror(err);
+  return err;
 }
 
 int to_state(ibv_qp* qp, ibv_qp_state state) {

@@ -37,7 +37,9 @@ struct Device {
   int gid_index = -1;  // RoCE: the GID the QPs address each other by
   ibv_gid gid{};
 
-  bool roce() const { return port.link_layer == IBV_LINK_LAYER_ETHERNET; }
+  bool roce() const { return port.link_layer == IBV_LINK_LAYER_ETHERNET && !iwarp(); }
+  // iWARP (siw, ...): QPs connect only through the iWARP CM (iwarp_connect.h).
+  bool iwarp() const { return ctx->device->transport_type == IBV_TRANSPORT_IWARP; }
 };
 
 // Opens `name` (NULL and a reason in *why when it cannot).
@@ -93,6 +95,19 @@ int to_init(Device& dev, ibv_qp* qp);
 int to_rtr(Device& dev, ibv_qp* qp, uint32_t remote_qpn, const Link& link = {});
 int to_rts(Device& dev, ibv_qp* qp, const Link& link = {});
 int connect(Device& dev, ibv_qp* qp, uint32_t remote_qpn, const Link& link = {});
+// Why a check whose peer must never answer (kept in INIT or RTR) cannot be
+// set up on iWARP: a QP there reaches RTS only over a connection the
+// iWARP CM establishes with a peer that accepts, and TCP, not retry_cnt,
+// carries the retransmissions.
+inline constexpr const char* kIwarpNeedsAnsweringPeer =
+    "not applicable on iWARP: a QP reaches RTS only over a connection a peer accepted, so a "
+    "peer that never answers cannot be set up";
+// a and b connected to each other: connect() both ways, or on iWARP both
+// in INIT and then connected by the rdma_cm (`link`s do not apply: TCP
+// retransmits, iWARP has no RNR NAK). 0 or an errno; *why (when given)
+// says which step failed.
+int connect_pair(Device& dev, ibv_qp* a, ibv_qp* b, const Link& link_a = {},
+                 const Link& link_b = {}, std::string* why = nullptr);
 int to_state(ibv_qp* qp, ibv_qp_state state);  // IBV_QP_STATE only: RESET, ERR, SQD
 // -1 when ibv_query_qp fails.
 int qp_state(ibv_qp* qp);
