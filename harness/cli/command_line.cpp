@@ -223,7 +223,7 @@ CommandLineParser::Options::Options() {
       "conform", "run a program under a battery of fault plans and write its conformance report");
   conform->add_option("--battery", conform_options.battery,
                       "default (built in), or a battery file (reports/batteries/)")->type_name("NAME|FILE");
-  conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")->type_name("A..B")
+  conform->add_option("--seeds", conform_options.seeds, "seeds per fault class: 1..N")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 10000));
   conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 1024));
