@@ -94,6 +94,8 @@ Report sample_report() {
   report.duration_seconds = 9.87;
   report.race_windows = {"completion_between_poll_and_arm", "event_for_several_completions",
                          "event_with_empty_cq", "channel_wait_during_teardown"};
+  report.classes = {"baseline", "flush", "cq_overflow", "rnr_retry_exhausted", "port_down"};
+  report.build = "0.1.0+0123456789abcdef";
 
   // Two baseline runs reached the stranded window, one flush run an event
   // with an empty CQ; no run reached the other two.

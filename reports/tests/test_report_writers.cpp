@@ -94,6 +94,28 @@ std::string error_after(const std::function<void(Json&)>& change) {
   return {};
 }
 
+// The fields a merge reads (report_merge.h): mode, classes, build, shard.
+TEST(ReportJson, AShardReadsBackWithWhatAMergeNeeds) {
+  Report report = testing::sample_report();
+  report.mode = "sweep";
+  report.shard = Report::Shard{2, 4};
+  const Report back = report_from_json(report_json(report));
+  EXPECT_EQ(back.mode, "sweep");
+  EXPECT_EQ(back.classes, report.classes);
+  EXPECT_EQ(back.build, report.build);
+  ASSERT_TRUE(back.shard.has_value());
+  EXPECT_EQ(*back.shard, (Report::Shard{2, 4}));
+  EXPECT_FALSE(report_from_json(report_json(testing::sample_report())).shard.has_value());
+}
+
+TEST(ReportJson, RefusesAShardOutsideItsCountOrAnUnknownMode) {
+  EXPECT_NE(error_after([](Json& j) { j["shard"] = {{"index", 5}, {"count", 4}}; })
+                .find("report.shard: expected 1 <= index <= count, got 5/4"),
+            std::string::npos);
+  EXPECT_NE(error_after([](Json& j) { j["mode"] = "fuzz"; }).find("report.mode: expected"),
+            std::string::npos);
+}
+
 TEST(ReportJson, RefusesAnotherFormat) {
   const std::string error = error_after([](Json& j) { j["format"] = "junit"; });
   EXPECT_NE(error.find("report.format"), std::string::npos) << error;
