@@ -2,10 +2,16 @@
 // (scenarios/field_failures): one RC QP pair on the first device, both QPs
 // completing into one CQ that reports to a completion channel, and the
 // `PROGRAM buggy|fixed` entry point of every program. Plain libibverbs, so
-// it runs on any RC-capable device, real or simulated.
+// it runs on any RC-capable device, real or simulated; on iWARP (siw),
+// where a QP reaches RTS only over a connection a peer accepted, the pair
+// connects through librdmacm as an iWARP application does.
 #pragma once
 
+#include "verbfault_testing/iwarp_connect.h"
+
 #include <infiniband/verbs.h>
+
+#include <string>
 
 #include <cerrno>
 #include <cstdint>
@@ -80,6 +86,16 @@ struct Pair {
 
   // `a` and `b`, two RC QPs on port 1 of `ctx`, connected to each other.
   static void connect_to_each_other(ibv_context* ctx, ibv_qp* a, ibv_qp* b, uint8_t rnr_retry = 7) {
+    if (ctx->device->transport_type == IBV_TRANSPORT_IWARP) {
+      // INIT, then the iWARP CM connects them (rnr_retry has no iWARP
+      // counterpart: there is no RNR NAK).
+      to_init(a);
+      to_init(b);
+      std::string why;
+      if (int err = verbfault::testing::iwarp_connect(ctx, a, b, 5000, &why))
+        fail(("connecting over the rdma_cm: " + why).c_str(), err);
+      return;
+    }
     ibv_port_attr port{};
     if (ibv_query_port(ctx, 1, &port)) fail("ibv_query_port", errno);
     // A RoCE port has no LID: the path needs a GRH with the port's own GID
@@ -95,18 +111,23 @@ struct Pair {
     connect(b, a->qp_num, port.lid, rnr_retry, grh);
   }
 
-  // INIT -> RTR -> RTS towards `remote`; `rnr_retry` 7 retries an RNR NAK
-  // forever (IBA 9.7.5.2.8), fewer ends in IBV_WC_RNR_RETRY_EXC_ERR.
-  // `grh`: the GID to address (a RoCE port), or none (InfiniBand: the LID).
-  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid, uint8_t rnr_retry = 7,
-                      const ibv_gid* grh = nullptr) {
+  // RESET -> INIT on port 1, remote writes allowed.
+  static void to_init(ibv_qp* qp) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
       fail("ibv_modify_qp(INIT)", errno);
-    a = {};
+  }
+
+  // INIT -> RTR -> RTS towards `remote`; `rnr_retry` 7 retries an RNR NAK
+  // forever (IBA 9.7.5.2.8), fewer ends in IBV_WC_RNR_RETRY_EXC_ERR.
+  // `grh`: the GID to address (a RoCE port), or none (InfiniBand: the LID).
+  static void connect(ibv_qp* qp, uint32_t remote, uint16_t lid, uint8_t rnr_retry = 7,
+                      const ibv_gid* grh = nullptr) {
+    to_init(qp);
+    ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = IBV_MTU_1024;
     a.dest_qp_num = remote;

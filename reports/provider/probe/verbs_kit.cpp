@@ -1,6 +1,6 @@
 #include "verbs_kit.h"
 
-#include "iwarp_connect.h"
+#include "verbfault_testing/iwarp_connect.h"
 
 #include <poll.h>
 #include <time.h>
@@ -168,7 +168,7 @@ int connect_pair(Device& dev, ibv_qp* a, ibv_qp* b, const Link& link_a, const Li
   } else if ((err = to_init(dev, a)) != 0 || (err = to_init(dev, b)) != 0) {
     step = "ibv_modify_qp to INIT";
   } else {
-    err = iwarp_connect(dev.ctx, a, b, kPositiveMs, &step);
+    err = testing::iwarp_connect(dev.ctx, a, b, kPositiveMs, &step);
   }
   if (err != 0 && why != nullptr) *why = step + (step.empty() ? "" : ": ") + std::strerror(err);
   return err;

@@ -1,23 +1,45 @@
-#include "iwarp_connect.h"
-
-#include "verbs_kit.h"
+// Connecting two QPs of one iWARP device to each other. An iWARP QP
+// reaches RTS only over a connection of its lower layer (TCP, MPA) that
+// the iWARP connection manager sets up: ibv_modify_qp to RTR/RTS is not
+// how it is done (siw refuses it). So this does what an application
+// does, through librdmacm: a listener on the device's IPv4 address, an
+// active id that connects naming the first QP, and the passive side's
+// accept naming the second (rdma_connect(3), rdma_accept(3):
+// conn_param.qp_num for a QP not made by rdma_create_qp; the kernel's
+// iw_cm finds the QP by that number and moves it to RTS once the
+// connection is up). Both QPs must be in INIT first.
+//
+// Header-only: the provider report's probe (reports/provider/probe) and
+// the field-failure programs (scenarios/field_failures/loopback_pair.h)
+// connect their QP pairs with it on an iWARP device. Link librdmacm.
+#pragma once
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <infiniband/verbs.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <time.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <string>
 
-namespace verbfault::probe {
+namespace verbfault::testing {
 
-namespace {
+namespace iwarp_detail {
+
+inline int64_t now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
 
 // The IPv4 address of the netdev under `ctx`'s device: the first local
 // address an rdma_cm id binds to on that device.
-bool device_address(rdma_event_channel* channel, ibv_context* ctx, sockaddr_in* out) {
+inline bool device_address(rdma_event_channel* channel, ibv_context* ctx, sockaddr_in* out) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return false;
   bool found = false;
@@ -41,8 +63,8 @@ bool device_address(rdma_event_channel* channel, ibv_context* ctx, sockaddr_in* 
 
 // The next event of `channel` within the deadline, acknowledged; its type,
 // and the id it came on (a connect request's: the new id).
-bool next_event(rdma_event_channel* channel, int64_t deadline, rdma_cm_event_type* type,
-                rdma_cm_id** id, int* status) {
+inline bool next_event(rdma_event_channel* channel, int64_t deadline, rdma_cm_event_type* type,
+                       rdma_cm_id** id, int* status) {
   pollfd p{channel->fd, POLLIN, 0};
   for (;;) {
     const int64_t left = deadline - now_ms();
@@ -63,15 +85,19 @@ bool next_event(rdma_event_channel* channel, int64_t deadline, rdma_cm_event_typ
   }
 }
 
-int failed(std::string* why, const std::string& step, int err) {
+inline int failed(std::string* why, const std::string& step, int err) {
   *why = step + ": " + std::strerror(err);
   return err;
 }
 
-}  // namespace
+}  // namespace iwarp_detail
 
-int iwarp_connect(ibv_context* ctx, ibv_qp* active, ibv_qp* passive, int timeout_ms,
-                  std::string* why) {
+// 0 when both QPs are connected, else an errno with *why saying which step
+// failed. The rdma_cm ids stay alive with the connection (the area's
+// process ends with _exit: verbs_kit.h).
+inline int iwarp_connect(ibv_context* ctx, ibv_qp* active, ibv_qp* passive, int timeout_ms,
+                         std::string* why) {
+  using namespace iwarp_detail;
   rdma_event_channel* channel = rdma_create_event_channel();
   if (channel == nullptr) return failed(why, "rdma_create_event_channel", errno);
   fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
@@ -132,4 +158,4 @@ int iwarp_connect(ibv_context* ctx, ibv_qp* active, ibv_qp* passive, int timeout
   return 0;
 }
 
-}  // namespace verbfault::probe
+}  // namespace verbfault::testing
