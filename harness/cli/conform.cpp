@@ -3,13 +3,10 @@
 #include "battery.h"
 #include "report_entry.h"
 #include "shard.h"
-#include "html_writer.h"
-#include "junit_writer.h"
-#include "markdown_writer.h"
 #include "process.h"
 #include "race_windows.h"
 #include "replay_file.h"
-#include "report_json.h"
+#include "report_files.h"
 #include "run_group.h"
 #include "runner.h"
 #include "trace_digest.h"
@@ -203,10 +200,7 @@ int conform(const ConformOptions& options) {
                summary.entries, report.duration_seconds, summary.conforming, summary.not_conforming,
                summary.not_exercised);
   try {
-    reports::write_report_json(report, dir / "report.json");
-    reports::write_junit_report(report, dir / "report.xml");
-    reports::write_markdown_report(report, dir / "report.md");
-    reports::write_html_report(report, dir / "report.html");
+    reports::write_report_files(report, dir);
   } catch (const std::exception& failure) {
     std::fprintf(stderr, "verbfault: conform: %s\n", failure.what());
     return exit_status::kUsage;

@@ -1,8 +1,6 @@
 #include "report_command.h"
 
-#include "html_writer.h"
-#include "junit_writer.h"
-#include "markdown_writer.h"
+#include "report_files.h"
 #include "report_json.h"
 #include "report_merge.h"
 #include "verbfault/exit_status.h"
@@ -61,10 +59,7 @@ int report_merge(const ReportMergeOptions& options) {
     if (error)
       throw std::runtime_error("cannot make the directory '" + out.string() +
                                "': " + error.message());
-    reports::write_report_json(merged, out / "report.json");
-    reports::write_junit_report(merged, out / "report.xml");
-    reports::write_markdown_report(merged, out / "report.md");
-    reports::write_html_report(merged, out / "report.html");
+    reports::write_report_files(merged, out);
   } catch (const std::exception& failure) {
     std::fprintf(stderr, "verbfault: report merge: %s\n", failure.what());
     return exit_status::kUsage;

@@ -1,11 +1,8 @@
 #include "sweep.h"
 
-#include "html_writer.h"
-#include "junit_writer.h"
-#include "markdown_writer.h"
 #include "plan_names.h"
 #include "report_entry.h"
-#include "report_json.h"
+#include "report_files.h"
 #include "process.h"
 #include "replay_file.h"
 #include "runner.h"
@@ -294,10 +291,7 @@ int sweep(const SweepOptions& options) {
     }
     const fs::path report_dir = *options.report_dir;
     try {
-      reports::write_report_json(*report, report_dir / "report.json");
-      reports::write_junit_report(*report, report_dir / "report.xml");
-      reports::write_markdown_report(*report, report_dir / "report.md");
-      reports::write_html_report(*report, report_dir / "report.html");
+      reports::write_report_files(*report, report_dir);
     } catch (const std::exception& failure) {
       std::fprintf(stderr, "verbfault: sweep: %s\n", failure.what());
       return exit_status::kUsage;
