@@ -37,7 +37,7 @@ build_dir="${BENCH_BUILD_DIR:-build-bench}"
 # The test suite keeps its default (on) so that the same directory serves
 # `ctest` of a Release build too; only the benchmark is built here.
 cmake --preset release -B "$build_dir" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead local_fabric cm_connect
+cmake --build "$build_dir" -j "$(nproc)" --target interposer_overhead local_fabric cm_connect sweep_speed
 mkdir -p out
 
 # The local fabric: RDMA WRITE 64 KiB and SEND ping-pong between this
@@ -55,6 +55,15 @@ echo "== connection manager: $build_dir/bench/cm_connect"
 "$build_dir/bench/cm_connect" --benchmark_out=out/bench-cm-connect.json --benchmark_out_format=json \
   --benchmark_repetitions="${REPETITIONS:-5}" --benchmark_report_aggregates_only=true "$@" 2>&1 |
   tee out/bench-cm-connect.log
+
+# A seed of a sweep (--jobs 1) and of `verbfault run` against one bare
+# run of the sample (libverbfault.so preloaded, no harness).
+sweep_line="$build_dir/bench/sweep_speed $build_dir/harness/cli/verbfault $build_dir/harness/libverbfault.so $build_dir/scenarios/sample_rc/sample_rc --benchmark_out=out/bench-sweep-speed.json --benchmark_out_format=json --benchmark_repetitions=${REPETITIONS:-5} --benchmark_report_aggregates_only=true"
+echo "== sweep speed: $sweep_line"
+"$build_dir/bench/sweep_speed" "$build_dir/harness/cli/verbfault" "$build_dir/harness/libverbfault.so" \
+  "$build_dir/scenarios/sample_rc/sample_rc" --benchmark_out=out/bench-sweep-speed.json \
+  --benchmark_out_format=json --benchmark_repetitions="${REPETITIONS:-5}" \
+  --benchmark_report_aggregates_only=true "$@" 2>&1 | tee out/bench-sweep-speed.log
 
 bench="$build_dir/bench/interposer_overhead"
 trace="${BENCH_TRACE:-out/bench-trace.jsonl}"
@@ -119,6 +128,7 @@ echo
 echo "Commands:"
 echo
 echo "    $fabric_line"
+echo "    $sweep_line"
 for line in "${commands[@]}"; do echo "    $line"; done
 echo
 echo "| ratio | no plan | harness active | harness active, trace file | goal | scheduler: active / free |"
@@ -154,6 +164,17 @@ a=$(fabric_ratio "BM_RemoteWrite64K/BM_Memcpy64K throughput")
 echo "| local fabric: RDMA WRITE 64K across processes / memcpy 64K throughput | $a$(verdict "$a" '>=' 0.3) | | | >= 0.3 | |"
 a=$(fabric_ratio "BM_RemoteSendPingPong64/BM_PipePingPong64 latency")
 echo "| local fabric: SEND 64 B ping-pong / pipe ping-pong latency | $a$(verdict "$a" '<=' 5) | | | <= 5 | |"
+
+sweep_ratio() {  # what -> the value, or "-"
+  local value
+  value=$(grep -F "$1" out/bench-sweep-speed.log | sed -E 's/.*: ([0-9.]+)$/\1/' | head -n 1)
+  printf '%s' "${value:--}"
+}
+a=$(sweep_ratio "ratio BM_SweepPerSeed/BM_BareRun")
+echo "| a seed of \`verbfault sweep --jobs 1\` / one bare run of the sample | $a$(verdict "$a" '<=' 1.2) | | | <= 1.2 (issue 37) | |"
+a=$(sweep_ratio "ratio BM_RunPerSeed/BM_BareRun")
+echo "| \`verbfault run --seed S\` / one bare run of the sample | $a | | | | |"
+echo "| sweep seeds/s of the sample, one job | $(sweep_ratio "seeds/s BM_SweepPerSeed") | | | | |"
 
 # The library's last line at exit: "verbfault: seed N, trace hash H (R records)".
 records=$(sed -nE 's/^verbfault: seed .*, trace hash .* \(([0-9]+) records\)$/\1/p' out/bench-trace.log |
