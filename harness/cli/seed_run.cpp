@@ -1,6 +1,8 @@
 #include "seed_run.h"
 
+#include "command_line.h"
 #include "process.h"
+#include "run.h"
 #include "run_group.h"
 
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <variant>
 
 namespace verbfault::cli {
 
@@ -58,8 +61,19 @@ pid_t start_seed_run(const SeedRun& run, const fs::path& log, const fs::path& tr
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  _exit(exit_status::kCannotExecute);
+  // `verbfault run` with these arguments, in this forked child rather than
+  // a new exec of verbfault: the same parser and the same run, without
+  // loading and starting the CLI again for every seed. The parent is one
+  // thread (the runner's loop), so the child may go on as it is.
+  std::variant<CommandLine, int> parsed =
+      parse_command_line(static_cast<int>(argv.size() - 1), argv.data());
+  int status = exit_status::kUsage;
+  if (const int* refused = std::get_if<int>(&parsed))
+    status = *refused;
+  else
+    status = cli::run(std::get<CommandLine>(parsed).run);
+  std::fflush(nullptr);
+  _exit(status);
 }
 
 Outcome judge_seed_run(std::uint64_t seed, int status, bool timed_out, const fs::path& log,
