@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include <unistd.h>
 #include <vector>
 
 namespace verbfault::testing {
@@ -21,8 +23,8 @@ uint64_t addr_of(const void* p) {
   return reinterpret_cast<uintptr_t>(p);
 }
 
-// The group: ff12:4001:ffff::f01:101 on InfiniBand (the RDMA CM's mapping
-// of 239.1.1.1), ::ffff:239.1.1.1 on RoCE v2.
+// The group: ff12:4001:ffff::f01:X on InfiniBand (the RDMA CM's mapping
+// of 239.1.1.X), ::ffff:239.1.X on RoCE v2; X, two bytes, from the process id.
 ibv_gid group_gid(bool ethernet) {
   ibv_gid gid{};
   if (ethernet) {
@@ -33,6 +35,12 @@ ibv_gid group_gid(bool ethernet) {
     const uint8_t ib[16] = {0xff, 0x12, 0x40, 0x01, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x0f, 1, 1, 1};
     std::memcpy(gid.raw, ib, 16);
   }
+  // A group of this process's own: a group is the fabric's, and ctest -j
+  // runs the other tests of this fixture in other processes on the same
+  // fabric, whose sends to a shared group this one would hear.
+  const unsigned pid = static_cast<unsigned>(getpid());
+  gid.raw[14] = static_cast<uint8_t>(1 + (pid >> 8) % 255);
+  gid.raw[15] = static_cast<uint8_t>(1 + pid % 255);
   return gid;
 }
 
