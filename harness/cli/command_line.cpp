@@ -61,7 +61,7 @@ struct CommandLineParser::Options {
     CommandLine line;
     std::string seed_text;
     std::string start_wait_text;
-    std::string seeds_text, shard_text, conform_shard_text;
+    std::string seeds_text, shard_text;  // --shard of sweep or conform (one is parsed)
     std::string minimize_seed_text, signature_text = "same";
     std::optional<std::string> minimize_replay;
     std::string swarm_seed_text;
@@ -238,7 +238,7 @@ CommandLineParser::Options::Options() {
                       "only this fault class of the battery (repeatable)")->type_name("NAME");
   conform->add_flag("--list-classes", conform_options.list_classes,
                     "print the battery's fault classes, one a line, and run nothing");
-  conform->add_option("--shard", written.conform_shard_text,
+  conform->add_option("--shard", written.shard_text,
                       "I/N: only every N-th run (classes x seeds) from the I-th; auto, auto/N "
                       "as for sweep")->type_name("I/N");
   conform->add_option("--threads", conform_options.threads, "as for run")->type_name("MODE");
@@ -455,8 +455,8 @@ std::variant<CommandLine, int> CommandLineParser::parse(int argc, const char* co
         sweep_options.shard = parse_shard(written.shard_text, process_environment());
     }
     if (*conform) {
-      if (!written.conform_shard_text.empty())
-        conform_options.shard = parse_shard(written.conform_shard_text, process_environment());
+      if (!written.shard_text.empty())
+        conform_options.shard = parse_shard(written.shard_text, process_environment());
     }
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help, out, err);

@@ -35,8 +35,7 @@ std::string joined(const std::set<std::string>& items) {
   return text;
 }
 
-}  // namespace
-
+// One line saying why the run came to its outcome.
 std::string describe(const Outcome& outcome, reports::Outcome kind, double timeout) {
   std::set<std::string> checks = outcome.checks;
   checks.erase("resource.leak_at_exit");  // reported, not held against a run
@@ -63,6 +62,8 @@ std::string describe(const Outcome& outcome, reports::Outcome kind, double timeo
   }
   return "";
 }
+
+}  // namespace
 
 bool exercised(const Outcome& outcome) {
   return std::any_of(outcome.fired.begin(), outcome.fired.end(),

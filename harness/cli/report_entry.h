@@ -15,9 +15,6 @@ namespace verbfault::cli {
 // How the run ended, from the outside.
 reports::Outcome classify(const Outcome& outcome);
 
-// One line saying why the run came to its outcome.
-std::string describe(const Outcome& outcome, reports::Outcome kind, double timeout_seconds);
-
 // Whether a fault that changed what the program saw fired: a rule that
 // fired where its fault cannot be injected (level "unsupported":
 // docs/fault-kinds.md, "Fault levels") changed nothing.
