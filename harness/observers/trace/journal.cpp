@@ -577,6 +577,11 @@ long long render(std::string_view journal, encoding::TextBuffer& out, std::strin
   return render_to(journal, out, -1, error);
 }
 
+long long render_bytes(std::string_view journal, int out_fd, std::string& error) {
+  encoding::TextBuffer text;
+  return render_to(journal, text, out_fd, error);
+}
+
 long long render_file(const std::string& path, int out_fd, std::string& error) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -110,6 +110,10 @@ class Writer {
 // malformed.
 long long render(std::string_view journal, encoding::TextBuffer& out, std::string& error);
 
+// Renders the journal `journal` (a process's own, still mapped) into
+// `out_fd` as JSON Lines: the records, or -1 with `error` set.
+long long render_bytes(std::string_view journal, int out_fd, std::string& error);
+
 // Renders the journal file at `path` into `out_fd` as JSON Lines. Returns
 // the number of records, or -1 with `error` set: "cannot write: <why>"
 // when `out_fd` refused the text, "'<path>': <why>" for the journal.

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace verbfault::observers {
 
@@ -33,6 +34,8 @@ class MappedFile {
   // The bytes up to `end` (a pointer reserve() returned, advanced) are kept.
   void commit(const char* end) { size_ = static_cast<std::size_t>(end - base_); }
   std::size_t size() const { return size_; }
+  // What was committed, while the file is open.
+  std::string_view view() const { return {base_, size_}; }
   // Cuts the file to what was committed and unmaps it; safe to call twice
   // and from a signal handler (munmap and ftruncate are).
   void close() noexcept;

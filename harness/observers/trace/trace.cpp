@@ -160,20 +160,22 @@ void Trace::close() noexcept {
     // Out of memory while dying (a Session's list): the file still gets what it has.
   }
   if (fd_ < 0) return;
-  const bool journaled = !journal_path_.empty();
-  journal_.close();
   bool written = true;
   std::string error;
-  if (journaled) {
+  if (journal_.is_open()) {
+    // Rendered from this process's own mapping (no second open and read of
+    // the file), then removed without first being cut to size.
     try {
-      written = journal::render_file(journal_path_, fd_, error) >= 0;
-      if (written) ::unlink(journal_path_.c_str());
+      written = journal::render_bytes(journal_.view(), fd_, error) >= 0;
+      if (written && ::unlink(journal_path_.c_str()) == 0) journal_.abandon();
     } catch (...) {
       // Out of memory while dying: the journal stays for `verbfault trace`.
       written = false;
       error = "out of memory";
     }
+    if (!written && !error.starts_with("cannot write")) error = "'" + journal_path_ + "': " + error;
   }
+  journal_.close();  // kept (not rendered, or not removed): cut to what it holds
   if (::close(fd_) != 0 && written && errno != EINTR) {  // NFS reports a full disk here
     written = false;
     error = std::string("cannot write: ") + std::strerror(errno);
