@@ -58,10 +58,10 @@ echo "== connection manager: $build_dir/bench/cm_connect"
 
 # A seed of a sweep (--jobs 1) and of `verbfault run` against one bare
 # run of the sample (libverbfault.so preloaded, no harness).
-sweep_line="$build_dir/bench/sweep_speed $build_dir/harness/cli/verbfault $build_dir/harness/libverbfault.so $build_dir/scenarios/sample_rc/sample_rc --benchmark_out=out/bench-sweep-speed.json --benchmark_out_format=json --benchmark_repetitions=${REPETITIONS:-5} --benchmark_report_aggregates_only=true"
+sweep_line="$build_dir/bench/sweep_speed $build_dir/harness/cli/verbfault $build_dir/harness/libverbfault.so $build_dir/scenarios/sample_rc/sample_rc $build_dir/bench/sample_rc_slow_start --benchmark_out=out/bench-sweep-speed.json --benchmark_out_format=json --benchmark_repetitions=${REPETITIONS:-5} --benchmark_report_aggregates_only=true"
 echo "== sweep speed: $sweep_line"
 "$build_dir/bench/sweep_speed" "$build_dir/harness/cli/verbfault" "$build_dir/harness/libverbfault.so" \
-  "$build_dir/scenarios/sample_rc/sample_rc" --benchmark_out=out/bench-sweep-speed.json \
+  "$build_dir/scenarios/sample_rc/sample_rc" "$build_dir/bench/sample_rc_slow_start" --benchmark_out=out/bench-sweep-speed.json \
   --benchmark_out_format=json --benchmark_repetitions="${REPETITIONS:-5}" \
   --benchmark_report_aggregates_only=true "$@" 2>&1 | tee out/bench-sweep-speed.log
 
@@ -170,11 +170,18 @@ sweep_ratio() {  # what -> the value, or "-"
   value=$(grep -F "$1" out/bench-sweep-speed.log | sed -E 's/.*: ([0-9.]+)$/\1/' | head -n 1)
   printf '%s' "${value:--}"
 }
-a=$(sweep_ratio "ratio BM_SweepPerSeed/BM_BareRun")
+a=$(sweep_ratio "ratio BM_SweepPerSeedExec/BM_BareRun:")
 echo "| a seed of \`verbfault sweep --jobs 1\` / one bare run of the sample | $a$(verdict "$a" '<=' 1.2) | | | <= 1.2 (issue 37) | |"
-a=$(sweep_ratio "ratio BM_RunPerSeed/BM_BareRun")
+a=$(sweep_ratio "ratio BM_SweepPerSeed/BM_BareRun:")
+echo "| a seed of \`verbfault sweep --jobs 1 --fork-server\` / one bare run of the sample | $a$(verdict "$a" '<=' 0.5) | | | <= 0.5 (issue 37) | |"
+a=$(sweep_ratio "ratio BM_SweepPerSeedExec/BM_BareRun slow start:")
+echo "| the same from exec, for the sample with 50 ms of start-up | $a | | | | |"
+a=$(sweep_ratio "ratio BM_SweepPerSeed/BM_BareRun slow start:")
+echo "| the same through the fork server, for the sample with 50 ms of start-up | $a$(verdict "$a" '<=' 0.1) | | | <= 0.1 (issue 37) | |"
+a=$(sweep_ratio "ratio BM_RunPerSeed/BM_BareRun:")
 echo "| \`verbfault run --seed S\` / one bare run of the sample | $a | | | | |"
-echo "| sweep seeds/s of the sample, one job | $(sweep_ratio "seeds/s BM_SweepPerSeed") | | | | |"
+echo "| sweep seeds/s of the sample, one job: from exec / fork server | $(sweep_ratio "seeds/s BM_SweepPerSeedExec:") / $(sweep_ratio "seeds/s BM_SweepPerSeed:") | | | | |"
+echo "| sweep seeds/s of the sample with 50 ms of start-up: from exec / fork server | $(sweep_ratio "seeds/s BM_SweepPerSeedExec slow start:") / $(sweep_ratio "seeds/s BM_SweepPerSeed slow start:") | | | | |"
 
 # The library's last line at exit: "verbfault: seed N, trace hash H (R records)".
 records=$(sed -nE 's/^verbfault: seed .*, trace hash .* \(([0-9]+) records\)$/\1/p' out/bench-trace.log |

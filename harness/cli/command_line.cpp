@@ -146,6 +146,10 @@ CommandLineParser::Options::Options() {
   sweep->add_option("--fault", sweep_options.faults, "a rule in the one-line form (repeatable)")->type_name("RULE");
   sweep->add_option("--jobs", sweep_options.jobs, "runs at once (default: the number of cores)")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 1024));
+  sweep->add_flag("--fork-server", sweep_options.fork_server,
+                  "each job runs the program to its first verbs call once and forks it there "
+                  "for every seed, instead of starting it from exec (experimental: "
+                  "docs/using.md, \"The fork server\")");
   sweep->add_option("--shard", written.shard_text,
                     "I/N: only every N-th seed from the I-th (the shards of a range partition it); "
                     "auto: from CI_NODE_INDEX/CI_NODE_TOTAL; auto/N: from JOB_COMPLETION_INDEX")
@@ -227,6 +231,10 @@ CommandLineParser::Options::Options() {
       ->check(verbfault::cli::whole_number(1, 10000));
   conform->add_option("--jobs", conform_options.jobs, "runs at once (default: the number of cores)")->type_name("N")
       ->check(verbfault::cli::whole_number(1, 1024));
+  conform->add_flag("--fork-server", conform_options.fork_server,
+                    "each job runs the program to its first verbs call once and forks it there "
+                    "for every run, instead of starting it from exec (experimental: "
+                    "docs/using.md, \"The fork server\")");
   conform->add_option("--report", conform_options.report_dir,
                       "where the report goes: DIR/report.{html,json,xml,md}, DIR/runs/ "
                       "(default verbfault-report)")->type_name("DIR");

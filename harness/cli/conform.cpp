@@ -151,6 +151,7 @@ int conform(const ConformOptions& options) {
   std::size_t done = 0, failing = 0;
   BatchOptions batch;
   batch.jobs = jobs;
+  batch.fork_server = options.fork_server;
   const bool started = run_batch(runs, batch, [&](std::size_t index, Outcome&& outcome) {
     reports::Entry& entry = report.entries[index];
     entry.verdict = judge(entry.expect, classify(outcome), exercised(outcome));

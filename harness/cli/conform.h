@@ -22,6 +22,7 @@ struct ConformOptions {
   std::string battery = "default";
   std::optional<unsigned> seeds;  // per entry; default: the battery's
   unsigned jobs = 0;              // 0: the number of cores
+  bool fork_server = false;       // as SweepOptions::fork_server
   std::string report_dir = "verbfault-report";
   double timeout_seconds = 120;  // per run, wall clock
   std::optional<std::string> threads;

@@ -1,5 +1,6 @@
 #include "run_group.h"
 
+#include "fork_server.h"
 #include "journal_recovery.h"
 #include "process.h"
 #include "process_group.h"
@@ -7,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
@@ -70,46 +72,82 @@ std::uint64_t combined_trace_hash(const std::vector<std::uint64_t>& hashes) {
   return h;
 }
 
-std::vector<std::pair<std::size_t, std::string>> existing_process_traces(const std::string& trace) {
-  std::vector<std::pair<std::size_t, std::string>> found;
-  for (std::size_t i = 0; i < kMaxProcessTraces; ++i) {
-    std::error_code ignored;
-    std::string path = process_trace_path(trace, i);
-    if (path != trace && fs::is_regular_file(path, ignored)) found.emplace_back(i, std::move(path));
-  }
-  return found;
-}
+namespace {
 
-std::vector<std::string> existing_forked_traces(const std::string& trace) {
-  std::set<std::string> found;
+// The names in the folder of `trace` that are `trace` with a tag inserted
+// before its extension (record::tagged_trace_path), as (tag, path), by
+// name: one listing of the folder however many tags are looked for (a
+// sweep judges every seed by them). Nothing for a trace that is not a file
+// to create (a device: every process's trace is the device itself).
+std::vector<std::pair<std::string, std::string>> tagged_traces(const std::string& trace) {
+  std::vector<std::pair<std::string, std::string>> found;
+  std::error_code error;
+  if (fs::exists(trace, error) && !fs::is_regular_file(trace, error)) return found;
   const fs::path path(trace);
-  const std::string prefix = path.stem().string() + ".fork";
+  const std::string stem = path.stem().string();
   const std::string extension = path.extension().string();
   const std::string journal = extension + ".journal";
-  std::error_code error;
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  if (!fs::is_regular_file(trace, error) && fs::exists(trace, error)) return {};  // a device
   for (fs::directory_iterator entry(folder, error), end; !error && entry != end;
        entry.increment(error)) {
     std::string name = entry->path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
+    if (name.size() <= stem.size() + 1 || name.compare(0, stem.size(), stem) != 0 ||
+        name[stem.size()] != '.')
+      continue;
+    // A child killed before its end left only its journal: named for the
+    // trace it would have written.
     if (name.size() > journal.size() && name.ends_with(journal))
       name.resize(name.size() - std::string_view(".journal").size());
     else if (!name.ends_with(extension))
       continue;
-    // Between the stem and the extension: ".fork<N>" one or more times.
-    const std::string middle = name.substr(
-        path.stem().string().size(), name.size() - path.stem().string().size() - extension.size());
-    bool forks = !middle.empty();
-    for (std::size_t at = 0; forks && at < middle.size();) {
-      forks = middle.compare(at, 5, ".fork") == 0 && at + 5 < middle.size() &&
-              std::isdigit(static_cast<unsigned char>(middle[at + 5]));
-      at += 5;
-      while (at < middle.size() && std::isdigit(static_cast<unsigned char>(middle[at]))) ++at;
-    }
-    if (forks) found.insert((path.parent_path() / name).string());
+    if (name.size() <= stem.size() + extension.size()) continue;
+    std::string tag = name.substr(stem.size(), name.size() - stem.size() - extension.size());
+    found.emplace_back(std::move(tag), (path.parent_path() / name).string());
   }
-  return {found.begin(), found.end()};
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+// `tag` is ".fork<N>" one or more times (record::forked_trace_path).
+bool is_fork_tag(std::string_view tag) {
+  if (tag.empty()) return false;
+  for (std::size_t at = 0; at < tag.size();) {
+    if (tag.compare(at, 5, ".fork") != 0 || at + 5 >= tag.size() ||
+        !std::isdigit(static_cast<unsigned char>(tag[at + 5])))
+      return false;
+    at += 5;
+    while (at < tag.size() && std::isdigit(static_cast<unsigned char>(tag[at]))) ++at;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::size_t, std::string>> existing_process_traces(const std::string& trace) {
+  std::vector<std::pair<std::size_t, std::string>> found;
+  for (auto& [tag, path] : tagged_traces(trace)) {
+    // ".<index>", the index as process_trace_path writes it (no leading zeros).
+    if (tag.size() < 2 || tag.size() > 4) continue;
+    std::size_t index = 0;
+    bool digits = true;
+    for (std::size_t i = 1; i < tag.size() && digits; ++i) {
+      digits = std::isdigit(static_cast<unsigned char>(tag[i])) != 0;
+      index = index * 10 + static_cast<std::size_t>(tag[i] - '0');
+    }
+    if (!digits || index >= kMaxProcessTraces || std::to_string(index) != tag.substr(1)) continue;
+    std::error_code ignored;
+    if (fs::is_regular_file(path, ignored)) found.emplace_back(index, std::move(path));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::vector<std::string> existing_forked_traces(const std::string& trace) {
+  std::vector<std::string> found;
+  for (auto& [tag, path] : tagged_traces(trace))
+    if (is_fork_tag(tag)) found.push_back(std::move(path));
+  return found;
 }
 
 namespace {
@@ -188,7 +226,11 @@ CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun
   options.timeout_seconds = run.timeout_seconds;
   options.peer_grace_seconds = run.peer_grace_seconds;
   options.start_wait_seconds = run.start_wait_seconds;
-  const std::vector<MemberEnd> ends = run_group(members, options);
+  // A seed of a sweep or conform run whose program waits in a fork server
+  // at its first verbs call: a child of that, not a new exec.
+  const std::vector<MemberEnd> ends = !several && g_seed_server != nullptr
+                                          ? std::vector{g_seed_server->run(members[0], options)}
+                                          : run_group(members, options);
   // Every process has ended: the fabric named for this run has no member
   // left, nor will it (each run names its own), so its file in /dev/shm
   // would only pile up.

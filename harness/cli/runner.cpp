@@ -1,5 +1,7 @@
 #include "runner.h"
 
+#include "command_list.h"
+#include "fork_server.h"
 #include "process.h"
 
 #include <poll.h>
@@ -11,7 +13,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 namespace verbfault::cli {
@@ -23,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 struct Running {
   pid_t pid = 0;
   std::size_t index = 0;
+  std::size_t slot = 0;  // its job slot (and fork server)
   Clock::time_point started, deadline;
   int pidfd = -1;  // readable once the child has ended (pidfd_open(2)); -1: none
   bool killed = false;
@@ -87,6 +93,18 @@ std::optional<std::size_t> wait_for_an_end(std::vector<Running>& running, int* r
   return std::nullopt;
 }
 
+// Why the runs cannot share a fork server, or "" when they can.
+std::string fork_server_unusable(const std::vector<BatchRun>& runs) {
+  if (runs.empty()) return "no runs";
+  for (const BatchRun& run : runs)
+    if (run.spec.command != runs.front().spec.command ||
+        run.spec.library != runs.front().spec.library)
+      return "the runs are of different commands";
+  if (split_commands(runs.front().spec.command).size() > 1)
+    return "a run of several commands (each process would need one)";
+  return "";
+}
+
 }  // namespace
 
 bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
@@ -99,18 +117,50 @@ bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
     return fork_errno == 0 && next < runs.size() && !(options.stop && options.stop());
   };
   auto nap = std::chrono::microseconds(200);
+  // The job slots: which are taken, and each one's fork server once started.
+  std::vector<bool> taken(jobs, false);
+  std::vector<std::unique_ptr<ForkServer>> servers(jobs);
+  bool serve = options.fork_server;
+  if (serve) {
+    if (const std::string why = fork_server_unusable(runs); !why.empty()) {
+      std::fprintf(stderr, "verbfault: fork server not used: %s; each run starts from exec\n",
+                   why.c_str());
+      serve = false;
+    }
+  }
   while (!running.empty() || may_start()) {
     while (running.size() < jobs && may_start()) {
       const BatchRun& run = runs[next];
+      const std::size_t slot =
+          static_cast<std::size_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+      if (serve && !servers[slot]) {
+        std::string why;
+        const std::filesystem::path prefix =
+            run.log.parent_path() / ("fork-server-" + std::to_string(slot + 1) + ".log");
+        servers[slot] = ForkServer::start(run.spec.command, run.spec.library, run.spec.settings,
+                                          prefix, run.spec.timeout_seconds, why);
+        if (!servers[slot]) {
+          std::fprintf(stderr,
+                       "verbfault: fork server not used: %s; each run starts the program from "
+                       "exec\n",
+                       why.c_str());
+          std::error_code ignored;
+          std::filesystem::remove(prefix, ignored);
+          serve = false;
+          servers.clear();
+          servers.resize(jobs);
+        }
+      }
       const Clock::time_point started = Clock::now();
-      const pid_t pid = start_seed_run(run.spec, run.log, run.trace);
+      const pid_t pid = start_seed_run(run.spec, run.log, run.trace, servers[slot].get());
       if (pid < 0) {
         fork_errno = errno;
         break;
       }
+      taken[slot] = true;
       const auto limit = std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(run.spec.timeout_seconds));
-      running.push_back({pid, next++, started, started + limit, open_pidfd(pid)});
+      running.push_back({pid, next++, slot, started, started + limit, open_pidfd(pid)});
     }
     if (running.empty()) break;
     int raw = 0;
@@ -119,6 +169,7 @@ bool run_batch(const std::vector<BatchRun>& runs, const BatchOptions& options,
     const Running run = running[*at];
     if (run.pidfd >= 0) close(run.pidfd);
     running.erase(running.begin() + static_cast<std::ptrdiff_t>(*at));
+    taken[run.slot] = false;
     const BatchRun& spec = runs[run.index];
     const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
     Outcome outcome = judge_seed_run(spec.spec.seed, status, run.killed, spec.log, spec.trace,

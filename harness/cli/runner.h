@@ -24,6 +24,10 @@ struct BatchOptions {
   std::vector<int> pass_statuses = {0};
   // Asked before each start: true stops starting runs (the running ones end).
   std::function<bool()> stop;
+  // Runs of one command go through a fork server per job slot
+  // (fork_server.h), unless it refuses; then (and for runs of several
+  // commands) each run starts the program from exec, one line saying why.
+  bool fork_server = false;
 };
 
 // Runs `runs` (the specs are started as given), calling `ended(index,

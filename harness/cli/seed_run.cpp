@@ -1,6 +1,7 @@
 #include "seed_run.h"
 
 #include "command_line.h"
+#include "fork_server.h"
 #include "process.h"
 #include "run.h"
 #include "run_group.h"
@@ -41,7 +42,8 @@ fs::path make_temporary_directory(const char* what) {
   return templ;
 }
 
-pid_t start_seed_run(const SeedRun& run, const fs::path& log, const fs::path& trace) {
+pid_t start_seed_run(const SeedRun& run, const fs::path& log, const fs::path& trace,
+                     ForkServer* server) {
   std::vector<std::string> args = {self_executable(), "run", "--seed", std::to_string(run.seed)};
   if (run.plan_file) args.insert(args.end(), {"--plan", *run.plan_file});
   for (const std::string& fault : run.faults) args.insert(args.end(), {"--fault", fault});
@@ -52,6 +54,7 @@ pid_t start_seed_run(const SeedRun& run, const fs::path& log, const fs::path& tr
   const pid_t pid = fork();
   if (pid != 0) return pid;
   setpgid(0, 0);
+  g_seed_server = server;
   for (const auto& [name, value] : run.settings) setenv(name.c_str(), value.c_str(), 1);
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {

@@ -62,11 +62,13 @@ struct Outcome {
   double seconds = 0;  // wall clock, when the runner measured it
 };
 
+class ForkServer;
+
 // Starts the run in a process group of its own (a timeout ends the whole
-// group), stdout and stderr into `log`, the trace into `trace`. Returns the
-// pid, or -1 with errno.
+// group), stdout and stderr into `log`, the trace into `trace`; through
+// `server` (fork_server.h) when given. Returns the pid, or -1 with errno.
 pid_t start_seed_run(const SeedRun& run, const std::filesystem::path& log,
-                     const std::filesystem::path& trace);
+                     const std::filesystem::path& trace, ForkServer* server = nullptr);
 
 // Reads what an ended run left: `status` as verbfault run passes it on
 // (process.h). A run of several commands left a trace per process

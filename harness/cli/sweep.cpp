@@ -212,6 +212,7 @@ int sweep(const SweepOptions& options) {
   batch.jobs = jobs;
   batch.pass_statuses = options.pass_statuses;
   batch.stop = stop_launching;
+  batch.fork_server = options.fork_server;
   const bool started = run_batch(runs, batch, [&](std::size_t index, Outcome&& outcome) {
     const std::uint64_t seed = runs[index].spec.seed;
     ++done;

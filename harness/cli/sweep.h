@@ -31,6 +31,9 @@ struct SweepOptions {
   bool swarm = false;
   std::optional<std::string> threads;
   unsigned jobs = 0;         // 0: the number of cores
+  // --fork-server: a fork server per job (fork_server.h) instead of an
+  // exec of the program per seed.
+  bool fork_server = false;
   Shard shard;  // seeds first + (index-1) + k*count
   unsigned max_failures = 0;     // 0: no limit
   double timeout_seconds = 300;  // per run, wall clock

@@ -3,6 +3,8 @@
 // signal.
 #include "run.h"
 
+#include "fork_server.h"
+#include "libc.h"
 #include "signal_safe_line.h"
 
 #include "thread_calls.h"
@@ -26,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <fstream>
 
 namespace verbfault::interposer {
@@ -36,10 +39,16 @@ namespace {
 
 const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
 
+// The process's run as it is, for the process hooks (exit, fork, fatal
+// signals): unlike process_run(), never the entry that makes a waiting
+// fork server serve (a program's exit or fork(2) is not its first verbs
+// call).
+Run*& the_process_run();
+
 // Says the end of the run the async-signal-safe way (Run::finish_on_signal),
 // then dies of the same signal.
 void on_fatal_signal(int signal) {
-  process_run().finish_on_signal();
+  the_process_run()->finish_on_signal();
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
@@ -53,27 +62,105 @@ std::vector<std::string> command_words() {
 }
 
 void at_exit() {
-  process_run().finish();
+  the_process_run()->finish();
+}
+
+}  // namespace
+
+namespace {
+
+// Runs `work` on a thread of its own and waits for it: what it allocates
+// comes from that thread's malloc arena, not the main arena, where the
+// program's own allocations go. So the harness's making of its run (the
+// plan parsed, the trace opened, the scheduler's tables) moves none of
+// the program's addresses, which a trace shows when an application uses
+// pointers as wr_id: the program's heap is the same whether the run was
+// made at load or, in a fork server's child, at the first verbs call
+// (fork_server.h), and whatever the plan's size. Inline when no thread
+// can be made.
+template <class Work>
+void on_a_thread_of_its_own(Work& work) {
+  auto trampoline = [](void* argument) -> void* {
+    (*static_cast<Work*>(argument))();
+    return nullptr;
+  };
+  pthread_t thread;
+  if (libc::real().create(&thread, nullptr, trampoline, &work) != 0) {
+    work();
+    return;
+  }
+  libc::real().join(thread, nullptr);
+}
+
+// The process hooks, installed once, at load, whatever the run: at exit
+// and at fork(2) the process's run of the moment (a fork server's child
+// replaces the one made at load) says its end or follows the child.
+// Installed before the program's static constructors register theirs,
+// as a run from exec always had them.
+void install_process_hooks() {
+  std::atexit(at_exit);
+  // A forked child is a process of its own: its trace goes beside the
+  // parent's (record::forked_trace_path, named by the parent's count of
+  // forks), not over the parent's journal.
+  pthread_atfork([] { the_process_run()->count_fork(); }, nullptr,
+                 [] { the_process_run()->become_forked_child(); });
+  pthread_atfork(nullptr, nullptr, [] { thread_calls::after_fork_in_child(); });
+}
+
+}  // namespace
+
+// The process's run as the library's constructor makes it: from the
+// environment, hooked into the process.
+Run* make_process_run() {
+  announce_started();
+  Run* made = nullptr;
+  std::string failure;
+  const pthread_t caller = pthread_self();
+  const auto caller_tid = static_cast<pid_t>(gettid());
+  auto make = [&] {
+    try {
+      made = new Run(config_from_environment());
+      made->enter_process(caller, caller_tid);
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+  };
+  on_a_thread_of_its_own(make);
+  if (made == nullptr) {
+    std::fprintf(stderr, "verbfault: %s\n", failure.c_str());
+    std::_Exit(exit_status::kUsage);
+  }
+  made->enter_as_process_thread();
+  return made;
+}
+
+namespace {
+
+// Never destroyed: calls may still arrive from other threads or from
+// other libraries' destructors after exit() began. Replaced once, in a
+// fork server's child (fork_server.h), before the child's first call.
+Run*& the_process_run() {
+  static Run* run = [] {
+    install_process_hooks();
+    Run* made = make_process_run();
+    arm_fork_server();
+    return made;
+  }();
+  return run;
 }
 
 }  // namespace
 
 Run& process_run() {
-  // Never destroyed: calls may still arrive from other threads or from
-  // other libraries' destructors after exit() began.
-  static Run* run = [] {
-    announce_started();
-    Run* made = nullptr;
-    try {
-      made = new Run(config_from_environment());
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "verbfault: %s\n", error.what());
-      std::_Exit(exit_status::kUsage);
-    }
-    made->enter_process();
-    return made;
-  }();
-  return *run;
+  if (g_fork_server_waiting.load(std::memory_order_relaxed)) [[unlikely]] {
+    Run*& run = the_process_run();
+    const pid_t before = getpid();
+    serve_seeds();
+    // In a child that took a request: its seed's run, as the constructor
+    // of a process started with that environment would have made it.
+    if (getpid() != before) run = make_process_run();
+  }
+  return *the_process_run();
 }
 
 Run::Run(Config configuration) : config(std::move(configuration)) {
@@ -83,7 +170,7 @@ Run::Run(Config configuration) : config(std::move(configuration)) {
   active_ = config.active;
 }
 
-void Run::enter_process() {
+void Run::enter_process(pthread_t thread, pid_t tid) {
   g_active = active();
   provider::set_wait_permission(&Run::may_block_in_device);
   provider::set_ack_possible(&Run::others_may_ack);
@@ -93,27 +180,24 @@ void Run::enter_process() {
     std::fprintf(stderr, "verbfault: seed %llu (drawn; VERBFAULT_SEED=%llu replays it)\n",
                  static_cast<unsigned long long>(config.seed),
                  static_cast<unsigned long long>(config.seed));
-  std::atexit(at_exit);
-  // A forked child is a process of its own: its trace goes beside the
-  // parent's (record::forked_trace_path, named by the parent's count of
-  // forks), not over the parent's journal.
-  pthread_atfork([] { ++process_run().forks_; }, nullptr,
-                 [] { process_run().become_forked_child(); });
   // The hang watchdog (hang_watchdog.h) looks from the scheduler's
   // watchdog thread, or from one of its own without the scheduler.
   const bool watch_hangs = config.hang_after_ns != 0 && checkers.enabled("liveness.hang");
   hang::configure(watch_hangs ? config.hang_after_ns : 0);
   if (config.threads)
-    thread_calls::start(scheduler, *config.threads);
+    thread_calls::start_for(scheduler, *config.threads, thread, tid);
   else if (watch_hangs)
     thread_calls::start_watchdog();
-  pthread_atfork(nullptr, nullptr, [] { thread_calls::after_fork_in_child(); });
   for (int signal : kFatalSignals) {
     struct sigaction current {};
     // An application's own handler stays in charge.
     if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
       std::signal(signal, on_fatal_signal);
   }
+}
+
+void Run::enter_as_process_thread() {
+  if (scheduler.running()) scheduler.enter_as_started_thread();
 }
 
 void Run::begin_session(const Plan& plan, std::uint64_t seed, bool draw_freedoms) {

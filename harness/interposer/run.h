@@ -133,12 +133,22 @@ class Run final : public checkers::Host, public engine::Recorder {
   // finish().
   void finish_on_signal() noexcept;
 
+  // The process's fork hooks (run.cpp, installed at load): a fork(2) is
+  // counted in the parent, and the child follows its own trace.
+  void count_fork() noexcept { ++forks_; }
+  // In the child of a fork(2): its own trace, its inherited objects not
+  // its own to release.
+  void become_forked_child() noexcept;
+
  private:
   friend Run& process_run();
-  // The process's run only: installs the process hooks (exit, fatal
-  // signals, fork, the thread scheduler, the hang watchdog) and makes the
-  // trampolines' g_active follow this run.
-  void enter_process();
+  friend Run* make_process_run();
+  // The process's run only: installs its hooks (fatal signals, the thread
+  // scheduler with `thread` as its thread 0, the hang watchdog) and makes
+  // the trampolines' g_active follow this run. Called on a thread of its
+  // own (make_process_run); `thread` then calls enter_as_process_thread().
+  void enter_process(pthread_t thread, pid_t tid);
+  void enter_as_process_thread();
   // The end-of-run line for verbfault run (VERBFAULT_SUMMARY), with the
   // trace's `records`; async-signal-safe.
   void write_summary(std::uint64_t records) const noexcept;
@@ -146,9 +156,6 @@ class Run final : public checkers::Host, public engine::Recorder {
   // finish_on_signal() alike): a forked child's, the summary file's, or
   // the seed and trace hash; async-signal-safe.
   void say_end(std::uint64_t records) const noexcept;
-  // In the child of a fork(2) (pthread_atfork): its own trace, its
-  // inherited objects not its own to release.
-  void become_forked_child() noexcept;
   // fork(2)s of this process so far (counted before each, so the child sees
   // its own number); the pid of the process this one was forked from (0:
   // not a forked child). Written by the forking thread and in the child

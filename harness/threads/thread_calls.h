@@ -24,6 +24,10 @@ namespace verbfault::interposer::thread_calls {
 // asks for it) and makes it the one the libc wrappers use: the calling
 // thread is thread 0.
 void start(scheduler::Scheduler& scheduler, const scheduler::Options& options);
+// start() made from another thread for the thread `handle` (`tid`), which
+// then calls scheduler.enter_as_started_thread() (Scheduler::start_for).
+void start_for(scheduler::Scheduler& scheduler, const scheduler::Options& options,
+               pthread_t handle, pid_t tid);
 // Starts the process's watchdog thread, once (the scheduler's escapes,
 // the hang watchdog: hang_watchdog.h).
 void start_watchdog();

@@ -73,6 +73,13 @@ void start(scheduler::Scheduler& scheduler, const scheduler::Options& options) {
   start_watchdog();
 }
 
+void start_for(scheduler::Scheduler& scheduler, const scheduler::Options& options,
+               pthread_t handle, pid_t tid) {
+  scheduler.start_for(options, world, handle, tid);
+  g_scheduler.store(&scheduler, std::memory_order_release);
+  start_watchdog();
+}
+
 void verbs_point() {
   // Without a scheduler: one load of a global, no thread-local.
   if (!scheduling()) [[likely]]

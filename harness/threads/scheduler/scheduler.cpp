@@ -229,6 +229,13 @@ Scheduler::Thread& Scheduler::add_thread() {
 }
 
 void Scheduler::start(const Options& options, World& world) {
+  start_for(options, world, pthread_self(), static_cast<pid_t>(gettid()));
+  enter_as_started_thread();
+}
+
+void Scheduler::enter_as_started_thread() { t_self = &threads_.front(); }
+
+void Scheduler::start_for(const Options& options, World& world, pthread_t handle, pid_t tid) {
   std::unique_lock lock(lock_);
   options_ = options;
   world_ = &world;
@@ -248,14 +255,13 @@ void Scheduler::start(const Options& options, World& world) {
   now_ns_.store(0, std::memory_order_relaxed);
   Thread& main = add_thread();
   becomes_runnable(main);
-  main.handle = pthread_self();
+  main.handle = handle;
   main.has_handle = true;
-  main.tid = gettid();
+  main.tid = tid;
   holder_ = &main;
   solo_.store(true, std::memory_order_relaxed);
   watched_steps_ = 0;
   watched_since_ns_ = 0;
-  t_self = &main;
   running_.store(true, std::memory_order_relaxed);
   g_started.store(this, std::memory_order_release);
 }

@@ -196,6 +196,12 @@ class Scheduler {
   ~Scheduler();
   // Starts scheduling: the calling thread becomes thread 0.
   void start(const Options& options, World& world);
+  // start() for the thread `handle` (kernel id `tid`) from another thread:
+  // what the scheduler allocates comes from the caller's heap arena, not
+  // that thread's (interposer/run.cpp makes the process's run on a thread
+  // of its own). That thread then calls enter_as_started_thread().
+  void start_for(const Options& options, World& world, pthread_t handle, pid_t tid);
+  void enter_as_started_thread();
   bool running() const { return running_.load(std::memory_order_relaxed); }
   // Whether the calling thread takes part (started by the program while
   // the scheduler runs, or the one that started it). Static: it answers
