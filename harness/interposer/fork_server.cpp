@@ -1,5 +1,6 @@
 #include "fork_server.h"
 
+#include "process_threads.h"
 #include "signal_safe_line.h"
 #include "verbfault/exit_status.h"
 
@@ -47,24 +48,10 @@ void format(char* out, std::size_t size, const char* word, unsigned long long a,
   std::snprintf(out, size, "%s %llu %lld", word, a, b);
 }
 
-// num_threads of /proc/self/stat (proc(5), field 20), -1 when unreadable.
-int threads_now() {
-  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char text[1024];
-  const ssize_t n = ::read(fd, text, sizeof text - 1);
-  ::close(fd);
-  if (n <= 0) return -1;
-  text[n] = '\0';
-  const char* at = std::strrchr(text, ')');  // the command name may hold spaces
-  for (int field = 2; at != nullptr && field < 20; ++field) at = std::strchr(at + 1, ' ');
-  return at == nullptr ? -1 : std::atoi(at + 1);
-}
-
 // Why the children could not each be this process as a fresh start would
 // make it (nothing: they can). `why` holds the reason.
 bool unsound(char* why, std::size_t size) {
-  const int threads = threads_now();
+  const int threads = process_thread_count();
   if (threads != 1) {
     std::snprintf(why, size,
                   threads < 0 ? "cannot read /proc/self/stat to count its threads"

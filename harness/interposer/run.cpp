@@ -5,6 +5,7 @@
 
 #include "fork_server.h"
 #include "libc.h"
+#include "process_threads.h"
 #include "signal_safe_line.h"
 
 #include "thread_calls.h"
@@ -253,32 +254,10 @@ std::string Run::replay_line() const {
 
 namespace {
 
-// Threads of the process (-1 when unreadable): num_threads, the 20th field
-// of /proc/self/stat (proc(5)), read into a stack buffer: asked on the
-// device's wait path, which allocates nothing.
-int thread_count() {
-  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char text[1024];
-  const ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  text[n] = '\0';
-  // The command name (field 2) may hold spaces and parentheses: count the
-  // fields after its last ')'.
-  const char* at = std::strrchr(text, ')');
-  if (at == nullptr) return -1;
-  for (int field = 2; field < 20; ++field) {
-    at = std::strchr(at + 1, ' ');
-    if (at == nullptr) return -1;
-  }
-  return std::atoi(at + 1);
-}
-
 // The process's threads but those of the application blocked in accept(2)
 // or a receive on a socket (thread_calls::outside_waiters).
 int threads_not_waiting_outside() {
-  return thread_count() - thread_calls::outside_waiters();
+  return process_thread_count() - thread_calls::outside_waiters();
 }
 
 }  // namespace
@@ -287,7 +266,7 @@ bool Run::alone() const {
   if (scheduler.running()) return scheduler.others_idle();
   // Without the scheduler: the process has one thread, and those the
   // simulated device runs itself.
-  return thread_count() == 1 + provider::device_threads() + thread_calls::harness_threads();
+  return process_thread_count() == 1 + provider::device_threads() + thread_calls::harness_threads();
 }
 
 bool Run::may_block_in_device() {
@@ -314,7 +293,7 @@ bool Run::others_may_ack() {
   // The application's threads besides the caller: all but the caller, the
   // device's service thread (a destroy comes after an open) and the
   // harness's own.
-  return thread_count() > 2 + thread_calls::harness_threads();
+  return process_thread_count() > 2 + thread_calls::harness_threads();
 }
 
 void Run::record_timing_notes(record::ObjectId object) {
