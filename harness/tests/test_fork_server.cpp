@@ -63,8 +63,13 @@ void expect_same_seeds(const std::string& options, const std::string& program, i
 }
 
 TEST(ForkServer, ASeedsTraceAndLogAreThoseOfItsRunFromExec) {
+#ifndef VERBFAULT_SANITIZER_RUNTIME
   // wr_ids that are heap addresses: a child's heap is the program's own.
+  // Not in a sanitized build: there every allocation, the harness's on its
+  // own thread included, comes from ASan's one allocator, so the program's
+  // addresses depend on when the harness made its run (docs/using.md).
   expect_same_seeds("--swarm --jobs 2", std::string(FORK_SERVER_PROBE) + " plain", 30);
+#endif
   // The sample, its device's threads racing its own.
   expect_same_seeds("--swarm --jobs 2", SAMPLE_RC, 20);
 }
