@@ -115,8 +115,6 @@ std::unique_ptr<ForkServer> ForkServer::start(const std::vector<std::string>& co
   server->socket_ = ends[0];
   server->pid_ = pid;
   server->prefix_log_ = prefix_log;
-  server->command_ = command;
-  server->library_ = library;
   const std::optional<std::string> answer = receive(ends[0], after(timeout_seconds));
   if (answer && *answer == "ready") return server;
   if (!answer) {

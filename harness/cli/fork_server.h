@@ -45,12 +45,6 @@ class ForkServer {
   // Closes the socket (the server exits) and reaps the server.
   ~ForkServer();
 
-  // What the server was started for: a run of another command or library
-  // cannot use it.
-  bool serves(const std::vector<std::string>& command, const std::string& library) const {
-    return command == command_ && library == library_;
-  }
-
   // In a seed's process (the runner's forked child): runs `member` as a
   // child of the server with this process's environment and `member`'s on
   // top, its stdin/stdout/stderr, in this process's group; waits for its
@@ -64,8 +58,6 @@ class ForkServer {
   pid_t pid_ = -1;
   std::uint64_t requests_ = 0;
   std::filesystem::path prefix_log_;
-  std::vector<std::string> command_;
-  std::string library_;
 };
 
 // The server a seed's `verbfault run` goes through: set by the runner in
