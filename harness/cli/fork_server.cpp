@@ -2,6 +2,7 @@
 
 #include "preload_line.h"
 #include "process.h"
+#include "stack_shape.h"
 #include "verbfault/exit_status.h"
 
 #include <fcntl.h>
@@ -104,6 +105,8 @@ std::unique_ptr<ForkServer> ForkServer::start(const std::vector<std::string>& co
     setenv("VERBFAULT_FORK_SERVER", std::to_string(server_end).c_str(), 1);
     // The same addresses as a run from exec (process.h).
     personality(ADDR_NO_RANDOMIZE);
+    // Stack addresses too, whatever the settings (stack_shape.h).
+    pad_environment_to_fixed_shape();
     std::vector<char*> argv;
     for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
     argv.push_back(nullptr);

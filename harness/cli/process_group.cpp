@@ -1,6 +1,7 @@
 #include "process_group.h"
 
 #include "process.h"
+#include "stack_shape.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -153,6 +154,8 @@ pid_t start(const GroupMember& member, const sigset_t& original_mask,
   for (const auto& [name, value] : member.environment) setenv(name.c_str(), value.c_str(), 1);
   // Same addresses every run: applications use pointers as wr_id.
   personality(ADDR_NO_RANDOMIZE);
+  // Stack addresses too, whatever the settings (stack_shape.h).
+  pad_environment_to_fixed_shape();
   std::vector<char*> args;
   for (const std::string& arg : member.argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);

@@ -176,8 +176,15 @@ bool recover_forked_traces(const std::string& trace, const std::string& parent) 
 CommandsEnd run_commands(const std::vector<Command>& commands, const CommandsRun& run) {
   const bool several = commands.size() > 1;
   // Each group of processes its own fabric (--check-determinism runs two).
+  // Of one width whatever the pid (pid_max is at most 2^22, 7 digits):
+  // the simulated device makes names from the fabric's on the program's
+  // own heap, and a name one byte longer moves the program's later blocks
+  // (wr_ids that are heap addresses would differ between the runs of one
+  // seed).
   static unsigned groups = 0;
-  const std::string tag = std::to_string(getpid()) + "-" + std::to_string(++groups);
+  char tag_text[32];
+  std::snprintf(tag_text, sizeof tag_text, "%07d-%06u", static_cast<int>(getpid()), ++groups);
+  const std::string tag = tag_text;
   const bool fabric_given = std::getenv("VERBFAULT_FABRIC") != nullptr;
   const std::string summary =
       several ? (fs::temp_directory_path() / ("verbfault-" + tag + ".summary")).string() : "";

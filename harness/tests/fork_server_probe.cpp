@@ -2,8 +2,8 @@
 // tests (test_fork_server.cpp): `fork_server_probe MODE`, then a loopback
 // RC pair sends four messages whose wr_ids are heap addresses (blocks
 // allocated before the first verbs call, and receive buffers allocated
-// after it), so that a seed's trace shows where the program's heap put
-// them. MODE says what comes first:
+// after it) and stack addresses, so that a seed's trace shows where the
+// program's heap and stack put them. MODE says what comes first:
 //   plain    output on stdout and stderr, and heap blocks
 //   thread   a thread that lives until the end
 //   socket   a TCP socket left open
@@ -49,10 +49,14 @@ void exchange() {
     ibv_recv_wr* bad = nullptr;
     if (int err = ibv_post_recv(pair.b, &wr, &bad)) field_failures::fail("ibv_post_recv", err);
   }
+  // Half the sends are named by a stack address: where the stack starts
+  // depends on the size of the environment the program was started with.
+  char on_stack[4][16];
   for (std::size_t i = 0; i < after.size(); ++i) {
     ibv_sge sge{reinterpret_cast<uintptr_t>(pair.buffer + i * 64), 64, pair.mr->lkey};
     ibv_send_wr wr{};
-    wr.wr_id = reinterpret_cast<uintptr_t>(before[i].get());
+    wr.wr_id = i % 2 == 0 ? reinterpret_cast<uintptr_t>(before[i].get())
+                          : reinterpret_cast<uintptr_t>(&on_stack[i][0]);
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;

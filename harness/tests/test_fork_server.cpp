@@ -1,16 +1,21 @@
 // The fork server (cli/fork_server.h, interposer/fork_server.h) end to
 // end: a seed's trace and log through it are byte for byte those of the
-// same seed run from exec, for a program whose wr_ids are heap addresses
-// taken before and after its first verbs call, with faults drawn by swarm
-// and two jobs; a program it cannot serve (a thread, a socket, a child
-// process before its first verbs call, or no verbs call at all) runs from
-// exec, and one line says why.
+// same seed run from exec, for a program whose wr_ids are heap and stack
+// addresses taken before and after its first verbs call, with faults drawn
+// by swarm and two jobs, and for threaded field failures (the thread
+// scheduler's interleaving, the hang report's stack addresses); a program
+// it cannot serve (a thread, a socket, a child process before its first
+// verbs call, or no verbs call at all) runs from exec, and one line says
+// why. And without the server: `verbfault run --seed S` and seed S of a
+// sweep, whose settings differ (the trace's path, the pids in the fabric's
+// and the findings' names), give the program the same addresses.
 #include "shell.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -72,6 +77,49 @@ TEST(ForkServer, ASeedsTraceAndLogAreThoseOfItsRunFromExec) {
 #endif
   // The sample, its device's threads racing its own.
   expect_same_seeds("--swarm --jobs 2", SAMPLE_RC, 20);
+}
+
+TEST(ForkServer, AThreadedProgramIsScheduledAsFromExec) {
+  // Their second thread starts after the first verbs call, which is the
+  // schedule's first step in the server's child as from exec; a hang's
+  // report names the condition variable on the main thread's stack.
+  for (const char* failure : {"F10", "F11", "F12"})
+    expect_same_seeds(
+        "--jobs 2",
+        std::string(FIELD_FAILURE_PROGRAMS_DIR) + "/field_failure_" + failure + " buggy", 15);
+}
+
+TEST(SeedAddresses, ARunAndASweepGiveASeedTheSameHeapAndStack) {
+#ifdef VERBFAULT_SANITIZER_RUNTIME
+  GTEST_SKIP() << "ASan's allocator serves the harness's threads too (docs/using.md)";
+#else
+  Dirs dirs;
+  const std::string program = std::string(FORK_SERVER_PROBE) + " plain";
+  // Output to files in all, so that stdout's buffer is the same block.
+  auto run = [&](const std::string& trace) {
+    ProcessResult r = run_shell(std::string(VERBFAULT_CLI) + " run --seed 7 --trace " + trace +
+                                " -- " + program + " > " + trace + ".log 2>&1");
+    EXPECT_EQ(r.status, 0) << read(trace + ".log");
+    return read(trace);
+  };
+  const std::string short_path = run((dirs.root / "a.jsonl").string());
+  // A setting 200 bytes longer: the stack would start 200 bytes lower.
+  const std::string long_path = run((dirs.root / (std::string(200, 'b') + ".jsonl")).string());
+  const std::string swept = (dirs.root / "swept").string();
+  ProcessResult sweep = run_shell(std::string(VERBFAULT_CLI) + " sweep --seeds 7..7 --out " +
+                                  swept + " -- " + program);
+  ASSERT_EQ(sweep.status, 0) << sweep.output;
+  EXPECT_TRUE(contains(short_path, "\"wr_id\":140737")) << "a stack address (0x7fff...)\n"
+                                                        << short_path;
+  EXPECT_EQ(short_path, long_path);
+  EXPECT_EQ(short_path, read(swept + "/seed-7.jsonl"));
+  // The simulated device names things after the fabric on the program's
+  // heap: its name is of one width whatever the pid.
+  ProcessResult env = run_shell(std::string(VERBFAULT_CLI) + " run -- /usr/bin/env");
+  EXPECT_TRUE(
+      std::regex_search(env.output, std::regex("\nVERBFAULT_FABRIC=run-[0-9]{7}-[0-9]{6}\n")))
+      << env.output;
+#endif
 }
 
 TEST(ForkServer, WhatTheProgramPrintedBeforeItsFirstVerbsCallIsInEverySeedsLogOnce) {
