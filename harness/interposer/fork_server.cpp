@@ -2,8 +2,10 @@
 
 #include "process_threads.h"
 #include "signal_safe_line.h"
+#include "thread_calls.h"
 #include "verbfault/exit_status.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -77,6 +79,21 @@ bool unsound(char* why, std::size_t size) {
                   "it started another process (pid %d) before its first verbs call: every "
                   "seed's run would share it",
                   std::atoi(children));
+    return true;
+  }
+  // A lock, sleep, wait or clock read of the program's (threads/
+  // thread_calls.h): from exec, under a seed, the schedule counts it from
+  // load (its steps, its virtual clock); here it was the machine's.
+  if (const void* call = thread_calls::first_unscheduled_call()) {
+    Dl_info info{};
+    const bool named = dladdr(call, &info) != 0;
+    std::snprintf(why, size,
+                  "it made a call a seed's schedule counts (a lock, sleep, wait or clock read) "
+                  "before its first verbs call, from %s%s%s: its children would not start where "
+                  "a run from exec does",
+                  named && info.dli_sname != nullptr ? info.dli_sname : "",
+                  named && info.dli_sname != nullptr ? " in " : "",
+                  named && info.dli_fname != nullptr ? info.dli_fname : "an unknown object");
     return true;
   }
   // An open socket (a peer, a PMI or launcher connection, a name
@@ -164,6 +181,7 @@ void arm_fork_server() noexcept {
   // Not for what the program execs.
   (void)::fcntl(g_socket, F_SETFD, FD_CLOEXEC);
   g_server = getpid();
+  thread_calls::note_unscheduled_calls();
   g_fork_server_waiting.store(true, std::memory_order_relaxed);
 }
 

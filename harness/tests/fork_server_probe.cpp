@@ -8,12 +8,16 @@
 //   thread   a thread that lives until the end
 //   socket   a TCP socket left open
 //   child    a child process that lives until the end
+//   clock    a read of CLOCK_MONOTONIC
+//   lock     a mutex locked and unlocked
 //   none     no verbs call at all (exit 0)
 //   hang     plain's exchange, then pause(2): only a timeout ends it
 #include "loopback_pair.h"
 
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -28,7 +32,7 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: fork_server_probe plain|thread|socket|child|none|hang\n");
+  std::fprintf(stderr, "usage: fork_server_probe plain|thread|socket|child|clock|lock|none|hang\n");
   return 2;
 }
 
@@ -115,6 +119,19 @@ int main(int argc, char** argv) {
     if (fd < 0) field_failures::fail("socket", errno);
     exchange();
     close(fd);
+    return 0;
+  }
+  if (mode == "clock") {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    exchange();
+    return 0;
+  }
+  if (mode == "lock") {
+    static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mutex);
+    pthread_mutex_unlock(&mutex);
+    exchange();
     return 0;
   }
   if (mode == "child") {

@@ -4,9 +4,9 @@
 // addresses taken before and after its first verbs call, with faults drawn
 // by swarm and two jobs, and for threaded field failures (the thread
 // scheduler's interleaving, the hang report's stack addresses); a program
-// it cannot serve (a thread, a socket, a child process before its first
-// verbs call, or no verbs call at all) runs from exec, and one line says
-// why. And without the server: `verbfault run --seed S` and seed S of a
+// it cannot serve (a thread, a socket, a child process, a lock or a clock
+// read before its first verbs call, or no verbs call at all) runs from
+// exec, and one line says why. And without the server: `verbfault run --seed S` and seed S of a
 // sweep, whose settings differ (the trace's path, the pids in the fabric's
 // and the findings' names), give the program the same addresses.
 #include "shell.h"
@@ -157,6 +157,14 @@ TEST(ForkServer, AProgramItCannotServeRunsFromExecAndOneLineSaysWhy) {
       {"socket", "fork server not used: it has a socket open (fd "},
       {"child", "fork server not used: it started another process (pid "},
       {"none", "fork server not used: the program ended (exit 0) before its first verbs call"},
+      // From exec, a seed's schedule counts these from load (its steps, its
+      // virtual clock).
+      {"clock",
+       "fork server not used: it made a call a seed's schedule counts (a lock, sleep, wait or "
+       "clock read) before its first verbs call, from "},
+      {"lock",
+       "fork server not used: it made a call a seed's schedule counts (a lock, sleep, wait or "
+       "clock read) before its first verbs call, from "},
   };
   for (const auto& c : cases) {
     ProcessResult r =

@@ -26,8 +26,8 @@ namespace verbfault::interposer::thread_calls {
 void start(scheduler::Scheduler& scheduler, const scheduler::Options& options);
 // start() made from another thread for the thread `handle` (`tid`), which
 // then calls scheduler.enter_as_started_thread() (Scheduler::start_for).
-void start_for(scheduler::Scheduler& scheduler, const scheduler::Options& options,
-               pthread_t handle, pid_t tid);
+void start_for(scheduler::Scheduler& scheduler, const scheduler::Options& options, pthread_t handle,
+               pid_t tid);
 // Starts the process's watchdog thread, once (the scheduler's escapes,
 // the hang watchdog: hang_watchdog.h).
 void start_watchdog();
@@ -37,6 +37,15 @@ void after_fork_in_child();
 // The harness's own threads in this process (the watchdog): not the
 // program's.
 int harness_threads();
+// A fork server waiting for the program's first verbs call
+// (interposer/fork_server.h) has the first call of the program that a
+// seed's schedule would have counted noted from here on: a scheduling
+// point (a lock, a sleep, a wait) or a read of the virtual clock, which a
+// run from exec makes from load. Its children, which take their run at
+// the first verbs call, could not start where such a run does.
+void note_unscheduled_calls();
+// The return address of that first call, or null.
+const void* first_unscheduled_call();
 // A verbs call of the program: a scheduling point. `yielding`: the
 // thread's previous call made no progress (an empty poll).
 void verbs_point();

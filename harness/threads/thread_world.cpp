@@ -6,6 +6,11 @@ namespace verbfault::interposer::thread_calls {
 
 std::atomic<bool> g_real_device_opened{false};
 
+// note_unscheduled_calls(): set once, by a fork server at load; the first
+// such call's return address, set once (compare-exchange from null).
+std::atomic<bool> g_noting_unscheduled{false};
+std::atomic<const void*> g_first_unscheduled{nullptr};
+
 std::atomic<scheduler::Scheduler*> g_scheduler{nullptr};
 
 HarnessWorld world;
@@ -45,7 +50,21 @@ bool clock_is_virtual(const void* caller) {
   // (callers.h). Not sched().manages_this_thread(): that would create the
   // scheduler, and this is asked from inside malloc too (scheduler.h).
   if (called_from_sanitizer(caller)) return false;
-  return scheduler::Scheduler::manages_this_thread() && !called_from_rdma_stack(caller);
+  if (scheduler::Scheduler::manages_this_thread()) return !called_from_rdma_stack(caller);
+  if (g_noting_unscheduled.load(std::memory_order_relaxed)) [[unlikely]]
+    if (!called_from_rdma_stack(caller)) {
+      const void* none = nullptr;
+      g_first_unscheduled.compare_exchange_strong(none, caller, std::memory_order_relaxed);
+    }
+  return false;
+}
+
+void note_unscheduled_calls() {
+  g_noting_unscheduled.store(true, std::memory_order_relaxed);
+}
+
+const void* first_unscheduled_call() {
+  return g_first_unscheduled.load(std::memory_order_relaxed);
 }
 
 bool scheduled(const void* caller) {
@@ -73,8 +92,8 @@ void start(scheduler::Scheduler& scheduler, const scheduler::Options& options) {
   start_watchdog();
 }
 
-void start_for(scheduler::Scheduler& scheduler, const scheduler::Options& options,
-               pthread_t handle, pid_t tid) {
+void start_for(scheduler::Scheduler& scheduler, const scheduler::Options& options, pthread_t handle,
+               pid_t tid) {
   scheduler.start_for(options, world, handle, tid);
   g_scheduler.store(&scheduler, std::memory_order_release);
   start_watchdog();
