@@ -7,7 +7,8 @@
 # FUZZ_RUNS=10000000 scripts/fuzz.sh --long NAME); FUZZ_JOBS=N fuzzes in N
 # processes at once sharing one corpus (-jobs=N: each makes FUZZ_RUNS/N
 # executions, rounded up; its output in build-fuzz/jobs/NAME/fuzz-I.log;
-# a finding in one stops that one only). Exits nonzero on
+# a finding in one stops that one only); as many fuzzers run at once as
+# the cores hold (nproc / FUZZ_JOBS). Exits nonzero on
 # any finding: the crashing input is left in build-fuzz/findings/NAME/.
 # New inputs go to build-fuzz/corpus/NAME, never into the committed corpus
 # (merge them with -merge=1: fuzz/README.md).
@@ -56,9 +57,13 @@ export LD_LIBRARY_PATH="$runtime_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # of it is off.
 export ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-status=0
 root="$PWD"
-for name in "${fuzzers[@]}"; do
+# One fuzzer's run: what it says in $build_dir/NAME.out, and NAME.found
+# when it found something.
+fuzz_one() {
+  local name=$1
+  local out="$build_dir/$name.out"
+  rm -f "$out" "$build_dir/$name.found"
   corpus="$build_dir/corpus/$name"
   findings="$build_dir/findings/$name"
   mkdir -p "$corpus" "$findings"
@@ -81,7 +86,7 @@ for name in "${fuzzers[@]}"; do
       length+=" in each of $jobs_of_fuzzer processes"
     fi
   fi
-  echo "fuzz.sh: $name for $length"
+  echo "fuzz.sh: $name for $length" >"$out"
   # -timeout: an input that runs 10 s is a hang; -rss_limit_mb: a leak or
   # an allocation out of bounds is a finding, not a swap storm.
   run_status=0
@@ -94,10 +99,30 @@ for name in "${fuzzers[@]}"; do
     [ ! -f "$workdir/fuzz-$i.log" ] || logs+=("$workdir/fuzz-$i.log")
   done
   if [ "$run_status" -ne 0 ]; then
-    echo "fuzz.sh: $name FOUND something: ${logs[*]}, $findings/" >&2
-    for log in "${logs[@]}"; do tail -n 40 "$log" >&2; done
-    status=1
+    {
+      echo "fuzz.sh: $name FOUND something: ${logs[*]}, $findings/"
+      for log in "${logs[@]}"; do tail -n 40 "$log"; done
+    } >>"$out"
+    touch "$build_dir/$name.found"
   fi
-  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE' "${logs[@]}" || true
+  grep -E '^stat::|verbs calls|^#[0-9]+ *DONE' "${logs[@]}" >>"$out" || true
+}
+# As many fuzzers at once as the cores hold (each of FUZZ_JOBS processes):
+# each gets a core of its own for its time, as when they ran one by one.
+at_once=$(($(nproc) / jobs_of_fuzzer))
+[ "$at_once" -ge 1 ] || at_once=1
+for name in "${fuzzers[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$at_once" ]; do wait -n || true; done
+  fuzz_one "$name" &
+done
+wait
+status=0
+for name in "${fuzzers[@]}"; do
+  if [ -f "$build_dir/$name.found" ]; then
+    cat "$build_dir/$name.out" >&2
+    status=1
+  else
+    cat "$build_dir/$name.out"
+  fi
 done
 exit "$status"
