@@ -191,13 +191,16 @@ void arm_fork_server() noexcept {
   // Not for what the program execs.
   (void)::fcntl(g_socket, F_SETFD, FD_CLOEXEC);
   g_server = getpid();
-  thread_calls::note_unscheduled_calls();
+  thread_calls::note_unscheduled_calls(true);
   g_fork_server_waiting.store(true, std::memory_order_relaxed);
 }
 
 void serve_seeds() noexcept {
   bool expected = true;
   if (!g_fork_server_waiting.compare_exchange_strong(expected, false)) return;
+  // What the program did before this call is known now: later calls are
+  // the children's runs' (or, refused, this process's) and cost nothing.
+  thread_calls::note_unscheduled_calls(false);
   char line[512];
   if (getpid() != g_server) {
     // A child the program forked reached the harness first: the program

@@ -42,8 +42,9 @@ int harness_threads();
 // seed's schedule would have counted noted from here on: a scheduling
 // point (a lock, a sleep, a wait) or a read of the virtual clock, which a
 // run from exec makes from load. Its children, which take their run at
-// the first verbs call, could not start where such a run does.
-void note_unscheduled_calls();
+// the first verbs call, could not start where such a run does. Off
+// again once the server serves: its children's calls are their runs'.
+void note_unscheduled_calls(bool on);
 // The return address of that first call, or null.
 const void* first_unscheduled_call();
 // A verbs call of the program: a scheduling point. `yielding`: the

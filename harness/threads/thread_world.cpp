@@ -6,8 +6,9 @@ namespace verbfault::interposer::thread_calls {
 
 std::atomic<bool> g_real_device_opened{false};
 
-// note_unscheduled_calls(): set once, by a fork server at load; the first
-// such call's return address, set once (compare-exchange from null).
+// note_unscheduled_calls(): set by a fork server at load, cleared when it
+// serves; the first such call's return address, set once (compare-exchange
+// from null).
 std::atomic<bool> g_noting_unscheduled{false};
 std::atomic<const void*> g_first_unscheduled{nullptr};
 
@@ -63,8 +64,8 @@ bool clock_is_virtual(const void* caller) {
   return false;
 }
 
-void note_unscheduled_calls() {
-  g_noting_unscheduled.store(true, std::memory_order_relaxed);
+void note_unscheduled_calls(bool on) {
+  g_noting_unscheduled.store(on, std::memory_order_relaxed);
 }
 
 const void* first_unscheduled_call() {
